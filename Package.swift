@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+// Virtual Tourist: a self-hosted photo-map web app. The product depends only on Foundation and system
+// libraries (libpq, zlib, later libcurl); docs/architecture.md says why each one is here.
+import PackageDescription
+
+let package = Package(
+    name: "VirtualTourist",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "Postgres", targets: ["Postgres"]),
+        .executable(name: "virtual-tourist", targets: ["virtual-tourist"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(name: "Log"),
+        .target(name: "HTTPServer", dependencies: ["CZlib", "Log"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
+        .executableTarget(name: "virtual-tourist", dependencies: ["HTTPServer", "Postgres", "Log"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

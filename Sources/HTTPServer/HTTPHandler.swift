@@ -1,0 +1,101 @@
+/// Anything that turns a request into a response. Handlers run on the server's bounded handler
+/// executor, never on a connection's I/O queue, so they may block (a database call) without stalling
+/// other connections.
+public protocol HTTPHandler: Sendable {
+    func handle(_ request: HTTPRequest) throws -> HTTPResponse
+}
+
+/// A closure as a handler.
+public struct ClosureHandler: HTTPHandler {
+    let body: @Sendable (HTTPRequest) throws -> HTTPResponse
+    public init(_ body: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) { self.body = body }
+    public func handle(_ request: HTTPRequest) throws -> HTTPResponse { try body(request) }
+}
+
+/// Runs around a handler: may change the request, answer early, or change the response.
+public protocol Middleware: Sendable {
+    func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse
+}
+
+/// Middlewares in order (the first sees the request first) around a handler.
+public struct MiddlewareChain: HTTPHandler {
+    let middlewares: [any Middleware]
+    let handler: any HTTPHandler
+
+    public init(_ middlewares: [any Middleware], handler: any HTTPHandler) {
+        self.middlewares = middlewares
+        self.handler = handler
+    }
+
+    public func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        try run(request, from: 0)
+    }
+
+    private func run(_ request: HTTPRequest, from index: Int) throws -> HTTPResponse {
+        guard index < middlewares.count else { return try handler.handle(request) }
+        return try middlewares[index].handle(request) { try run($0, from: index + 1) }
+    }
+}
+
+/// An error that knows its status and what may be shown to the client. Errors that do not conform
+/// become a 500 whose page says nothing about the internals; the detail goes to the log.
+public protocol HTTPResponseError: Error {
+    var status: HTTPStatus { get }
+    /// Safe to show to the client.
+    var publicMessage: String { get }
+    /// Extra headers (Allow on 405, Retry-After on 503…).
+    var headers: HTTPHeaders { get }
+}
+
+extension HTTPResponseError {
+    public var headers: HTTPHeaders { [:] }
+}
+
+public struct HTTPError: HTTPResponseError, CustomStringConvertible {
+    public let status: HTTPStatus
+    public let publicMessage: String
+    public let headers: HTTPHeaders
+
+    public init(_ status: HTTPStatus, _ message: String? = nil, headers: HTTPHeaders = [:]) {
+        self.status = status
+        self.publicMessage = message ?? status.reason
+        self.headers = headers
+    }
+
+    public var description: String { "\(status): \(publicMessage)" }
+
+    public static let notFound = HTTPError(.notFound, "This page does not exist.")
+}
+
+extension HTTPParseError: HTTPResponseError {
+    public var publicMessage: String { "The request could not be read: \(reason)." }
+}
+
+/// Renders an error as a response. The app replaces the default to give error pages its own look.
+public typealias ErrorPageRenderer = @Sendable (_ status: HTTPStatus, _ message: String, _ request: HTTPRequest?) -> HTTPResponse
+
+public enum DefaultErrorPage {
+    public static let render: ErrorPageRenderer = { status, message, _ in
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(status.code) \(escape(status.reason))</title></head>\
+            <body><h1>\(status.code) \(escape(status.reason))</h1><p>\(escape(message))</p></body></html>
+            """
+        return .html(html, status: status)
+    }
+
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+@preconcurrency import Dispatch
+import Log
+import Synchronization
+
+let accessLogger = Logger(label: "http")
+let serverLogger = Logger(label: "server")
+
+/// An HTTP/1.1 server on non-blocking BSD sockets and Dispatch.
+///
+/// One read source watches the listening socket and one each connection; connections cost a file
+/// descriptor and a few KiB, never a thread. Handlers run on a `BoundedExecutor`, so a blocking
+/// handler cannot stall socket I/O. The server knows nothing of the application above it.
+public final class HTTPServer: Sendable {
+    public let configuration: ServerConfiguration
+    let handler: any HTTPHandler
+    let executor: BoundedExecutor
+    let ioQueue = DispatchQueue(label: "http.io", qos: .userInitiated, attributes: .concurrent)
+    private let acceptQueue = DispatchQueue(label: "http.accept", qos: .userInitiated)
+    private let state = Mutex(State())
+
+    private struct State {
+        var listenFD: Int32 = -1
+        var port = 0
+        var listener: (any DispatchSourceRead)?
+        var sweeper: (any DispatchSourceTimer)?
+        var connections: [Int: Connection] = [:]
+        var nextID = 0
+        var stopping = false
+        var acceptPaused = false
+    }
+
+    public init(configuration: ServerConfiguration = ServerConfiguration(), handler: any HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        self.executor = BoundedExecutor(label: "http.handlers", width: configuration.handlerConcurrency,
+                                        backlog: configuration.handlerBacklog)
+    }
+
+    /// The port bound by `start()` (useful with port 0).
+    public var port: Int { state.withLock { $0.port } }
+
+    public var openConnections: Int { state.withLock { $0.connections.count } }
+
+    /// Binds and starts accepting. Returns at once; the server runs on Dispatch.
+    public func start() throws {
+        // A peer that hangs up mid-response must cost an EPIPE, not the process (sends also use
+        // MSG_NOSIGNAL; this covers anything else that writes to a socket).
+        signal(SIGPIPE, SIG_IGN)
+        let (fd, port) = try Socket.listen(host: configuration.host, port: configuration.port,
+                                           backlog: configuration.listenBacklog)
+        let listener = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        listener.setEventHandler { [weak self] in self?.acceptAll(fd) }
+        // libdispatch #949: the fd may only be closed once its source is cancelled.
+        listener.setCancelHandler { _ = Glibc.close(fd) }
+
+        let sweepInterval = max(0.05, min(configuration.requestReadTimeout, configuration.idleTimeout,
+                                          configuration.writeTimeout) / 4)
+        let sweeper = DispatchSource.makeTimerSource(queue: acceptQueue)
+        sweeper.schedule(deadline: .now() + sweepInterval, repeating: sweepInterval, leeway: .milliseconds(50))
+        sweeper.setEventHandler { [weak self] in self?.sweep() }
+
+        state.withLock {
+            $0.listenFD = fd
+            $0.port = port
+            $0.listener = listener
+            $0.sweeper = sweeper
+        }
+        listener.resume()
+        sweeper.resume()
+        serverLogger.notice("listening on http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)")
+    }
+
+    /// Stops accepting, lets in-flight requests finish (their responses say Connection: close),
+    /// closes idle connections, and returns once all are closed or the grace period has passed.
+    public func shutdown(gracePeriod: Double? = nil) {
+        let grace = gracePeriod ?? configuration.shutdownGracePeriod
+        let (listener, sweeper, connections) = state.withLock { s -> ((any DispatchSourceRead)?, (any DispatchSourceTimer)?, [Connection]) in
+            guard !s.stopping else { return (nil, nil, []) }
+            s.stopping = true
+            let taken = (s.listener, s.sweeper, Array(s.connections.values))
+            s.listener = nil
+            s.sweeper = nil
+            return taken
+        }
+        guard let listener else { return }
+        if state.withLock({ $0.acceptPaused }) { listener.resume() }
+        listener.cancel()
+        sweeper?.cancel()
+        for connection in connections { connection.queue.async { connection.drain() } }
+
+        let deadline = monotonicNanos() + UInt64(grace * 1e9)
+        while openConnections > 0 && monotonicNanos() < deadline { usleep(5_000) }
+        let stragglers = state.withLock { Array($0.connections.values) }
+        if !stragglers.isEmpty {
+            serverLogger.warning("closing \(stragglers.count) connection(s) still busy after \(grace)s")
+            for connection in stragglers { connection.queue.async { connection.close() } }
+            let hard = monotonicNanos() + 1_000_000_000
+            while openConnections > 0 && monotonicNanos() < hard { usleep(5_000) }
+        }
+        serverLogger.notice("stopped")
+    }
+
+    // MARK: Accepting
+
+    private func acceptAll(_ listenFD: Int32) {
+        for _ in 0..<64 {
+            var storage = sockaddr_storage()
+            var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listenFD, $0, &len)
+                }
+            }
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EAGAIN, EWOULDBLOCK: return
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // Out of descriptors: the pending connection stays queued in the kernel. Pause
+                    // accepting briefly instead of spinning on a level-triggered source.
+                    serverLogger.error("accept: \(String(cString: strerror(errno))); pausing 100ms")
+                    pauseAccepting()
+                    return
+                default:
+                    serverLogger.error("accept: \(String(cString: strerror(errno)))")
+                    return
+                }
+            }
+            // accept4 is not exported to Swift by Glibc; two fcntls do the same.
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            admit(fd, remote: Socket.address(of: storage))
+        }
+    }
+
+    private func pauseAccepting() {
+        let listener: (any DispatchSourceRead)? = state.withLock {
+            guard !$0.stopping, !$0.acceptPaused else { return nil }
+            $0.acceptPaused = true
+            return $0.listener
+        }
+        guard let listener else { return }
+        listener.suspend()
+        acceptQueue.asyncAfter(deadline: .now() + 0.1) { [weak self] in
+            guard let self else { return }
+            let resume = self.state.withLock { s -> Bool in
+                guard s.acceptPaused, !s.stopping else { return false }
+                s.acceptPaused = false
+                return true
+            }
+            if resume { listener.resume() }
+        }
+    }
+
+    private func admit(_ fd: Int32, remote: String) {
+        Socket.setNoDelay(fd)
+        let connection: Connection? = state.withLock { s in
+            guard s.connections.count < configuration.maxConnections, !s.stopping else { return nil }
+            s.nextID += 1
+            let c = Connection(id: s.nextID, fd: fd, remoteAddress: remote, server: self)
+            s.connections[c.id] = c
+            return c
+        }
+        guard let connection else {
+            // Over capacity: say so and hang up; the connections already open keep being served.
+            let busy = Array("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+            _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            Glibc.shutdown(fd, Int32(SHUT_WR))
+            Glibc.close(fd)
+            serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnections) already open")
+            return
+        }
+        connection.start()
+    }
+
+    func connectionClosed(_ connection: Connection) {
+        state.withLock { _ = $0.connections.removeValue(forKey: connection.id) }
+    }
+
+    private func sweep() {
+        let now = monotonicNanos()
+        let connections = state.withLock { Array($0.connections.values) }
+        for connection in connections {
+            connection.queue.async { connection.checkTimeouts(now: now) }
+        }
+    }
+
+    // MARK: Handling
+
+    /// Runs the handler for one request; never throws, so every request gets an answer.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        do {
+            return try handler.handle(request)
+        } catch let error as any HTTPResponseError {
+            return errorResponse(error, request: request)
+        } catch {
+            serverLogger.error("\(request.method) \(request.path): \(error)")
+            return configuration.errorPage(.internalServerError, "Something went wrong on our side. Please try again.", request)
+        }
+    }
+
+    func errorResponse(_ error: any HTTPResponseError, request: HTTPRequest?) -> HTTPResponse {
+        var response = configuration.errorPage(error.status, error.publicMessage, request)
+        response.status = error.status
+        for (name, value) in error.headers { response.headers.set(name, value) }
+        return response
+    }
+}

@@ -1,0 +1,101 @@
+/// Method + path routing. Patterns are literal segments and `:name` parameters
+/// ("/pins/:id/photos/:photoID"); a final `*name` takes the rest of the path. A path that matches with
+/// another method gets 405 with Allow (RFC 9110 §15.5.6); HEAD is served by the GET route.
+public struct Router: HTTPHandler {
+    public struct Route: Sendable {
+        public let method: String
+        public let pattern: String
+        let segments: [Segment]
+        let handler: any HTTPHandler
+    }
+
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+        case rest(String)
+    }
+
+    public private(set) var routes: [Route] = []
+    /// Asked when no route's path matches (static files, say). Nil: 404.
+    public var fallback: (any HTTPHandler)?
+
+    public init() {}
+
+    public mutating func add(_ method: String, _ pattern: String, _ handler: any HTTPHandler) {
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part -> Segment in
+            if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
+            if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
+            return .literal(String(part))
+        }
+        precondition(!routes.contains { $0.method == method && $0.segments == segments },
+                     "route \(method) \(pattern) registered twice")
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+    }
+
+    public mutating func get(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        add("GET", pattern, ClosureHandler(handler))
+    }
+
+    public mutating func post(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        add("POST", pattern, ClosureHandler(handler))
+    }
+
+    public mutating func put(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        add("PUT", pattern, ClosureHandler(handler))
+    }
+
+    public mutating func delete(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        add("DELETE", pattern, ClosureHandler(handler))
+    }
+
+    public func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true)
+        var allowed: [String] = []
+        var headFallback: (Route, [String: String])?
+        for route in routes {
+            guard let parameters = try Self.match(route.segments, parts) else { continue }
+            if route.method == request.method {
+                var request = request
+                request.parameters = parameters
+                return try route.handler.handle(request)
+            }
+            if request.method == "HEAD" && route.method == "GET" { headFallback = (route, parameters) }
+            allowed.append(route.method)
+        }
+        if let (route, parameters) = headFallback {
+            var request = request
+            request.parameters = parameters
+            return try route.handler.handle(request)
+        }
+        if !allowed.isEmpty {
+            if allowed.contains("GET") { allowed.append("HEAD") }
+            throw HTTPError(.methodNotAllowed, "This address does not accept \(request.method).",
+                            headers: ["Allow": allowed.joined(separator: ", ")])
+        }
+        if let fallback { return try fallback.handle(request) }
+        throw HTTPError.notFound
+    }
+
+    /// Parameters when the path matches. An undecodable parameter is a 400, not a miss.
+    static func match(_ segments: [Segment], _ parts: [Substring]) throws -> [String: String]? {
+        var parameters: [String: String] = [:]
+        var i = 0
+        for segment in segments {
+            switch segment {
+            case .literal(let text):
+                guard i < parts.count, parts[i] == text else { return nil }
+            case .parameter(let name):
+                guard i < parts.count else { return nil }
+                guard let value = FormDecoding.percentDecode(parts[i]) else {
+                    throw HTTPError(.badRequest, "Malformed percent-encoding in the path.")
+                }
+                parameters[name] = value
+            case .rest(let name):
+                parameters[name] = parts[i...].joined(separator: "/")
+                return parameters
+            }
+            i += 1
+        }
+        return i == parts.count ? parameters : nil
+    }
+}

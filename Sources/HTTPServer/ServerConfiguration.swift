@@ -1,0 +1,45 @@
+/// How the server listens and what it tolerates. Times are in seconds.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind: "127.0.0.1", "0.0.0.0", "::" or a host name.
+    public var host = "127.0.0.1"
+    /// 0 picks a free port; `HTTPServer.port` tells which.
+    public var port = 8080
+    public var limits = HTTPLimits()
+    /// From a request's first byte (or the connection's start) until its last: slow clients get 408.
+    public var requestReadTimeout: Double = 10
+    /// How long a keep-alive connection may sit idle between requests.
+    public var idleTimeout: Double = 60
+    /// How long a response may wait for a client that stopped reading.
+    public var writeTimeout: Double = 30
+    /// Open connections at once; more are answered 503 and closed.
+    public var maxConnections = 4096
+    /// Handlers running at once (they may block on the database) and requests queued behind them.
+    public var handlerConcurrency = 64
+    public var handlerBacklog = 4096
+    /// On shutdown, how long in-flight requests get to finish.
+    public var shutdownGracePeriod: Double = 10
+    public var errorPage: ErrorPageRenderer = DefaultErrorPage.render
+    /// Called once per response; nil to log nothing.
+    public var accessLog: (@Sendable (AccessLogEntry) -> Void)? = AccessLogEntry.standardLogger
+    public var listenBacklog: Int32 = 1024
+
+    public init() {}
+}
+
+public struct AccessLogEntry: Sendable {
+    public let method: String
+    public let path: String
+    public let status: Int
+    public let bytes: Int
+    public let seconds: Double
+    public let remoteAddress: String
+
+    public var line: String {
+        let ms = (seconds * 10_000).rounded() / 10
+        return "\(method) \(path) \(status) \(bytes)B \(ms)ms \(remoteAddress)"
+    }
+
+    public static let standardLogger: @Sendable (AccessLogEntry) -> Void = { entry in
+        accessLogger.info(entry.line)
+    }
+}

@@ -1,0 +1,196 @@
+import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// One libpq connection. Not thread-safe, like the PGconn it wraps: the pool lends it to one caller
+/// at a time, and nothing else should share it. (`@unchecked Sendable` lets it move between threads
+/// under that rule.)
+public final class PostgresConnection: @unchecked Sendable {
+    private var conn: OpaquePointer?
+    public let url: String
+
+    /// Connection options applied to every connection of a pool.
+    public struct Options: Sendable {
+        /// Shown in pg_stat_activity, so an administrator can tell the app's connections apart.
+        public var applicationName = "virtual-tourist"
+        /// Milliseconds a statement may run before the server cancels it; 0 for no limit.
+        public var statementTimeoutMilliseconds = 30_000
+        public var connectTimeoutSeconds = 10
+        public init() {}
+    }
+
+    /// Connects with a postgresql:// URL or a conninfo string ("host=/tmp dbname=x").
+    public init(url: String, options: Options = Options()) throws {
+        self.url = url
+        // expand_dbname=1 lets `dbname` carry a whole URL or conninfo; the keywords after it override
+        // what it says, so our session settings always apply. TimeZone=UTC keeps timestamptz text
+        // output (psql, logs) unambiguous; binary values do not depend on it.
+        let keywords = ["dbname", "application_name", "options", "connect_timeout"]
+        let values = [url, options.applicationName,
+                      "-c statement_timeout=\(options.statementTimeoutMilliseconds) -c TimeZone=UTC -c client_min_messages=warning",
+                      String(options.connectTimeoutSeconds)]
+        conn = withArrayOfCStrings(keywords) { k in
+            withArrayOfCStrings(values) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let conn, PQstatus(conn) == CONNECTION_OK else {
+            let message = conn.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(conn)
+            self.conn = nil
+            throw PostgresError.connection(message.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    deinit { PQfinish(conn) }
+
+    public func close() {
+        PQfinish(conn)
+        conn = nil
+    }
+
+    /// False once the server or the network dropped the connection.
+    public var isHealthy: Bool {
+        guard let conn else { return false }
+        return PQstatus(conn) == CONNECTION_OK
+    }
+
+    /// Whether an idle connection still looks alive, without a round trip: an idle connection should
+    /// have nothing to read, so anything readable (a FATAL from pg_terminate_backend, EOF from a
+    /// restart) means it is gone.
+    func looksAliveWhileIdle() -> Bool {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return false }
+        var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+        let n = poll(&pfd, 1, 0)
+        if n == 0 { return true }
+        return false
+    }
+
+    /// The backend's process id, for pg_terminate_backend in tests and for logs.
+    public var backendPID: Int32 { conn.map { PQbackendPID($0) } ?? 0 }
+
+    var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
+
+    // MARK: Queries
+
+    /// Runs one statement with bound parameters ($1, $2, …). Parameters are never spliced into the
+    /// SQL text: strings go as text values, everything else in binary.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
+        guard let conn else { throw PostgresError.connection("connection is closed") }
+        let bindings = parameters.map(\.postgresBinding)
+        let types = bindings.map { Oid($0.type) }
+        let lengths = bindings.map { Int32($0.bytes?.count ?? 0) }
+        let formats = bindings.map { Int32($0.binary ? 1 : 0) }
+        // Keep every parameter's bytes alive for the duration of the call. libpq reads text-format
+        // values up to a NUL (it ignores their length), so every value gets one after its bytes.
+        let storage = bindings.map { binding -> UnsafeMutableRawPointer? in
+            guard let bytes = binding.bytes else { return nil }
+            let p = UnsafeMutableRawPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
+            bytes.withUnsafeBytes { if let base = $0.baseAddress { p.copyMemory(from: base, byteCount: bytes.count) } }
+            p.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+            return p
+        }
+        defer { storage.forEach { $0?.deallocate() } }
+        let values = storage.map { $0.map { UnsafePointer<CChar>($0.assumingMemoryBound(to: CChar.self)) } }
+        let result = PQexecParams(conn, sql, Int32(bindings.count), types, values, lengths, formats, 1)
+        return try consume(result)
+    }
+
+    /// Runs SQL text through the simple query protocol: several statements allowed, no parameters.
+    /// For migrations and fixed administrative statements only.
+    public func execute(_ sql: String) throws {
+        guard let conn else { throw PostgresError.connection("connection is closed") }
+        _ = try consume(PQexec(conn, sql))
+    }
+
+    /// Runs `body` in a transaction: COMMIT when it returns, ROLLBACK when it throws.
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isHealthy { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func consume(_ result: OpaquePointer?) throws -> PostgresResult {
+        guard let result else {
+            throw PostgresError.connection(conn.map { String(cString: PQerrorMessage($0)) } ?? "no connection")
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            break
+        case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
+            throw serverError(result)
+        default:
+            throw PostgresError.connection("unexpected result status \(PQresultStatus(result))")
+        }
+        let columnCount = Int(PQnfields(result))
+        let rowCount = Int(PQntuples(result))
+        var columns: [PostgresResult.Column] = []
+        columns.reserveCapacity(columnCount)
+        for c in 0..<columnCount {
+            columns.append(.init(name: String(cString: PQfname(result, Int32(c))), type: TypeOID(PQftype(result, Int32(c)))))
+        }
+        var cells: [[UInt8]?] = []
+        cells.reserveCapacity(rowCount * columnCount)
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) {
+                if PQgetisnull(result, r, c) == 1 {
+                    cells.append(nil)
+                } else {
+                    let length = Int(PQgetlength(result, r, c))
+                    let pointer = UnsafeRawPointer(PQgetvalue(result, r, c)!)
+                    cells.append(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
+                }
+            }
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return PostgresResult(columns: columns, cells: cells, affectedRows: affected)
+    }
+
+    private func serverError(_ result: OpaquePointer) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            guard let p = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: p)
+        }
+        guard let state = field("C") else {
+            // No SQLSTATE: the error came from libpq itself (the connection broke mid-query).
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            return .connection(message.isEmpty ? "connection lost" : message)
+        }
+        return .server(.init(sqlState: SQLState(rawValue: state), severity: field("V") ?? field("S") ?? "ERROR",
+                             message: field("M") ?? "", detail: field("D"), hint: field("H"),
+                             constraint: field("n"), table: field("t"), column: field("c")))
+    }
+
+    // MARK: Notifications (used by PostgresListener)
+
+    /// Reads what arrived on the socket; false when the connection is gone.
+    func consumeInput() -> Bool {
+        guard let conn else { return false }
+        return PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK
+    }
+
+    func nextNotification() -> (channel: String, payload: String, pid: Int32)? {
+        guard let conn, let n = PQnotifies(conn) else { return nil }
+        defer { PQfreemem(n) }
+        return (String(cString: n.pointee.relname), String(cString: n.pointee.extra), n.pointee.be_pid)
+    }
+
+    /// Quotes an identifier (a channel name) for statements that cannot take parameters (LISTEN).
+    public static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+private func withArrayOfCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

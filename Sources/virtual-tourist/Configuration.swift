@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Log
+
+/// Settings from the environment, each overridable by a flag of the same name
+/// (PORT=9000 or --port 9000). docs/configuration in the README lists them.
+struct Configuration {
+    var host = "127.0.0.1"
+    var port = 8080
+    var publicDirectory = "Public"
+    var migrationsDirectory = "migrations"
+    var databaseURL: String?
+    var logLevel = Logger.Level.info
+
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Known settings: environment name → how to apply a value.
+    static let settings: [(name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)] = [
+        ("HOST", "address to listen on (127.0.0.1; 0.0.0.0 in containers)", { $0.host = $1 }),
+        ("PORT", "port to listen on (8080)", { c, v in
+            guard let p = Int(v), (0...65535).contains(p) else { throw Invalid(description: "PORT must be 0–65535, not \(v)") }
+            c.port = p
+        }),
+        ("PUBLIC_DIR", "folder of static files (Public)", { $0.publicDirectory = $1 }),
+        ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.migrationsDirectory = $1 }),
+        ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
+        ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
+            guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
+            c.logLevel = level
+        }),
+    ]
+
+    /// Environment first, then flags; returns the arguments that were not flags.
+    static func load(arguments: [String], environment: [String: String]) throws -> (Configuration, [String]) {
+        var config = Configuration()
+        for setting in settings {
+            if let value = environment[setting.name], !value.isEmpty { try setting.apply(&config, value) }
+        }
+        var rest: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            if arg.hasPrefix("--") {
+                var name = String(arg.dropFirst(2))
+                var value: String?
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                let envName = name.uppercased().replacingOccurrences(of: "-", with: "_")
+                guard let setting = settings.first(where: { $0.name == envName }) else {
+                    throw Invalid(description: "unknown option --\(name)")
+                }
+                if value == nil {
+                    i += 1
+                    guard i < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
+                    value = arguments[i]
+                }
+                try setting.apply(&config, value!)
+            } else {
+                rest.append(arg)
+            }
+            i += 1
+        }
+        return (config, rest)
+    }
+
+    static var usage: String {
+        var text = """
+            usage: virtual-tourist [serve | migrate] [--name value …]
+
+            serve     migrate the database, then serve HTTP (the default)
+            migrate   apply pending migrations and exit
+
+            settings (environment variable, or --lowercase-with-dashes flag):
+
+            """
+        for s in settings {
+            text += "  \(s.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(s.help)\n"
+        }
+        return text
+    }
+}

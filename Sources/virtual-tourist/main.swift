@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import HTTPServer
+import Log
+import Postgres
+
+let log = Logger(label: "virtual-tourist")
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("virtual-tourist: \(message)\n".utf8))
+    exit(code)
+}
+
+let configuration: Configuration
+let commandArguments: [String]
+do {
+    (configuration, commandArguments) = try Configuration.load(
+        arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+} catch {
+    fail("\(error)\n\n\(Configuration.usage)", code: 2)
+}
+Logger.level = configuration.logLevel
+
+switch commandArguments.first ?? "serve" {
+case "serve":
+    serve(configuration)
+case "migrate":
+    let applied = migrate(configuration)
+    print(applied.isEmpty ? "the database is up to date" : "applied \(applied.count) migration(s)")
+case "help", "-h", "--help":
+    print(Configuration.usage)
+default:
+    fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2)
+}
+
+/// Applies pending migrations; exits with a clear message when it cannot.
+func migrate(_ configuration: Configuration) -> [Int] {
+    guard let url = configuration.databaseURL else {
+        fail("DATABASE_URL is not set. script/server starts a private database and sets it for you.")
+    }
+    do {
+        let migrator = try Migrator(directory: configuration.migrationsDirectory)
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        return try migrator.migrate(connection)
+    } catch {
+        fail("migration stopped: \(error)")
+    }
+}
+
+func serve(_ configuration: Configuration) -> Never {
+    _ = migrate(configuration)
+
+    var router = Router()
+    router.get("/healthz") { _ in .text("ok") }
+    router.fallback = StaticFiles(root: configuration.publicDirectory)
+
+    var serverConfiguration = ServerConfiguration()
+    serverConfiguration.host = configuration.host
+    serverConfiguration.port = configuration.port
+    let server = HTTPServer(configuration: serverConfiguration, handler: router)
+    do {
+        try server.start()
+    } catch {
+        fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+    }
+
+    // SIGTERM (docker stop) and SIGINT (Ctrl-C): stop accepting, finish what is in flight, exit.
+    let signalQueue = DispatchQueue(label: "signals")
+    var sources: [any DispatchSourceSignal] = []
+    for sig in [SIGTERM, SIGINT] {
+        signal(sig, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+        source.setEventHandler {
+            log.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+            server.shutdown()
+            exit(0)
+        }
+        source.resume()
+        sources.append(source)
+    }
+    withExtendedLifetime(sources) { dispatchMain() }
+}
