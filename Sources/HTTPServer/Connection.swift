@@ -205,7 +205,8 @@ final class Connection: @unchecked Sendable {
     private func complete(_ request: HTTPRequest, _ response: HTTPResponse, started: UInt64) {
         busy = false
         guard !closed else { return }
-        let keepAlive = request.keepAlive && !draining && !parserFailed
+        // After a parse error the failure waits in `pending` and closes the connection itself.
+        let keepAlive = request.keepAlive && !draining
             && !response.headers.hasToken("close", in: "Connection")
         send(response, for: request, keepAlive: keepAlive, started: started)
     }

@@ -1,0 +1,355 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import Testing
+@testable import HTTPServer
+
+/// A real server on port 0, spoken to over loopback.
+final class TestServer: @unchecked Sendable {
+    let server: HTTPServer
+    var port: Int { server.port }
+    let streamsClosed = Counter()
+    let blockingStarted = Counter()
+
+    init(_ configure: (inout ServerConfiguration) -> Void = { _ in }, router extra: (inout Router) -> Void = { _ in }) throws {
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.accessLog = nil
+        configure(&configuration)
+        var router = Router()
+        router.get("/hello") { _ in .text("hello") }
+        router.post("/echo") { request in
+            HTTPResponse(status: .ok, headers: ["Content-Type": "application/octet-stream"], body: request.body)
+        }
+        router.get("/path/*rest") { request in .text(request.parameters["rest"] ?? "") }
+        router.get("/pins/:id") { request in .text("pin \(request.parameters["id"]!)") }
+        router.delete("/pins/:id") { _ in HTTPResponse(status: .noContent) }
+        router.get("/slow") { request in
+            usleep(UInt32(Int(request.queryValue("ms") ?? "300")! * 1000))
+            return .text("slow done")
+        }
+        router.get("/big") { request in
+            let mb = Int(request.queryValue("mb") ?? "8")!
+            return HTTPResponse(status: .ok, body: [UInt8](repeating: 0x61, count: mb * 1024 * 1024))
+        }
+        router.get("/boom") { _ in
+            struct Secret: Error { let text = "database password is hunter2" }
+            throw Secret()
+        }
+        extra(&router)
+        let started = blockingStarted
+        router.get("/blocking") { _ in
+            started.add()
+            usleep(1_500_000)
+            return .text("blocking done")
+        }
+        let counter = streamsClosed
+        router.get("/events") { _ in
+            .eventStream(heartbeat: 0.2) { stream in
+                stream.onClose { counter.add() }
+                stream.send(event: "greeting", data: "line one\nline two", id: "1")
+                stream.send(data: "second")
+            }
+        }
+        server = HTTPServer(configuration: configuration, handler: router)
+        try server.start()
+    }
+
+    deinit { server.shutdown(gracePeriod: 1) }
+}
+
+/// A thread-safe counter for closures that run on the server's threads.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// Counts this process's open TCP sockets whose local port is `port` (the server side of its
+/// connections), from /proc/net/tcp. Unlike a count of all descriptors, it is not disturbed by
+/// other tests running in parallel.
+func serverSideSockets(port: Int) -> Int {
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return -1 }
+    let hexPort = String(format: "%04X", port)
+    var inodes = Set<String>()
+    for line in table.split(separator: "\n").dropFirst() {
+        let f = line.split(separator: " ")
+        guard f.count > 9, f[1].hasSuffix(":" + hexPort), f[3] != "0A", f[9] != "0" else { continue }
+        inodes.insert(String(f[9]))
+    }
+    // Keep only sockets that are still a descriptor of this process.
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    var open = 0
+    for fd in fds {
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+           target.hasPrefix("socket:["), inodes.contains(String(target.dropFirst(8).dropLast())) {
+            open += 1
+        }
+    }
+    return open
+}
+
+@Suite struct ServerTests {
+    @Test func keepAliveServesManyRequestsOnOneConnection() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        for i in 0..<5 {
+            try client.send("GET /pins/\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = try client.readResponse()
+            #expect(r.status == 200)
+            #expect(r.text == "pin \(i)")
+            #expect(r.headers["Connection"] == nil)
+        }
+    }
+
+    @Test func tenPipelinedRequestsInOneWriteAnswerInOrder() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        var text = ""
+        for i in 0..<10 {
+            // Alternate slow and fast handlers: order must still be request order.
+            text += i % 3 == 0 ? "GET /slow?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n" : "GET /pins/\(i) HTTP/1.1\r\nHost: x\r\n\r\n"
+        }
+        try client.send(text)
+        for i in 0..<10 {
+            let r = try client.readResponse()
+            #expect(r.text == (i % 3 == 0 ? "slow done" : "pin \(i)"))
+        }
+    }
+
+    @Test func bodySplitOverManyWrites() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        let body = (0..<1000).map { UInt8($0 % 251) }
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        for start in stride(from: 0, to: 1000, by: 100) {
+            try client.send(Array(body[start..<(start + 100)]))
+            usleep(2_000)
+        }
+        let r = try client.readResponse()
+        #expect(r.status == 200)
+        #expect(r.body == body)
+    }
+
+    @Test func chunkedRequestBody() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n")
+        #expect(try client.readResponse().text == "Wikipedia")
+    }
+
+    @Test func expectContinue() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        #expect(try client.readUntil("\r\n\r\n").hasPrefix("HTTP/1.1 100 Continue"))
+        try client.send("hello")
+        #expect(try client.readResponse().text == "hello")
+    }
+
+    @Test func expectContinueWithOversizedBodyGets413AtOnce() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999\r\n\r\n")
+        #expect(try client.readResponse().status == 413)
+        #expect(client.isClosedByPeer())
+    }
+
+    @Test func http10AndHead() throws {
+        let t = try TestServer()
+        let c1 = try TestClient(port: t.port)
+        try c1.send("GET /hello HTTP/1.0\r\n\r\n")
+        let r1 = try c1.readResponse()
+        #expect(r1.text == "hello")
+        #expect(r1.headers["Connection"] == "close")
+        #expect(c1.isClosedByPeer())
+
+        let c2 = try TestClient(port: t.port)
+        try c2.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try c2.readResponse(head: true)
+        #expect(head.status == 200)
+        #expect(head.headers["Content-Length"] == "5")
+        // The next response starts right where the head ended: HEAD sent no body.
+        #expect(try c2.readResponse().text == "hello")
+    }
+
+    @Test func routerAnswers404And405WithAllow() throws {
+        let t = try TestServer()
+        #expect(try TestClient.get("/nowhere", port: t.port).status == 404)
+        let client = try TestClient(port: t.port)
+        try client.send("POST /pins/3 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        let r = try client.readResponse()
+        #expect(r.status == 405)
+        #expect(r.headers["Allow"] == "GET, DELETE, HEAD")
+    }
+
+    @Test func internalErrorsDoNotLeak() throws {
+        let t = try TestServer()
+        let r = try TestClient.get("/boom", port: t.port)
+        #expect(r.status == 500)
+        #expect(!r.text.contains("hunter2"))
+        #expect(r.text.contains("went wrong"))
+    }
+
+    @Test func malformedRequestGets400AndCloseAndServerKeepsServing() throws {
+        let t = try TestServer()
+        let bad = try TestClient(port: t.port)
+        try bad.send("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        let r = try bad.readResponse()
+        #expect(r.status == 400)
+        #expect(r.headers["Connection"] == "close")
+        #expect(bad.isClosedByPeer())
+        #expect(try TestClient.get("/hello", port: t.port).text == "hello")
+    }
+
+    @Test func responsesBeforeAMalformedPipelinedRequestStillArrive() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost : x\r\n\r\n")
+        #expect(try client.readResponse().text == "hello")
+        #expect(try client.readResponse().status == 400)
+        #expect(client.isClosedByPeer())
+    }
+
+    @Test func clientHangingUpMidResponseDoesNotHurtTheServer() throws {
+        let t = try TestServer()
+        for _ in 0..<5 {
+            let client = try TestClient(port: t.port)
+            try client.send("GET /big?mb=8 HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try client.readUntil("\r\n\r\n")
+            client.close() // with megabytes still to send: EPIPE/ECONNRESET, never SIGPIPE
+        }
+        #expect(try TestClient.get("/hello", port: t.port).text == "hello")
+        #expect(eventually(timeout: 10) { t.server.openConnections == 0 }, "still open: \(t.server.openConnections)")
+    }
+
+    @Test func slowHeadersGet408AndClose() throws {
+        let t = try TestServer { $0.requestReadTimeout = 0.3 }
+        let client = try TestClient(port: t.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
+        let started = Date()
+        let r = try client.readResponse()
+        #expect(r.status == 408)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+        #expect(client.isClosedByPeer())
+    }
+
+    @Test func slowlorisTricklingBytesStillTimesOut() throws {
+        let t = try TestServer { $0.requestReadTimeout = 0.4 }
+        let client = try TestClient(port: t.port)
+        var timedOut = false
+        for byte in "GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
+            if (try? client.send([byte])) == nil { timedOut = true; break }
+            usleep(20_000)
+        }
+        if !timedOut { #expect(try client.readResponse().status == 408) }
+        #expect(client.isClosedByPeer())
+    }
+
+    @Test func silentAndIdleConnectionsAreClosed() throws {
+        let t = try TestServer { $0.requestReadTimeout = 0.3; $0.idleTimeout = 0.5 }
+        let silent = try TestClient(port: t.port)
+        #expect(silent.isClosedByPeer()) // never sent a byte: closed, no response needed
+
+        let idle = try TestClient(port: t.port)
+        try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+        let started = Date()
+        #expect(idle.isClosedByPeer())
+        #expect(Date().timeIntervalSince(started) >= 0.4)
+        #expect(eventually { t.server.openConnections == 0 })
+    }
+
+    @Test func twoHundredConcurrentClients() throws {
+        let t = try TestServer()
+        let clients = try (0..<200).map { _ in try TestClient(port: t.port) }
+        #expect(eventually { t.server.openConnections == 200 })
+        for (i, c) in clients.enumerated() { try c.send("GET /pins/\(i) HTTP/1.1\r\nHost: x\r\n\r\n") }
+        for (i, c) in clients.enumerated() { #expect(try c.readResponse().text == "pin \(i)") }
+    }
+
+    @Test func connectionsBeyondTheMaximumAreRefusedCleanly() throws {
+        let t = try TestServer { $0.maxConnections = 5 }
+        let held = try (0..<5).map { _ in try TestClient(port: t.port) }
+        #expect(eventually { t.server.openConnections == 5 })
+        let extra = try TestClient(port: t.port)
+        let refused = try extra.readResponse()
+        #expect(refused.status == 503)
+        for c in held {
+            try c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try c.readResponse().text == "hello")
+        }
+    }
+
+    @Test func gracefulShutdownFinishesTheRequestInFlight() throws {
+        let t = try TestServer()
+        let port = t.port
+        let client = try TestClient(port: port)
+        let idle = try TestClient(port: port)
+        try client.send("GET /blocking HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(eventually { t.blockingStarted.value == 1 })
+        let done = Counter()
+        let started = Date()
+        DispatchQueue.global().async {
+            t.server.shutdown(gracePeriod: 5)
+            done.add()
+        }
+        let r = try client.readResponse()
+        #expect(r.status == 200)
+        #expect(r.text == "blocking done")
+        #expect(r.headers["Connection"] == "close")
+        #expect(idle.isClosedByPeer())
+        #expect(eventually { done.value == 1 })
+        #expect(Date().timeIntervalSince(started) < 4)
+        #expect(throws: (any Error).self) { _ = try TestClient(port: port) }
+    }
+
+    @Test func descriptorsReturnToBaselineAfter2000Connections() throws {
+        let t = try TestServer()
+        for i in 0..<2000 {
+            let client = try TestClient(port: t.port)
+            if i % 2 == 0 {
+                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                _ = try client.readResponse()
+            } else if i % 4 == 1 {
+                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n") // client closes first
+                _ = try client.readResponse()
+            } // else: connect and hang up without a byte
+        }
+        #expect(eventually(timeout: 10) { t.server.openConnections == 0 })
+        #expect(eventually(timeout: 10) { serverSideSockets(port: t.port) == 0 })
+    }
+
+    @Test func serverSentEventsStreamAndEndWhenTheClientLeaves() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readUntil("\r\n\r\n")
+        #expect(head.contains("200 OK"))
+        #expect(head.contains("text/event-stream"))
+        #expect(!head.contains("Content-Length"))
+        let first = try client.readUntil("\n\n")
+        #expect(first == "event: greeting\nid: 1\ndata: line one\ndata: line two\n\n")
+        #expect(try client.readUntil("\n\n") == "data: second\n\n")
+        #expect(try client.readUntil("\n\n") == ": keep-alive\n\n") // heartbeat after 0.2 s of silence
+        client.close()
+        #expect(eventually { t.streamsClosed.value == 1 })
+        #expect(eventually { t.server.openConnections == 0 })
+    }
+
+    @Test func busyExecutorAnswers503() throws {
+        let t = try TestServer { $0.handlerConcurrency = 1; $0.handlerBacklog = 1 }
+        let a = try TestClient(port: t.port), b = try TestClient(port: t.port), c = try TestClient(port: t.port)
+        try a.send("GET /slow?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(50_000)
+        try b.send("GET /slow?ms=10 HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(50_000)
+        try c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try c.readResponse().status == 503)
+        #expect(try a.readResponse().status == 200)
+        #expect(try b.readResponse().status == 200)
+    }
+}
