@@ -66,6 +66,16 @@ public final class PostgresConnection: @unchecked Sendable {
         return false
     }
 
+    /// Whether the server has closed its end. A FATAL message and the FIN often arrive together;
+    /// libpq reads the message and stops, so the EOF would otherwise go unnoticed until the next
+    /// query — fatal for a LISTEN connection that never sends one.
+    func peerHasClosed() -> Bool {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return true }
+        var byte: UInt8 = 0
+        let n = recv(PQsocket(conn), &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    }
+
     /// The backend's process id, for pg_terminate_backend in tests and for logs.
     public var backendPID: Int32 { conn.map { PQbackendPID($0) } ?? 0 }
 

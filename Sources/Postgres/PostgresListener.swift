@@ -22,9 +22,12 @@ public final class PostgresListener: @unchecked Sendable {
     private var backoff = 0.1
     private var stopped = false
     private var generation = 0
+    private var healthTimer: (any DispatchSourceTimer)?
+    private let healthCheckInterval: Double
 
-    public init(url: String, options: PostgresConnection.Options = .init()) {
+    public init(url: String, options: PostgresConnection.Options = .init(), healthCheckInterval: Double = 15) {
         self.url = url
+        self.healthCheckInterval = healthCheckInterval
         var options = options
         options.applicationName += " listener"
         options.statementTimeoutMilliseconds = 0
@@ -33,7 +36,14 @@ public final class PostgresListener: @unchecked Sendable {
 
     /// Connects now; throws when the database cannot be reached at all.
     public func start() throws {
-        try queue.sync { try connect() }
+        try queue.sync {
+            try connect()
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + healthCheckInterval, repeating: healthCheckInterval)
+            timer.setEventHandler { [weak self] in self?.checkHealth() }
+            timer.resume()
+            healthTimer = timer
+        }
     }
 
     /// Subscribes to `channel`; the handler runs on the listener's queue, so it should be quick.
@@ -60,6 +70,8 @@ public final class PostgresListener: @unchecked Sendable {
     public func stop() {
         queue.sync {
             stopped = true
+            healthTimer?.cancel()
+            healthTimer = nil
             dropConnection()
         }
     }
@@ -82,14 +94,31 @@ public final class PostgresListener: @unchecked Sendable {
 
     private func readable() {
         guard let connection else { return }
-        guard connection.consumeInput() else {
+        guard connection.consumeInput(), !connection.peerHasClosed() else {
             logger.warning("LISTEN connection lost; reconnecting")
             dropConnection()
             scheduleReconnect()
             return
         }
-        while let n = connection.nextNotification() {
+        deliverNotifications()
+    }
+
+    private func deliverNotifications() {
+        while let n = connection?.nextNotification() {
             for handler in handlers[n.channel] ?? [] { handler(n.payload) }
+        }
+    }
+
+    /// A cut network sends no FIN: a periodic round trip is the only way to notice it.
+    private func checkHealth() {
+        guard let connection, !stopped else { return }
+        do {
+            try connection.execute("SELECT 1")
+            deliverNotifications()
+        } catch {
+            logger.warning("LISTEN connection failed its health check; reconnecting")
+            dropConnection()
+            scheduleReconnect()
         }
     }
 

@@ -1,0 +1,386 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Postgres
+
+@Suite struct ValueTests {
+    @Test func everySupportedTypeRoundTrips() throws {
+        let c = try PostgresConnection(url: try TestDatabase.adminURL())
+        func roundTrip<T: PostgresEncodable & PostgresDecodable & Equatable>(_ value: T, as sqlType: String) throws -> T {
+            try c.query("SELECT $1::\(sqlType) AS v", [value])[0].decode("v", as: T.self)
+        }
+        for v in [0, 1, -1, Int.max, Int.min, 42] { #expect(try roundTrip(v, as: "bigint") == v) }
+        for v in [Int64.max, Int64.min] { #expect(try roundTrip(v, as: "int8") == v) }
+        for v in [Int32.max, Int32.min] { #expect(try roundTrip(v, as: "int4") == v) }
+        for v in [0.0, -1.5, 1e300, -1e-300, .infinity, -.infinity, .pi] { #expect(try roundTrip(v, as: "float8") == v) }
+        #expect(try roundTrip(Double.nan, as: "float8").isNaN)
+        for v in [true, false] { #expect(try roundTrip(v, as: "boolean") == v) }
+        for v in ["", "plain", "Zürich 東京 🗾", "quote ' and \" and \\ backslash", String(repeating: "x", count: 100_000), "line\nbreak\ttab"] {
+            #expect(try roundTrip(v, as: "text") == v)
+        }
+        let uuid = UUID()
+        #expect(try roundTrip(uuid, as: "uuid") == uuid)
+        #expect(try c.query("SELECT $1::uuid::text AS v", [uuid])[0].decode("v", as: String.self) == uuid.uuidString.lowercased())
+
+        // Microsecond precision, both sides of the 2000 epoch, and the extremes PostgreSQL allows.
+        let dates = [
+            Date(timeIntervalSince1970: 1_795_000_000.123456),
+            Date(timeIntervalSince1970: -1_000_000_000.5),
+            Date(timeIntervalSince1970: -62_135_596_800),      // 0001-01-01
+            Date(timeIntervalSince1970: 253_402_300_799),      // 9999-12-31 23:59:59
+            Date(timeIntervalSince1970: 9_214_646_400_000),    // year 294,000-ish: near PostgreSQL's maximum
+        ]
+        for d in dates {
+            let back = try roundTrip(d, as: "timestamptz")
+            #expect(abs(back.timeIntervalSince1970 - d.timeIntervalSince1970) < 0.000_002, "\(d) came back as \(back)")
+        }
+        #expect(try roundTrip(Date.distantFuture, as: "timestamptz") == .distantFuture)
+        #expect(try c.query("SELECT $1::timestamptz::text AS v", [Date.distantPast])[0].decode("v", as: String.self) == "-infinity")
+        let year2000: Date = try c.query("SELECT '2000-01-01 00:00:00+00'::timestamptz AS v")[0].decode("v")
+        #expect(year2000.timeIntervalSince1970 == 946_684_800)
+
+        // 5 MB of bytea, every byte value.
+        let blob = Data((0..<(5 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        let back: Data = try c.query("SELECT $1::bytea AS v", [blob])[0].decode("v")
+        #expect(back == blob)
+        #expect(try c.query("SELECT octet_length($1::bytea) AS n", [blob])[0].decode("n", as: Int.self) == blob.count)
+        #expect(try roundTrip([UInt8](), as: "bytea") == [])
+    }
+
+    @Test func nullsAndOptionals() throws {
+        let c = try PostgresConnection(url: try TestDatabase.adminURL())
+        let none: String? = nil
+        let row = try c.query("SELECT $1::text AS missing, $2::bigint AS present, NULL::timestamptz AS never", [none, Optional(7)])[0]
+        #expect(try row.decode("missing", as: String?.self) == nil)
+        #expect(try row.decode("present", as: Int?.self) == 7)
+        #expect(try row.decode("never", as: Date?.self) == nil)
+        #expect(row.isNull("missing"))
+        do {
+            _ = try row.decode("missing", as: String.self)
+            Issue.record("decoding NULL as String should throw")
+        } catch let PostgresError.decoding(column, message) {
+            #expect(column == "missing")
+            #expect(message.contains("NULL"))
+        }
+        #expect(throws: PostgresError.self) { try row.decode("no_such_column", as: Int.self) }
+        #expect(throws: PostgresError.self) { try row.decode("present", as: Date.self) }
+    }
+
+    @Test func numericAndOtherTypesDecode() throws {
+        let c = try PostgresConnection(url: try TestDatabase.adminURL())
+        let row = try c.query("""
+            SELECT 12345.6789::numeric AS n, (-0.00012)::numeric AS small, 10000000000000000::numeric AS big,
+                   2::smallint AS s, 1.5::real AS r, '{"a":1}'::jsonb AS j, 'x'::varchar AS v, 'NaN'::numeric AS nan
+            """)[0]
+        #expect(try row.decode("n", as: String.self) == "12345.6789")
+        #expect(try row.decode("n", as: Double.self) == 12345.6789)
+        #expect(try row.decode("small", as: String.self) == "-0.00012")
+        #expect(try row.decode("big", as: Int64.self) == 10_000_000_000_000_000)
+        #expect(try row.decode("s", as: Int.self) == 2)
+        #expect(try row.decode("r", as: Double.self) == 1.5)
+        #expect(try row.decode("j", as: String.self) == "{\"a\": 1}")
+        #expect(try row.decode("v", as: String.self) == "x")
+        #expect(try row.decode("nan", as: String.self) == "NaN")
+    }
+
+    @Test func injectionThroughAParameterStaysData() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("inj"))
+        try c.execute("CREATE TABLE notes (body text NOT NULL)")
+        let attack = "x'); DROP TABLE notes; --"
+        try c.query("INSERT INTO notes (body) VALUES ($1)", [attack])
+        let rows = try c.query("SELECT body FROM notes WHERE body = $1", [attack])
+        #expect(rows.count == 1)
+        #expect(try rows[0].decode("body", as: String.self) == attack)
+        #expect(try c.query("SELECT count(*) AS n FROM notes WHERE body = $1", ["' OR '1'='1"])[0].decode("n", as: Int.self) == 0)
+    }
+}
+
+@Suite struct TransactionAndErrorTests {
+    @Test func rollbackOnThrowCommitOnReturn() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("tx"))
+        try c.execute("CREATE TABLE t (v int)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try c.transaction { tx in
+                try tx.query("INSERT INTO t VALUES (1)")
+                throw Boom()
+            }
+        }
+        #expect(try c.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 0)
+        let value = try c.transaction { tx -> Int in
+            try tx.query("INSERT INTO t VALUES (2)")
+            return 2
+        }
+        #expect(value == 2)
+        #expect(try c.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 1)
+        // A failed statement inside: the transaction is rolled back and the connection stays usable.
+        #expect(throws: PostgresError.self) {
+            try c.transaction { tx in
+                try tx.query("INSERT INTO t VALUES (3)")
+                try tx.query("SELECT * FROM missing_table")
+            }
+        }
+        #expect(try c.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 1)
+    }
+
+    @Test func uniqueViolationKeepsItsSQLStateAndConstraint() throws {
+        let c = try PostgresConnection(url: try TestDatabase.migrated("uv"))
+        try c.query("INSERT INTO users (email, display_name, password_hash) VALUES ($1, 'A', 'x')", ["Ann@Example.org"])
+        do {
+            try c.query("INSERT INTO users (email, display_name, password_hash) VALUES ($1, 'B', 'x')", ["ann@example.ORG"])
+            Issue.record("a duplicate email in another case must be refused")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == .uniqueViolation)
+            #expect(error.constraint == "users_email_key")
+        }
+        do {
+            try c.query("SELECT 1/0")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == SQLState(rawValue: "22012"))
+            #expect(error.sqlState?.classCode == "22")
+        }
+    }
+
+    @Test func affectedRowsAreCounted() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("aff"))
+        try c.execute("CREATE TABLE t (v int)")
+        #expect(try c.query("INSERT INTO t SELECT generate_series(1, 5)").affectedRows == 5)
+        #expect(try c.query("DELETE FROM t WHERE v > $1", [2]).affectedRows == 3)
+    }
+
+    @Test func connectingToNowhereIsAClearError() {
+        do {
+            _ = try PostgresConnection(url: "postgresql:///nope?host=/nonexistent-dir&connect_timeout=2")
+            Issue.record("expected a connection error")
+        } catch let PostgresError.connection(message) {
+            #expect(message.contains("nonexistent-dir"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+}
+
+@Suite struct PoolTests {
+    @Test func exhaustionTimesOutWithoutDeadlock() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 0.3)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? pool.withConnection { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let started = Date()
+        do {
+            try pool.query("SELECT 1")
+            Issue.record("expected poolTimeout")
+        } catch PostgresError.poolTimeout {
+            #expect(Date().timeIntervalSince(started) >= 0.25)
+        }
+        #expect(pool.statistics.inUse == 1)
+        release.signal()
+        #expect(try pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
+    }
+
+    @Test func fiftyConcurrentQueriesThroughAPoolOfFive() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 5, acquireTimeout: 10)
+        let results = Mutex<[Int]>([])
+        let peak = Mutex(0)
+        let group = DispatchGroup()
+        for i in 0..<50 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let v: Int = try pool.query("SELECT $1::int + 0 * pg_backend_pid() AS v FROM pg_sleep(0.02)", [i])[0].decode("v")
+                    results.withLock { $0.append(v) }
+                    let open = pool.statistics.open
+                    peak.withLock { $0 = max($0, open) }
+                } catch {
+                    Issue.record("query \(i) failed: \(error)")
+                }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(results.withLock { $0.sorted() } == Array(0..<50))
+        #expect(peak.withLock { $0 } <= 5)
+    }
+
+    @Test func terminatedBackendsAreReplaced() throws {
+        let name = "vt-test-\(UUID().uuidString.prefix(6))"
+        var options = PostgresConnection.Options()
+        options.applicationName = name
+        let admin = try TestDatabase.adminURL()
+        let pool = PostgresPool(url: admin, maxConnections: 3, options: options)
+        // Open three connections at once.
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            group.enter()
+            Thread.detachNewThread {
+                _ = try? pool.query("SELECT pg_sleep(0.05)")
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(pool.statistics.open == 3)
+
+        let killer = try PostgresConnection(url: admin)
+        let killed: Int = try killer.query("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1", [name])[0].decode("n")
+        #expect(killed == 3)
+        usleep(100_000)
+        // Every connection is dead; each query below still succeeds on a fresh one.
+        for i in 0..<5 {
+            #expect(try pool.query("SELECT $1::int AS v", [i])[0].decode("v", as: Int.self) == i)
+        }
+        #expect(pool.statistics.open <= 3)
+    }
+
+    @Test func listenNotifyAndResumeAfterTheConnectionIsKilled() throws {
+        let url = try TestDatabase.adminURL()
+        let listener = PostgresListener(url: url)
+        try listener.start()
+        defer { listener.stop() }
+        let received = Mutex<[String]>([])
+        let reconnects = Mutex(0)
+        let channel = "test_\(UUID().uuidString.prefix(6).lowercased())"
+        try listener.listen(channel) { payload in received.withLock { $0.append(payload) } }
+        listener.onReconnect { reconnects.withLock { $0 += 1 } }
+        let pool = PostgresPool(url: url, maxConnections: 2)
+
+        try pool.notify(channel, payload: "first")
+        #expect(eventually { received.withLock { $0 } == ["first"] })
+
+        let pid = listener.backendPID
+        try pool.query("SELECT pg_terminate_backend($1::int)", [Int(pid)])
+        #expect(eventually { reconnects.withLock { $0 } == 1 })
+        #expect(listener.backendPID != pid)
+        try pool.notify(channel, payload: "second")
+        #expect(eventually { received.withLock { $0 } == ["first", "second"] })
+    }
+
+    @Test func poolAndListenerSurviveADatabaseRestart() throws {
+        let cluster = try TemporaryCluster()
+        let pool = PostgresPool(url: cluster.url, maxConnections: 2, acquireTimeout: 5)
+        let listener = PostgresListener(url: cluster.url)
+        try listener.start()
+        defer { listener.stop() }
+        let received = Mutex<[String]>([])
+        try listener.listen("restarts") { payload in received.withLock { $0.append(payload) } }
+
+        let before: Int = try pool.query("SELECT pg_backend_pid() AS pid")[0].decode("pid")
+        try cluster.restart()
+        // The pooled connection died with the server; the pool notices and connects anew.
+        var after = 0
+        #expect(eventually(timeout: 10) {
+            after = (try? pool.query("SELECT pg_backend_pid() AS pid")[0].decode("pid", as: Int.self)) ?? 0
+            return after != 0
+        })
+        #expect(after != before)
+        // The listener reconnects by itself and hears notifications again.
+        #expect(eventually(timeout: 15) {
+            try? pool.notify("restarts", payload: "hello again")
+            return received.withLock { !$0.isEmpty }
+        })
+    }
+}
+
+@Suite struct MigratorTests {
+    @Test func projectMigrationsApplyOnceAndDocumentEveryColumn() throws {
+        let url = try TestDatabase.create("mig")
+        let c = try PostgresConnection(url: url)
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        #expect(!migrator.migrations.isEmpty)
+        #expect(try migrator.isUpToDate(c) == false)
+        #expect(try migrator.migrate(c) == migrator.migrations.map(\.version))
+        #expect(try migrator.migrate(c) == [])
+        #expect(try migrator.isUpToDate(c))
+        // SQL is the admin interface: every table and column says what it is.
+        let undocumented = try c.query("""
+            SELECT c.relname AS name
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v') AND obj_description(c.oid, 'pg_class') IS NULL
+            UNION ALL
+            SELECT c.relname || '.' || a.attname
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v') AND col_description(c.oid, a.attnum) IS NULL
+            """).map { try $0.decode("name", as: String.self) }
+        #expect(undocumented == [])
+    }
+
+    @Test func changedMigrationStopsStartUp() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("chg"))
+        let original = Migrator(migrations: [.init(version: 1, name: "first", sql: "CREATE TABLE a (v int);")])
+        try original.migrate(c)
+        let edited = Migrator(migrations: [.init(version: 1, name: "first", sql: "CREATE TABLE a (v bigint);")])
+        do {
+            try edited.migrate(c)
+            Issue.record("an edited migration must be refused")
+        } catch let error as Migrator.MigrationError {
+            #expect(error.description.contains("changed after it was applied"))
+        }
+    }
+
+    @Test func failedMigrationRollsBackCompletely() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("fail"))
+        let migrator = Migrator(migrations: [
+            .init(version: 1, name: "good", sql: "CREATE TABLE good (v int);"),
+            .init(version: 2, name: "bad", sql: "CREATE TABLE half (v int); SELECT * FROM missing;"),
+        ])
+        #expect(throws: Migrator.MigrationError.self) { try migrator.migrate(c) }
+        #expect(try c.query("SELECT to_regclass('good') IS NOT NULL AS e")[0].decode("e", as: Bool.self))
+        #expect(try c.query("SELECT to_regclass('half') IS NULL AS e")[0].decode("e", as: Bool.self))
+        #expect(try c.query("SELECT array_agg(version)::text AS v FROM schema_migrations")[0].decode("v", as: String.self) == "{1}")
+    }
+
+    @Test func instancesStartingTogetherMigrateExactlyOnce() throws {
+        let url = try TestDatabase.create("conc")
+        // CREATE TABLE fails if run twice, and pg_sleep widens the window for a race.
+        let migrator = Migrator(migrations: [
+            .init(version: 1, name: "slow", sql: "SELECT pg_sleep(0.3); CREATE TABLE once (v int);"),
+            .init(version: 2, name: "next", sql: "CREATE TABLE twice_guard (v int);"),
+        ])
+        let applied = Mutex<[[Int]]>([])
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let c = try PostgresConnection(url: url)
+                    let done = try migrator.migrate(c)
+                    applied.withLock { $0.append(done) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == [])
+        #expect(applied.withLock { $0.flatMap { $0 }.sorted() } == [1, 2])
+    }
+
+    @Test func schemaKeepsEachPersonsRowsTogether() throws {
+        let c = try PostgresConnection(url: try TestDatabase.migrated("cascade"))
+        let ann: Int = try c.query("INSERT INTO users (email, display_name, password_hash) VALUES ('ann@x.org', 'Ann', 'h') RETURNING id")[0].decode("id")
+        let bob: Int = try c.query("INSERT INTO users (email, display_name, password_hash) VALUES ('bob@x.org', 'Bob', 'h') RETURNING id")[0].decode("id")
+        let pin: Int = try c.query("INSERT INTO pins (user_id, lat, lon) VALUES ($1, 35.0, 135.7) RETURNING id", [ann])[0].decode("id")
+        try c.query("INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url) VALUES ($1, $2, 1, 0, 'fixture', 'p1', 'http://x/1.jpg')", [pin, ann])
+        // A photo can never point at another person's pin.
+        do {
+            try c.query("INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url) VALUES ($1, $2, 1, 1, 'fixture', 'p2', 'http://x/2.jpg')", [pin, bob])
+            Issue.record("cross-user photo accepted")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == .foreignKeyViolation)
+        }
+        try c.query("INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES ($1, 1, 2, 3)", [ann])
+        try c.query("INSERT INTO album_jobs (pin_id, user_id, generation) VALUES ($1, $2, 1)", [pin, ann])
+        try c.query("DELETE FROM users WHERE id = $1", [ann])
+        for table in ["pins", "photos", "map_regions", "album_jobs", "sessions"] {
+            #expect(try c.query("SELECT count(*) AS n FROM \(table)")[0].decode("n", as: Int.self) == 0, "\(table) kept rows")
+        }
+    }
+}

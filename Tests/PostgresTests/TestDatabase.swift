@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+@testable import Postgres
+
+/// Fresh databases on the test cluster that script/test starts (TEST_DATABASE_URL). Each test gets
+/// its own database, so tests run in parallel without seeing each other's rows.
+enum TestDatabase {
+    struct NotConfigured: Error, CustomStringConvertible {
+        let description = "TEST_DATABASE_URL is not set: run the tests with script/test, which starts a throwaway PostgreSQL"
+    }
+
+    static func adminURL() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty else {
+            throw NotConfigured()
+        }
+        return url
+    }
+
+    /// Creates an empty database and returns its URL.
+    static func create(_ label: String = "t") throws -> String {
+        let admin = try adminURL()
+        let name = "vt_\(label)_\(UUID().uuidString.prefix(8).lowercased())"
+        let connection = try PostgresConnection(url: admin)
+        defer { connection.close() }
+        try connection.execute("CREATE DATABASE \(PostgresConnection.quoteIdentifier(name))")
+        return url(admin, database: name)
+    }
+
+    /// The same server, another database: swaps the path of a postgresql:// URL.
+    static func url(_ url: String, database: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return "\(url) dbname=\(database)" }
+        let afterScheme = url[schemeEnd.upperBound...]
+        let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let rest = url[pathStart...]
+        let query = rest.firstIndex(of: "?").map { String(rest[$0...]) } ?? ""
+        return String(url[..<pathStart]) + "/" + database + query
+    }
+
+    /// A fresh database with the project's migrations applied.
+    static func migrated(_ label: String = "m") throws -> String {
+        let url = try create(label)
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        try Migrator(directory: migrationsDirectory).migrate(connection)
+        return url
+    }
+
+    static var migrationsDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("migrations").path
+    }
+}
+
+/// A PostgreSQL cluster of the test's own, for tests that restart the server. As root it runs as the
+/// `postgres` OS user, as script/postgres.sh does.
+final class TemporaryCluster {
+    let directory: String
+    let binDirectory: String
+    var url: String { "postgresql:///postgres?host=\(directory)&user=postgres" }
+
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    init() throws {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let version = versions.compactMap(Int.init).max() else { throw Failure(description: "no PostgreSQL server installed") }
+        binDirectory = "/usr/lib/postgresql/\(version)/bin"
+        directory = "/tmp/vt-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        if getuid() == 0 {
+            try FileManager.default.setAttributes([.ownerAccountName: "postgres"], ofItemAtPath: directory)
+        }
+        try run("initdb", "-D", directory, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C")
+        try start()
+    }
+
+    deinit {
+        try? run("pg_ctl", "-D", directory, "-m", "immediate", "-w", "stop")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func start() throws {
+        try run("pg_ctl", "-D", directory, "-l", directory + "/server.log", "-w",
+                "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "start")
+    }
+
+    func restart() throws {
+        try run("pg_ctl", "-D", directory, "-m", "fast", "-w",
+                "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "restart")
+    }
+
+    private func run(_ tool: String, _ arguments: String...) throws {
+        let command = getuid() == 0
+            ? ["/usr/sbin/runuser", "-u", "postgres", "--", binDirectory + "/" + tool] + arguments
+            : [binDirectory + "/" + tool] + arguments
+        let (status, output) = try runProcess(command)
+        guard status == 0 else { throw Failure(description: "\(tool) failed: \(output)") }
+    }
+}
+
+/// Runs a command to completion with posix_spawn and waitpid. Foundation's Process is avoided on
+/// purpose: its waitUntilExit can hang on Linux when the child has already exited (seen here with
+/// runuser + pg_ctl), and its pipe would be inherited by the postgres daemon pg_ctl leaves behind.
+/// Output goes to a temporary file for the same reason.
+func runProcess(_ command: [String]) throws -> (status: Int32, output: String) {
+    let logPath = "/tmp/vt-process-\(UUID().uuidString).log"
+    defer { unlink(logPath) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+    guard spawned == 0 else { throw TemporaryCluster.Failure(description: "cannot start \(command[0]): errno \(spawned)") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    // WIFEXITED / WEXITSTATUS are macros Swift cannot import.
+    let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return (exitCode, output)
+}
+
+/// Polls until `condition` holds or `timeout` passes.
+func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
