@@ -1,0 +1,29 @@
+// swift-tools-version:6.0
+// Benchmarks, kept out of the product package so its peers (Hummingbird) never reach the app's
+// build or CI. script/bench builds this in release mode and drives it with wrk and pgbench.
+import Foundation
+import PackageDescription
+
+// A path dependency is known by its folder's name, which is wherever the repository was cloned.
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+    name: "VirtualTouristBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+    ],
+    targets: [
+        .executableTarget(name: "bench-ours", dependencies: [
+            .product(name: "HTTPServer", package: root),
+        ]),
+        .executableTarget(name: "bench-hummingbird", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+        .executableTarget(name: "bench-db", dependencies: [
+            .product(name: "Postgres", package: root),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)
