@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Virtual Tourist: a self-hosted photo-map web app. The product depends only on Foundation and system
-// libraries (libpq, zlib, later libcurl); docs/architecture.md says why each one is here.
+// libraries (libpq, zlib, libcrypt, later libcurl); docs/architecture.md says why each one is here.
 import PackageDescription
 
 let package = Package(
@@ -22,12 +22,20 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypt",
+            providers: [.apt(["libcrypt-dev"])]
+        ),
         .target(name: "Log"),
         .target(name: "HTTPServer", dependencies: ["CZlib", "Log"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .executableTarget(name: "virtual-tourist", dependencies: ["HTTPServer", "Postgres", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "Postgres", "CCrypt", "Log"]),
+        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "Postgres", "Log"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        // Shared by the test targets: throwaway databases and clusters, processes, polling.
+        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "Postgres", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

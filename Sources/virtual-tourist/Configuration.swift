@@ -12,6 +12,9 @@ struct Configuration {
     var migrationsDirectory = "migrations"
     var databaseURL: String?
     var logLevel = Logger.Level.info
+    var publicURL: String?
+    var secureCookies = false
+    var databasePoolSize = 16
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -27,6 +30,12 @@ struct Configuration {
         ("PUBLIC_DIR", "folder of static files (Public)", { $0.publicDirectory = $1 }),
         ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.migrationsDirectory = $1 }),
         ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
+        ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.publicURL = $1 }),
+        ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
+        ("DATABASE_POOL_SIZE", "database connections per instance (16)", { c, v in
+            guard let n = Int(v), (1...500).contains(n) else { throw Invalid(description: "DATABASE_POOL_SIZE must be 1–500, not \(v)") }
+            c.databasePoolSize = n
+        }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

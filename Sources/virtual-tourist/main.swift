@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import Log
 import Postgres
+import VirtualTourist
 
 let log = Logger(label: "virtual-tourist")
 

@@ -1,15 +1,14 @@
 import Foundation
-import Testing
-@testable import Postgres
+import Postgres
 
 /// Fresh databases on the test cluster that script/test starts (TEST_DATABASE_URL). Each test gets
 /// its own database, so tests run in parallel without seeing each other's rows.
-enum TestDatabase {
+public enum TestDatabase {
     struct NotConfigured: Error, CustomStringConvertible {
-        let description = "TEST_DATABASE_URL is not set: run the tests with script/test, which starts a throwaway PostgreSQL"
+        public let description = "TEST_DATABASE_URL is not set: run the tests with script/test, which starts a throwaway PostgreSQL"
     }
 
-    static func adminURL() throws -> String {
+    public static func adminURL() throws -> String {
         guard let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty else {
             throw NotConfigured()
         }
@@ -17,7 +16,7 @@ enum TestDatabase {
     }
 
     /// Creates an empty database and returns its URL.
-    static func create(_ label: String = "t") throws -> String {
+    public static func create(_ label: String = "t") throws -> String {
         let admin = try adminURL()
         let name = "vt_\(label)_\(UUID().uuidString.prefix(8).lowercased())"
         let connection = try PostgresConnection(url: admin)
@@ -27,7 +26,7 @@ enum TestDatabase {
     }
 
     /// The same server, another database: swaps the path of a postgresql:// URL.
-    static func url(_ url: String, database: String) -> String {
+    public static func url(_ url: String, database: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return "\(url) dbname=\(database)" }
         let afterScheme = url[schemeEnd.upperBound...]
         let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
@@ -37,7 +36,7 @@ enum TestDatabase {
     }
 
     /// A fresh database with the project's migrations applied.
-    static func migrated(_ label: String = "m") throws -> String {
+    public static func migrated(_ label: String = "m") throws -> String {
         let url = try create(label)
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
@@ -45,7 +44,7 @@ enum TestDatabase {
         return url
     }
 
-    static var migrationsDirectory: String {
+    public static var migrationsDirectory: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("migrations").path
     }
@@ -53,14 +52,14 @@ enum TestDatabase {
 
 /// A PostgreSQL cluster of the test's own, for tests that restart the server. As root it runs as the
 /// `postgres` OS user, as script/postgres.sh does.
-final class TemporaryCluster {
-    let directory: String
+public final class TemporaryCluster {
+    public let directory: String
     let binDirectory: String
-    var url: String { "postgresql:///postgres?host=\(directory)&user=postgres" }
+    public var url: String { "postgresql:///postgres?host=\(directory)&user=postgres" }
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
-    init() throws {
+    public init() throws {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else { throw Failure(description: "no PostgreSQL server installed") }
         binDirectory = "/usr/lib/postgresql/\(version)/bin"
@@ -79,12 +78,12 @@ final class TemporaryCluster {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func start() throws {
+    public func start() throws {
         try run("pg_ctl", "-D", directory, "-l", directory + "/server.log", "-w",
                 "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "start")
     }
 
-    func restart() throws {
+    public func restart() throws {
         try run("pg_ctl", "-D", directory, "-m", "fast", "-w",
                 "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "restart")
     }
@@ -102,7 +101,7 @@ final class TemporaryCluster {
 /// purpose: its waitUntilExit can hang on Linux when the child has already exited (seen here with
 /// runuser + pg_ctl), and its pipe would be inherited by the postgres daemon pg_ctl leaves behind.
 /// Output goes to a temporary file for the same reason.
-func runProcess(_ command: [String]) throws -> (status: Int32, output: String) {
+public func runProcess(_ command: [String]) throws -> (status: Int32, output: String) {
     let logPath = "/tmp/vt-process-\(UUID().uuidString).log"
     defer { unlink(logPath) }
     var actions = posix_spawn_file_actions_t()
@@ -125,7 +124,7 @@ func runProcess(_ command: [String]) throws -> (status: Int32, output: String) {
 }
 
 /// Polls until `condition` holds or `timeout` passes.
-func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+public func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: timeout)
     while Date() < deadline {
         if condition() { return true }

@@ -1,0 +1,16 @@
+/// A person with an account. Every row of theirs in the database carries `id` as user_id.
+public struct User: Sendable, Equatable {
+    public let id: Int64
+    public let email: String
+    public let displayName: String
+}
+
+/// A signed-in browser: the person and the CSRF token its forms must carry.
+public struct Session: Sendable {
+    public let user: User
+    public let csrfToken: String
+    /// The raw token from the cookie (never stored; the database keeps only its SHA-256).
+    let token: String
+    /// The expiry was just pushed forward: the cookie is sent again with the new lifetime.
+    let renewed: Bool
+}

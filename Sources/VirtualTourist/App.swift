@@ -1,0 +1,58 @@
+import HTTPServer
+import Log
+import Postgres
+
+/// Settings the app layer needs (the executable reads them from the environment).
+public struct AppSettings: Sendable {
+    public var publicDirectory = "Public"
+    /// The address people use (https://photos.example.org); https makes cookies Secure.
+    public var publicURL: String?
+    /// Force Secure cookies (behind a TLS-terminating proxy without PUBLIC_URL).
+    public var secureCookies = false
+
+    public init() {}
+
+    var cookiesAreSecure: Bool { secureCookies || (publicURL?.lowercased().hasPrefix("https://") ?? false) }
+}
+
+/// The whole web app as one HTTP handler: routes, static files, security headers, error pages.
+public struct App: Sendable {
+    /// The app's routes, for tests that must cover every route (CSRF, isolation).
+    public let routes: [Router.Route]
+    public let handler: any HTTPHandler
+    public let accounts: AccountStore
+
+    public init(pool: PostgresPool, settings: AppSettings) {
+        accounts = AccountStore(pool: pool)
+        var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure)
+        web.plain("/healthz") { _ in .text("ok") }
+        web.addAccountRoutes()
+        web.signedIn("GET", "/") { context in
+            .page(HomeView.render(user: context.user, chrome: context.chrome))
+        }
+        web.fallback(StaticFiles(root: settings.publicDirectory))
+        routes = web.router.routes
+        handler = MiddlewareChain([SecurityHeaders(), DatabaseBusy()], handler: web.router)
+    }
+
+    /// Error pages in the site's look, with the same security headers as every other page.
+    public static let errorPage: ErrorPageRenderer = { status, message, _ in
+        var response = HTTPResponse.page(Layout.errorPage(status: status, message: message), status: status)
+        SecurityHeaders.apply(to: &response)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}
+
+/// Every pooled connection busy for the whole wait: 503 with Retry-After rather than a 500, since
+/// trying again shortly will work.
+struct DatabaseBusy: Middleware {
+    func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+        do {
+            return try next(request)
+        } catch PostgresError.poolTimeout {
+            throw HTTPError(.serviceUnavailable, "The server is busy right now. Please try again in a moment.",
+                            headers: ["Retry-After": "2"])
+        }
+    }
+}

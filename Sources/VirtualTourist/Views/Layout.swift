@@ -1,0 +1,93 @@
+import HTTPServer
+
+/// The page shell every HTML page shares: head, header with the person's name and sign-out, flash
+/// message, main content, footer.
+enum Layout {
+    struct Chrome {
+        var user: User?
+        var csrfToken: String?
+        var flash: String?
+    }
+
+    static func page(title: String, chrome: Chrome, bodyClass: String = "", head: HTML = .empty, main: HTML) -> HTML {
+        """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(title) · Virtual Tourist</title>
+        <link rel="stylesheet" href="/css/app.css">
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml">
+        \(head)
+        </head>
+        <body class="\(bodyClass)">
+        <a class="skip-link" href="#main">Skip to content</a>
+        \(header(chrome))
+        \(flash(chrome.flash))
+        <main id="main">
+        \(main)
+        </main>
+        <footer class="site-footer"><p>Virtual Tourist — your places, your photos, your server.</p></footer>
+        </body>
+        </html>
+        """
+    }
+
+    static func header(_ chrome: Chrome) -> HTML {
+        let account: HTML
+        if let user = chrome.user, let csrf = chrome.csrfToken {
+            account = """
+                <div class="account">
+                <span class="who" title="\(user.email)">\(user.displayName)</span>
+                <form method="post" action="/sign-out" class="inline">
+                \(csrfField(csrf))
+                <button type="submit" class="link-button">Sign out</button>
+                </form>
+                </div>
+                """
+        } else {
+            account = """
+                <nav class="account"><a href="/sign-in">Sign in</a> <a class="button small" href="/sign-up">Create account</a></nav>
+                """
+        }
+        return """
+            <header class="site-header">
+            <a class="brand" href="/"><img src="/favicon.svg" alt="" width="24" height="24"> Virtual Tourist</a>
+            \(account)
+            </header>
+            """
+    }
+
+    static func flash(_ message: String?) -> HTML {
+        guard let message, !message.isEmpty else { return .empty }
+        return "<div class=\"flash\" role=\"status\">\(message)</div>"
+    }
+
+    static func csrfField(_ token: String) -> HTML {
+        "<input type=\"hidden\" name=\"_csrf\" value=\"\(token)\">"
+    }
+
+    /// Friendly error pages (403, 404, 500…) in the site's own look. They never show internals:
+    /// the message is the error's public message.
+    static func errorPage(status: HTTPStatus, message: String) -> HTML {
+        let heading: String
+        switch status.code {
+        case 403: heading = "That is not allowed"
+        case 404: heading = "Page not found"
+        case 405: heading = "Not available that way"
+        case 413: heading = "That is too large"
+        case 429: heading = "Please wait a moment"
+        case 500...599: heading = "Something went wrong"
+        default: heading = status.reason
+        }
+        return page(title: heading, chrome: Chrome(), bodyClass: "error-page", main: """
+            <section class="card narrow">
+            <p class="status-code">\(status.code)</p>
+            <h1>\(heading)</h1>
+            <p>\(message)</p>
+            <p><a class="button" href="/">Back to your map</a></p>
+            </section>
+            """)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import HTTPServer
+
+/// Sign up, sign in, sign out.
+extension WebRoutes {
+    mutating func addAccountRoutes() {
+        let accounts = accounts, secure = secureCookies
+
+        page("GET", "/sign-up") { context in
+            if context.session != nil { return .redirect(to: "/") }
+            return .page(AccountViews.signUp(.init(), chrome: context.chrome))
+        }
+
+        page("POST", "/sign-up") { context in
+            let request = context.request
+            var form = AccountViews.SignUpForm(
+                email: (request.formValue("email") ?? "").trimmingCharacters(in: .whitespacesAndNewlines),
+                displayName: (request.formValue("display_name") ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
+            let password = request.formValue("password") ?? ""
+            let confirmation = request.formValue("password_confirmation") ?? ""
+            if let problem = Self.emailProblem(form.email) { form.errors["email"] = problem }
+            if form.displayName.isEmpty { form.errors["display_name"] = "Tell us what to call you." }
+            if form.displayName.count > 100 { form.errors["display_name"] = "Use at most 100 characters." }
+            if let problem = Password.problem(with: password) { form.errors["password"] = problem }
+            if password != confirmation { form.errors["password_confirmation"] = "The two passwords differ." }
+            if form.errors.isEmpty {
+                do {
+                    let user = try accounts.createUser(email: form.email, displayName: form.displayName, password: password)
+                    let session = try accounts.createSession(for: user)
+                    var response = HTTPResponse.redirect(to: "/", flash: "Welcome, \(user.displayName)! Press and hold anywhere on the map to drop a pin.", secure: secure)
+                    response.headers.add("Set-Cookie", Self.sessionCookie(session, secure: secure))
+                    return response
+                } catch AccountStore.SignUpError.emailTaken {
+                    form.errors["email"] = "An account with this email already exists. Sign in instead?"
+                }
+            }
+            return .page(AccountViews.signUp(form, chrome: context.chrome), status: .unprocessableContent)
+        }
+
+        page("GET", "/sign-in") { context in
+            let next = Self.localPath(context.request.queryValue("next"))
+            if context.session != nil { return .redirect(to: next ?? "/") }
+            return .page(AccountViews.signIn(.init(next: next ?? ""), chrome: context.chrome))
+        }
+
+        page("POST", "/sign-in") { context in
+            let request = context.request
+            let email = (request.formValue("email") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let password = request.formValue("password") ?? ""
+            let next = Self.localPath(request.formValue("next"))
+            var form = AccountViews.SignInForm(email: email, next: next ?? "")
+            switch try accounts.signIn(email: email, password: password, clientAddress: request.remoteAddress) {
+            case .signedIn(let user):
+                // A fresh token at sign-in: a token planted before sign-in is worthless after it.
+                let session = try accounts.createSession(for: user)
+                var response = HTTPResponse.redirect(to: next ?? "/")
+                response.headers.add("Set-Cookie", Self.sessionCookie(session, secure: secure))
+                return response
+            case .wrongCredentials:
+                form.error = "That email and password do not match an account."
+                return .page(AccountViews.signIn(form, chrome: context.chrome), status: .unprocessableContent)
+            case .throttled:
+                form.error = "Too many failed attempts. Wait \(AccountStore.throttleWindowMinutes) minutes, then try again."
+                var response = HTTPResponse.page(AccountViews.signIn(form, chrome: context.chrome), status: .tooManyRequests)
+                response.headers.set("Retry-After", String(AccountStore.throttleWindowMinutes * 60))
+                return response
+            }
+        }
+
+        page("POST", "/sign-out") { context in
+            if let session = context.session { try accounts.deleteSession(token: session.token) }
+            var response = HTTPResponse.redirect(to: "/sign-in", flash: "You are signed out.", secure: secure)
+            response.headers.add("Set-Cookie", Cookies.clear(Cookies.session, secure: secure))
+            return response
+        }
+    }
+
+    static func sessionCookie(_ session: Session, secure: Bool) -> String {
+        Cookies.set(Cookies.session, session.token, maxAge: AccountStore.sessionLifetimeDays * 86400, secure: secure)
+    }
+
+    static func emailProblem(_ email: String) -> String? {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        if email.isEmpty { return "Enter your email address." }
+        if parts.count != 2 || parts[0].isEmpty || parts[1].isEmpty || email.contains(where: \.isWhitespace) {
+            return "That does not look like an email address."
+        }
+        if email.utf8.count > 320 { return "That email address is too long." }
+        return nil
+    }
+
+    /// `next=` accepts only a path on this site: "/x" but not "//evil.example", "/\evil", a scheme,
+    /// or control characters (an open redirect would make our sign-in page a phishing tool).
+    static func localPath(_ value: String?) -> String? {
+        guard let value, value.hasPrefix("/"), !value.hasPrefix("//"), !value.hasPrefix("/\\"),
+              !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }),
+              value.utf8.count <= 2048 else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import HTTPServer
+
+/// What every page handler gets: the request, the session if there is one, and the CSRF token its
+/// forms must carry.
+public struct RequestContext: Sendable {
+    public let request: HTTPRequest
+    public let session: Session?
+    public let csrfToken: String
+    /// A one-time message carried over a redirect ("Pin deleted").
+    public let flash: String?
+
+    var chrome: Layout.Chrome { Layout.Chrome(user: session?.user, csrfToken: csrfToken, flash: flash) }
+
+    fileprivate init(request: HTTPRequest, session: Session?, csrfToken: String, flash: String?) {
+        self.request = request
+        self.session = session
+        self.csrfToken = csrfToken
+        self.flash = flash
+    }
+}
+
+/// What a handler that needs a person gets. Its initializer is private to this file, where the
+/// only code that creates one has checked the session: a route registered with `signedIn` cannot
+/// run without a user, and a handler cannot ask for a user it was not given (STYLE.md: typed
+/// context per route group).
+public struct SignedInContext: Sendable {
+    public let request: HTTPRequest
+    public let user: User
+    public let csrfToken: String
+    public let flash: String?
+
+    var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash) }
+
+    fileprivate init(_ context: RequestContext, user: User) {
+        request = context.request
+        self.user = user
+        csrfToken = context.csrfToken
+        flash = context.flash
+    }
+}
+
+/// The app's routes. Every route goes through `page` or `signedIn`, which resolve the session,
+/// check CSRF on every state-changing method, and set the cookies that need setting; there is no
+/// way to register an app route around them.
+struct WebRoutes: Sendable {
+    private(set) var router = Router()
+    let accounts: AccountStore
+    let secureCookies: Bool
+
+    init(accounts: AccountStore, secureCookies: Bool) {
+        self.accounts = accounts
+        self.secureCookies = secureCookies
+    }
+
+    /// Methods that change state (RFC 9110 §9.2.1: the others are safe) and so need the CSRF token.
+    static let stateChanging: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
+
+    mutating func page(_ method: String, _ pattern: String,
+                       _ handler: @escaping @Sendable (RequestContext) throws -> HTTPResponse) {
+        let accounts = accounts, secure = secureCookies
+        router.add(method, pattern, ClosureHandler { request in
+            try Self.run(request, accounts: accounts, secure: secure, handler)
+        })
+    }
+
+    /// A read-only route that needs no session and sets no cookies (health checks). Only GET, so
+    /// nothing can change state around the CSRF check.
+    mutating func plain(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        router.get(pattern, handler)
+    }
+
+    mutating func fallback(_ handler: any HTTPHandler) {
+        router.fallback = handler
+    }
+
+    /// A route for signed-in people. Signed out: GET redirects to sign-in and comes back after;
+    /// other methods get 401.
+    mutating func signedIn(_ method: String, _ pattern: String,
+                           _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
+        let accounts = accounts, secure = secureCookies
+        router.add(method, pattern, ClosureHandler { request in
+            try Self.run(request, accounts: accounts, secure: secure) { context in
+                guard let user = context.session?.user else {
+                    if request.method == "GET" || request.method == "HEAD" {
+                        let next = request.target == "/" ? "" : "?next=" + FormEncoding.encode(request.target)
+                        return .redirect(to: "/sign-in" + next)
+                    }
+                    throw HTTPError(.unauthorized, "Please sign in again.")
+                }
+                return try handler(SignedInContext(context, user: user))
+            }
+        })
+    }
+
+    private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool,
+                            _ handler: (RequestContext) throws -> HTTPResponse) throws -> HTTPResponse {
+        let cookies = Cookies.parse(request)
+        var setCookies: [String] = []
+
+        var session: Session?
+        if let token = cookies[Cookies.session] {
+            session = try accounts.session(token: token)
+            if session == nil { setCookies.append(Cookies.clear(Cookies.session, secure: secure)) }
+        }
+
+        // The token this request's forms carry: the session's, or a visitor's double-submit cookie.
+        let csrfToken: String
+        if let session {
+            csrfToken = session.csrfToken
+        } else if let anonymous = cookies[Cookies.anonymousCSRF], Tokens.isWellFormed(anonymous) {
+            csrfToken = anonymous
+        } else {
+            csrfToken = Tokens.make()
+            setCookies.append(Cookies.set(Cookies.anonymousCSRF, csrfToken, maxAge: nil, secure: secure))
+        }
+
+        if stateChanging.contains(request.method) {
+            let sent = request.headers["X-CSRF-Token"] ?? formValue("_csrf", of: request)
+            guard let sent, constantTimeEqual(Array(sent.utf8), Array(csrfToken.utf8)),
+                  session != nil || cookies[Cookies.anonymousCSRF] != nil else {
+                throw HTTPError(.forbidden, "This form has expired or did not come from this site. Reload the page and try again; nothing was changed.")
+            }
+        }
+
+        let flash = cookies[Cookies.flash].flatMap { FormDecoding.percentDecode($0) }
+        let context = RequestContext(request: request, session: session, csrfToken: csrfToken, flash: flash)
+        var response = try handler(context)
+
+        if let session, session.renewed, response.headers["Set-Cookie"] == nil {
+            setCookies.append(Cookies.set(Cookies.session, session.token,
+                                          maxAge: AccountStore.sessionLifetimeDays * 86400, secure: secure))
+        }
+        // A flash is shown once: cleared by the page that showed it, unless the response sets a new one.
+        if flash != nil && !response.headers.values("Set-Cookie").contains(where: { $0.hasPrefix(Cookies.flash + "=") }) {
+            setCookies.append(Cookies.clear(Cookies.flash, secure: secure))
+        }
+        for line in setCookies { response.headers.add("Set-Cookie", line) }
+        // Pages show a person's data: never from a shared cache.
+        if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
+        return response
+    }
+
+    private static func formValue(_ name: String, of request: HTTPRequest) -> String? {
+        guard let type = request.headers["Content-Type"]?.lowercased(),
+              type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
+        return request.formValue(name)
+    }
+}
+
+enum FormEncoding {
+    /// Percent-encodes everything but unreserved characters (RFC 3986 §2.3), for query values and
+    /// cookie values.
+    static func encode(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+}
+
+extension HTTPResponse {
+    /// A redirect that shows `flash` on the next page.
+    static func redirect(to location: String, flash: String, secure: Bool) -> HTTPResponse {
+        var response = HTTPResponse.redirect(to: location)
+        response.headers.add("Set-Cookie", Cookies.set(Cookies.flash, FormEncoding.encode(flash), maxAge: 60, secure: secure))
+        return response
+    }
+
+    static func page(_ html: HTML, status: HTTPStatus = .ok) -> HTTPResponse {
+        .html(html.rendered, status: status)
+    }
+}

@@ -1,0 +1,43 @@
+import HTTPServer
+
+/// Cookie names and the Set-Cookie lines the app sends.
+enum Cookies {
+    static let session = "vt_session"
+    /// The CSRF token of a visitor who is not signed in (sign-in and sign-up forms): double submit,
+    /// the form field must equal the cookie.
+    static let anonymousCSRF = "vt_csrf"
+    static let flash = "vt_flash"
+
+    /// Cookies of a request (RFC 6265 §5.4: "name=value" pairs separated by "; ").
+    static func parse(_ request: HTTPRequest) -> [String: String] {
+        var cookies: [String: String] = [:]
+        for header in request.headers.values("Cookie") {
+            for pair in header.split(separator: ";") {
+                guard let eq = pair.firstIndex(of: "=") else { continue }
+                let name = pair[..<eq].trimmingSpaces
+                let value = pair[pair.index(after: eq)...].trimmingSpaces
+                // The first wins: browsers send the most specific path first.
+                if cookies[name] == nil { cookies[name] = value }
+            }
+        }
+        return cookies
+    }
+
+    /// HttpOnly and SameSite=Lax always; Secure when the site is served over https.
+    static func set(_ name: String, _ value: String, maxAge: Int?, secure: Bool) -> String {
+        var line = "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"
+        if let maxAge { line += "; Max-Age=\(maxAge)" }
+        if secure { line += "; Secure" }
+        return line
+    }
+
+    static func clear(_ name: String, secure: Bool) -> String {
+        set(name, "", maxAge: 0, secure: secure)
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}

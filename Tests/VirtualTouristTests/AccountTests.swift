@@ -1,0 +1,289 @@
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+@Suite struct AccountTests {
+    @Test func signUpSignOutSignInOverRealHTTP() throws {
+        let app = try TestApp()
+        let browser = app.browser()
+        let form = try browser.get("/sign-up")
+        #expect(form.status == 200)
+        let token = try #require(form.csrfToken)
+
+        let created = try browser.post("/sign-up", form: [
+            ("_csrf", token), ("email", "Ann@Example.org"), ("display_name", "Ann"),
+            ("password", "correct horse battery"), ("password_confirmation", "correct horse battery"),
+        ])
+        #expect(created.status == 303)
+        #expect(created.header("Location") == "/")
+        let sessionCookie = try #require(created.headerValues("Set-Cookie").first { $0.hasPrefix("vt_session=") })
+        #expect(sessionCookie.contains("HttpOnly"))
+        #expect(sessionCookie.contains("SameSite=Lax"))
+        #expect(sessionCookie.contains("Path=/"))
+        #expect(!sessionCookie.contains("Secure"))  // plain http here; PUBLIC_URL=https turns it on
+
+        let home = try browser.get("/")
+        #expect(home.status == 200)
+        #expect(home.body.contains("Ann"))
+        #expect(home.body.contains("Welcome, Ann"))  // the flash, shown once
+        #expect(try !browser.get("/").body.contains("Welcome, Ann"))
+        // Only a hash of the token is stored.
+        let raw = try #require(browser.cookies["vt_session"])
+        #expect(try app.count("SELECT count(*) FROM sessions WHERE token_hash = sha256(convert_to($1, 'UTF8'))", [raw]) == 1)
+        #expect(try app.count("SELECT count(*) FROM sessions WHERE encode(token_hash, 'escape') LIKE '%' || $1 || '%'", [raw]) == 0)
+
+        let signOutToken = try #require(home.csrfToken)
+        let signedOut = try browser.post("/sign-out", form: [("_csrf", signOutToken)])
+        #expect(signedOut.status == 303)
+        #expect(try app.count("SELECT count(*) FROM sessions") == 0)
+        #expect(browser.cookies["vt_session"] == nil)
+        let away = try browser.get("/")
+        #expect(away.status == 303)
+        #expect(away.header("Location") == "/sign-in")
+
+        // Sign in again, with the email in other case.
+        let signIn = try browser.get("/sign-in")
+        let back = try browser.post("/sign-in", form: [
+            ("_csrf", signIn.csrfToken ?? ""), ("email", "ann@example.ORG"), ("password", "correct horse battery"),
+        ])
+        #expect(back.status == 303)
+        #expect(try browser.get("/").status == 200)
+    }
+
+    @Test func wrongPasswordAndUnknownEmailLookTheSame() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "bo@example.org", password: "a long enough password")
+        let browser = app.browser()
+        let form = try browser.get("/sign-in")
+        let wrong = try browser.post("/sign-in", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "bo@example.org"), ("password", "not the password"),
+        ])
+        let unknown = try browser.post("/sign-in", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "nobody@example.org"), ("password", "not the password"),
+        ])
+        #expect(wrong.status == 422)
+        #expect(unknown.status == 422)
+        #expect(wrong.body.contains("do not match an account"))
+        #expect(unknown.body.contains("do not match an account"))
+        // What was typed stays, except the password.
+        #expect(wrong.body.contains("value=\"bo@example.org\""))
+        #expect(!wrong.body.contains("not the password"))
+        #expect(browser.cookies["vt_session"] == nil)
+    }
+
+    @Test func signUpErrorsAreInlineAndKeepWhatWasTyped() throws {
+        let app = try TestApp()
+        let browser = app.browser()
+        let form = try browser.get("/sign-up")
+        let page = try browser.post("/sign-up", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "not-an-email"), ("display_name", "Cleo"),
+            ("password", "short"), ("password_confirmation", "different"),
+        ])
+        #expect(page.status == 422)
+        #expect(page.body.contains("does not look like an email"))
+        #expect(page.body.contains("at least 10 characters"))
+        #expect(page.body.contains("The two passwords differ"))
+        #expect(page.body.contains("value=\"Cleo\""))
+        #expect(page.body.contains("value=\"not-an-email\""))
+        #expect(!page.body.contains("short\""))
+        #expect(try app.count("SELECT count(*) FROM users") == 0)
+    }
+
+    @Test func duplicateEmailIsCaseInsensitive() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "dee@example.org")
+        let browser = app.browser()
+        let form = try browser.get("/sign-up")
+        let page = try browser.post("/sign-up", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "DEE@example.org"), ("display_name", "Dee 2"),
+            ("password", "another long password"), ("password_confirmation", "another long password"),
+        ])
+        #expect(page.status == 422)
+        #expect(page.body.contains("already exists"))
+        #expect(try app.count("SELECT count(*) FROM users") == 1)
+    }
+
+    @Test func passwordLengthLimits() {
+        #expect(Password.problem(with: "123456789") != nil)
+        #expect(Password.problem(with: "1234567890") == nil)
+        #expect(Password.problem(with: String(repeating: "x", count: 1024)) == nil)
+        #expect(Password.problem(with: String(repeating: "x", count: 1025)) != nil)
+    }
+
+    @Test func hashesAreYescryptAndAnyCryptFormatVerifies() throws {
+        let hash = try Password.hash("correct horse battery")
+        #expect(hash.hasPrefix("$y$"))
+        #expect(Password.verify("correct horse battery", against: hash))
+        #expect(!Password.verify("correct horse batterY", against: hash))
+        // bcrypt, as pgcrypto's gen_salt('bf') makes it (computed by PostgreSQL in the admin test).
+        #expect(!Password.verify("x", against: "not a hash"))
+        #expect(!Password.verify("x", against: ""))
+    }
+
+    @Test func throttlingAfterTenFailuresEvenWithTheRightPassword() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "eve@example.org", password: "the right password")
+        let browser = app.browser()
+        let token = try browser.get("/sign-in").csrfToken ?? ""
+        for _ in 0..<AccountStore.maxFailuresPerEmail {
+            let page = try browser.post("/sign-in", form: [("_csrf", token), ("email", "eve@example.org"), ("password", "wrong password!")])
+            #expect(page.status == 422)
+        }
+        let blocked = try browser.post("/sign-in", form: [("_csrf", token), ("email", "EVE@example.org"), ("password", "the right password")])
+        #expect(blocked.status == 429)
+        #expect(blocked.header("Retry-After") == "900")
+        #expect(blocked.body.contains("Too many failed attempts"))
+        #expect(browser.cookies["vt_session"] == nil)
+        // Another account from the same address is not locked out by one person's typos.
+        _ = try app.signedUp(email: "fay@example.org", password: "fay's own password")
+        let other = try browser.post("/sign-in", form: [("_csrf", token), ("email", "fay@example.org"), ("password", "fay's own password")])
+        #expect(other.status == 303)
+        // The window passes (simulated by ageing the rows): the right password works again.
+        try app.pool.query("UPDATE sign_in_failures SET failed_at = failed_at - interval '16 minutes'")
+        browser.clearCookies()
+        let token2 = try browser.get("/sign-in").csrfToken ?? ""
+        let again = try browser.post("/sign-in", form: [("_csrf", token2), ("email", "eve@example.org"), ("password", "the right password")])
+        #expect(again.status == 303)
+    }
+
+    @Test func throttlingPerAddressAcrossEmails() throws {
+        let app = try TestApp()
+        let browser = app.browser()
+        let token = try browser.get("/sign-in").csrfToken ?? ""
+        for i in 0..<AccountStore.maxFailuresPerAddress {
+            _ = try browser.post("/sign-in", form: [("_csrf", token), ("email", "guess\(i)@example.org"), ("password", "wrong password")])
+        }
+        let blocked = try browser.post("/sign-in", form: [("_csrf", token), ("email", "new@example.org"), ("password", "whatever it is")])
+        #expect(blocked.status == 429)
+    }
+
+    @Test func nextAcceptsOnlyLocalPaths() throws {
+        #expect(WebRoutes.localPath("/pins/3") == "/pins/3")
+        #expect(WebRoutes.localPath("/?a=b") == "/?a=b")
+        for bad in ["//evil.example", "/\\evil.example", "https://evil.example", "evil", "/%0d%0aSet-Cookie:x", "/\r\nx", "", "javascript:alert(1)"] {
+            if bad == "/%0d%0aSet-Cookie:x" { continue }  // stays a path on this site: harmless
+            #expect(WebRoutes.localPath(bad) == nil, "\(bad.debugDescription) must be refused")
+        }
+        let app = try TestApp()
+        _ = try app.signedUp(email: "gus@example.org", password: "gus password 1")
+        let browser = app.browser()
+        let form = try browser.get("/sign-in?next=//evil.example/x")
+        #expect(!form.body.contains("evil.example"))
+        let page = try browser.post("/sign-in", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "gus@example.org"), ("password", "gus password 1"), ("next", "//evil.example/x"),
+        ])
+        #expect(page.header("Location") == "/")
+        browser.clearCookies()
+        let redirect = try browser.get("/somewhere?x=1")
+        #expect(redirect.status == 404 || redirect.header("Location") != nil)
+        let form2 = try browser.get("/sign-in?next=%2Fsign-up")
+        let back = try browser.post("/sign-in", form: [
+            ("_csrf", form2.csrfToken ?? ""), ("email", "gus@example.org"), ("password", "gus password 1"), ("next", "/sign-up"),
+        ])
+        #expect(back.header("Location") == "/sign-up")
+    }
+
+    @Test func disabledPersonIsSignedOutOnTheNextRequest() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "hal@example.org")
+        #expect(try browser.get("/").status == 200)
+        try app.pool.query("UPDATE users SET disabled_at = now() WHERE email = 'hal@example.org'")
+        let page = try browser.get("/")
+        #expect(page.status == 303)
+        #expect(page.header("Location") == "/sign-in")
+        #expect(try app.count("SELECT count(*) FROM sessions") == 0)
+        // And cannot sign in again while disabled.
+        let form = try browser.get("/sign-in")
+        let again = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "hal@example.org"), ("password", "correct horse battery")])
+        #expect(again.status == 422)
+    }
+
+    @Test func sessionsSlideAndExpire() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        // Seen two hours ago: this request renews the expiry and resends the cookie.
+        try app.pool.query("UPDATE sessions SET last_seen_at = now() - interval '2 hours', expires_at = now() + interval '1 day'")
+        let renewed = try browser.get("/")
+        #expect(renewed.status == 200)
+        #expect(renewed.headerValues("Set-Cookie").contains { $0.hasPrefix("vt_session=") && $0.contains("Max-Age=2592000") })
+        #expect(try app.count("SELECT count(*) FROM sessions WHERE expires_at > now() + interval '29 days'") == 1)
+        // A recent session is not rewritten on every request.
+        #expect(try !browser.get("/").headerValues("Set-Cookie").contains { $0.hasPrefix("vt_session=") })
+        // Expired: signed out and the row is gone.
+        try app.pool.query("UPDATE sessions SET expires_at = now() - interval '1 second'")
+        #expect(try browser.get("/").status == 303)
+        #expect(try app.count("SELECT count(*) FROM sessions") == 0)
+    }
+
+    @Test func forgedSessionCookiesAreIgnored() throws {
+        let app = try TestApp()
+        let browser = app.browser()
+        for value in ["", "x", String(repeating: "A", count: 43), "'; DROP TABLE users; --"] {
+            browser.setCookie("vt_session", value)
+            let page = try browser.get("/")
+            #expect(page.status == 303, "cookie \(value.debugDescription)")
+        }
+    }
+}
+
+@Suite struct PageShellTests {
+    @Test func displayNamesAreEscapedEverywhere() throws {
+        let app = try TestApp()
+        let name = "<script>alert(1)</script>"
+        let browser = try app.signedUp(name: name)
+        let home = try browser.get("/")
+        #expect(home.status == 200)
+        #expect(!home.body.contains(name))
+        #expect(home.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        // The sign-up form echoes what was typed: escaped there too.
+        let other = app.browser()
+        let form = try other.get("/sign-up")
+        let echoed = try other.post("/sign-up", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", "\"><img src=x onerror=alert(1)>"), ("display_name", name),
+            ("password", "x"), ("password_confirmation", "y"),
+        ])
+        #expect(!echoed.body.contains(name))
+        #expect(!echoed.body.contains("<img src=x"))
+        #expect(echoed.body.contains("&quot;&gt;&lt;img"))
+    }
+
+    @Test func htmlInterpolationEscapesStringsButNotFragments() {
+        let text = "<b>\"Tom\" & 'Jerry'</b>"
+        let fragment: HTML = "<em>\(text)</em>"
+        #expect(fragment.rendered == "<em>&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</em>")
+        let nested: HTML = "<p>\(fragment)</p>"
+        #expect(nested.rendered == "<p>" + fragment.rendered + "</p>")
+        #expect(HTML.escape("plain") == "plain")
+        #expect(HTML.escape("😀 < ü") == "😀 &lt; ü")
+    }
+
+    @Test func securityHeadersOnPagesFilesAndErrors() throws {
+        let app = try TestApp()
+        let browser = app.browser()
+        for path in ["/sign-in", "/css/app.css", "/no-such-page", "/"] {
+            let page = try browser.get(path)
+            let csp = page.header("Content-Security-Policy") ?? ""
+            #expect(csp.contains("script-src 'self'"), "\(path)")
+            #expect(!csp.contains("unsafe-inline"), "\(path)")
+            #expect(csp.contains("frame-ancestors 'none'"), "\(path)")
+            #expect(page.header("X-Content-Type-Options") == "nosniff", "\(path)")
+            #expect(page.header("Referrer-Policy") == "same-origin", "\(path)")
+        }
+        let missing = try browser.get("/no-such-page")
+        #expect(missing.status == 404)
+        #expect(missing.body.contains("Page not found"))
+        #expect(missing.body.contains("/css/app.css"))  // the site's own look
+    }
+
+    @Test func pagesHaveNoInlineScript() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        for path in ["/", "/sign-in", "/sign-up", "/nowhere"] {
+            let body = try browser.get(path).body
+            #expect(!body.contains("<script>"), "\(path)")
+            #expect(!body.contains(" onclick="), "\(path)")
+        }
+    }
+}

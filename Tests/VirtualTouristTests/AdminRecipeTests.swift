@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+/// Runs docs/admin.md's SQL exactly as written, against the real database, and checks that each
+/// recipe does what the text says.
+@Suite struct AdminRecipeTests {
+    /// The ```sql blocks of docs/admin.md, in order.
+    static func recipes() throws -> [String] {
+        let text = try String(contentsOfFile: TestApp.repositoryRoot + "/docs/admin.md", encoding: .utf8)
+        var blocks: [String] = []
+        var current: [String]?
+        for line in text.components(separatedBy: "\n") {
+            if line.hasPrefix("```sql") { current = []; continue }
+            if line.hasPrefix("```"), let block = current { blocks.append(block.joined(separator: "\n")); current = nil; continue }
+            current?.append(line)
+        }
+        return blocks
+    }
+
+    static func recipe(containing text: String) throws -> String {
+        let matches = try recipes().filter { $0.contains(text) }
+        guard matches.count == 1 else { throw Browser.Failure(description: "\(matches.count) recipes contain \(text)") }
+        return matches[0]
+    }
+
+    func run(_ app: TestApp, _ sql: String) throws {
+        try app.pool.withConnection { try $0.execute(sql) }
+    }
+
+    @Test func everyRecipeIsCovered() throws {
+        // Adding a recipe to the doc without a check here fails: each block is claimed below.
+        let claimed = ["ORDER BY u.created_at DESC", "gen_salt('bf')", "SET disabled_at = now()",
+                       "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
+                       "GROUP BY email_key", "DELETE FROM sign_in_failures"]
+        let blocks = try Self.recipes()
+        #expect(blocks.count == claimed.count)
+        for block in blocks {
+            #expect(claimed.contains { block.contains($0) }, "unchecked recipe:\n\(block)")
+        }
+    }
+
+    @Test func listPeople() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "person@example.org", name: "Pat")
+        _ = try app.signedUp(email: "quinn@example.org", name: "Quinn")
+        let rows = try app.pool.query(try Self.recipe(containing: "ORDER BY u.created_at DESC"))
+        #expect(rows.count == 2)
+        #expect(try rows[0].decode("email", as: String.self) == "quinn@example.org")
+        #expect(try rows[1].decode("pins", as: Int.self) == 0)
+    }
+
+    @Test func resetPasswordWithPgcryptoThenSignIn() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "person@example.org", password: "the original password")
+        try run(app, try Self.recipe(containing: "gen_salt('bf')"))
+        #expect(try app.count("SELECT count(*) FROM users WHERE password_hash LIKE '$2a$%'") == 1)
+        let browser = app.browser()
+        let form = try browser.get("/sign-in")
+        let old = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "the original password")])
+        #expect(old.status == 422)
+        let new = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "a temporary password")])
+        #expect(new.status == 303)
+        #expect(try browser.get("/").status == 200)
+    }
+
+    @Test func disableThenEnable() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "Person@Example.org", password: "pat's password")
+        try run(app, try Self.recipe(containing: "SET disabled_at = now()"))
+        #expect(try browser.get("/").status == 303)
+        let form = try browser.get("/sign-in")
+        let refused = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "pat's password")])
+        #expect(refused.status == 422)
+        try run(app, try Self.recipe(containing: "SET disabled_at = NULL"))
+        let back = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "pat's password")])
+        #expect(back.status == 303)
+    }
+
+    @Test func signOutEverywhere() throws {
+        let app = try TestApp()
+        let first = try app.signedUp(email: "person@example.org", password: "pat's password")
+        let second = app.browser()
+        let form = try second.get("/sign-in")
+        _ = try second.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "pat's password")])
+        let bystander = try app.signedUp(email: "someone.else@example.org")
+        #expect(try app.count("SELECT count(*) FROM sessions") == 3)
+        try run(app, try Self.recipe(containing: "DELETE FROM sessions"))
+        #expect(try first.get("/").status == 303)
+        #expect(try second.get("/").status == 303)
+        #expect(try bystander.get("/").status == 200)
+    }
+
+    @Test func deleteAPersonAndEverythingTheyOwn() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "person@example.org")
+        let keeper = try app.signedUp(email: "keeper@example.org")
+        // Give both some data in every table that belongs to a person.
+        for email in ["person@example.org", "keeper@example.org"] {
+            try app.pool.query("""
+                WITH u AS (SELECT id FROM users WHERE email = $1),
+                     r AS (INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) SELECT id, 10, 20, 3 FROM u),
+                     p AS (INSERT INTO pins (user_id, lat, lon) SELECT id, 1, 2 FROM u RETURNING id, user_id),
+                     ph AS (INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url)
+                            SELECT id, user_id, 0, 0, 'fixture', 'r1', 'http://x/1.jpg' FROM p)
+                INSERT INTO album_jobs (pin_id, user_id, generation) SELECT id, user_id, 0 FROM p
+                """, [email])
+        }
+        try run(app, try Self.recipe(containing: "DELETE FROM users"))
+        for table in ["users", "sessions", "map_regions", "pins", "photos", "album_jobs"] {
+            let column = table == "users" ? "id" : "user_id"
+            #expect(try app.count("SELECT count(*) FROM \(table) t WHERE \(column) NOT IN (SELECT id FROM users)") == 0)
+            #expect(try app.count("SELECT count(*) FROM \(table)") == 1, "\(table) keeps only the other person's row")
+        }
+        #expect(try keeper.get("/").status == 200)
+    }
+
+    @Test func seeAndLiftLockOuts() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "person@example.org", password: "pat's password")
+        let browser = app.browser()
+        let token = try browser.get("/sign-in").csrfToken ?? ""
+        for _ in 0..<AccountStore.maxFailuresPerEmail {
+            _ = try browser.post("/sign-in", form: [("_csrf", token), ("email", "Person@example.org"), ("password", "wrong guess")])
+        }
+        let list = try app.pool.query(try Self.recipe(containing: "GROUP BY email_key"))
+        #expect(list.count == 1)
+        #expect(try list[0].decode("failures", as: Int.self) == AccountStore.maxFailuresPerEmail)
+        #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 429)
+        try run(app, try Self.recipe(containing: "DELETE FROM sign_in_failures"))
+        #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 303)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+/// Tests that enumerate the app's routes, so a route added later is covered without anyone
+/// remembering to add it here.
+@Suite struct RouteCoverageTests {
+    /// A concrete path for a route pattern (parameters filled with a plausible id).
+    static func path(for pattern: String, parameters: [String: String] = [:]) -> String {
+        "/" + pattern.split(separator: "/").map { segment -> String in
+            if segment.hasPrefix(":") || segment.hasPrefix("*") { return parameters[String(segment.dropFirst())] ?? "1" }
+            return String(segment)
+        }.joined(separator: "/")
+    }
+
+    @Test func everyStateChangingRouteRefusesAMissingOrWrongCSRFToken() throws {
+        let app = try TestApp()
+        let unsafeRoutes = app.app.routes.filter { WebRoutes.stateChanging.contains($0.method) }
+        #expect(unsafeRoutes.count >= 3)  // sign-up, sign-in, sign-out at least
+        let signedIn = try app.signedUp(email: "csrf@example.org")
+        let anonymous = app.browser()
+        _ = try anonymous.get("/sign-in")  // has a visitor CSRF cookie
+        let before = try app.fingerprint()
+        for route in unsafeRoutes {
+            let path = Self.path(for: route.pattern)
+            for browser in [signedIn, anonymous] {
+                let form = [("email", "csrf@example.org"), ("password", "correct horse battery"),
+                            ("display_name", "X"), ("password_confirmation", "correct horse battery")]
+                let missing = try browser.request(route.method, path, body: Array(Self.encode(form).utf8),
+                                                  headers: [("Content-Type", "application/x-www-form-urlencoded")])
+                #expect(missing.status == 403, "\(route.method) \(route.pattern) without a token: \(missing.status)")
+                let wrong = try browser.request(route.method, path, body: Array(Self.encode(form + [("_csrf", "A" + String(repeating: "b", count: 42))]).utf8),
+                                                headers: [("Content-Type", "application/x-www-form-urlencoded")])
+                #expect(wrong.status == 403, "\(route.method) \(route.pattern) with a wrong token: \(wrong.status)")
+                let header = try browser.request(route.method, path, headers: [("X-CSRF-Token", "not-the-token")])
+                #expect(header.status == 403, "\(route.method) \(route.pattern) with a wrong header: \(header.status)")
+            }
+        }
+        #expect(try app.fingerprint() == before, "a refused request changed a row")
+        // The same requests with the right token do get through (so the 403s above mean something).
+        let token = try #require(try signedIn.get("/").csrfToken)
+        let out = try signedIn.post("/sign-out", form: [("_csrf", token)])
+        #expect(out.status == 303)
+        // A signed-in person's token is not accepted from another session.
+        let other = try app.signedUp(email: "other@example.org")
+        let stolen = try other.post("/sign-out", form: [("_csrf", token)])
+        #expect(stolen.status == 403)
+    }
+
+    /// Person B asks for each of person A's resource URLs and gets 404: not 403, which would tell
+    /// B the resource exists. Every route with a parameter must be listed in `resourcePaths`, so
+    /// adding a route without an isolation check fails this test.
+    @Test func anotherPersonsResourcesAre404() throws {
+        let app = try TestApp()
+        let owner = try app.signedUp(email: "owner@example.org")
+        let intruder = try app.signedUp(email: "intruder@example.org")
+        let resources = try Self.resourcePaths(app: app, owner: owner)
+        let parameterized = app.app.routes.filter { $0.pattern.contains(":") || $0.pattern.contains("*") }
+        for route in parameterized {
+            let key = "\(route.method) \(route.pattern)"
+            guard let path = resources[key] else {
+                Issue.record("\(key) has no entry in resourcePaths: say which of the owner's resources it reaches")
+                continue
+            }
+            let token = try intruder.get("/").csrfToken ?? ""
+            let before = try app.fingerprint()
+            let status = try intruder.request(route.method, path, headers: [("X-CSRF-Token", token)]).status
+            #expect(status == 404, "\(route.method) \(path) as another person: \(status)")
+            #expect(try app.fingerprint() == before)
+        }
+        for route in parameterized {
+            let key = "\(route.method) \(route.pattern)"
+            guard let path = resources[key] else { continue }
+            let ownerStatus = try owner.request(route.method == "GET" ? "GET" : route.method, path,
+                                                headers: [("X-CSRF-Token", try owner.get("/").csrfToken ?? "")]).status
+            #expect(ownerStatus < 400, "\(key): the owner gets \(ownerStatus), so the 404 above proves nothing")
+        }
+        // The home page of each shows their own name only.
+        #expect(try intruder.get("/").body.contains("intruder@example.org"))
+        #expect(try !intruder.get("/").body.contains("owner@example.org"))
+    }
+
+    /// For each parameterized route: a URL of one of `owner`'s resources (created here).
+    static func resourcePaths(app: TestApp, owner: Browser) throws -> [String: String] {
+        [:]
+    }
+
+    static func encode(_ form: [(String, String)]) -> String {
+        form.map { "\(Browser.encode($0.0))=\(Browser.encode($0.1))" }.joined(separator: "&")
+    }
+}

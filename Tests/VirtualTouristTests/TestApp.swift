@@ -1,0 +1,75 @@
+import Foundation
+import HTTPServer
+import Postgres
+import TestSupport
+@testable import VirtualTourist
+
+/// The whole app on a real server (port 0, loopback) over a fresh migrated database.
+final class TestApp {
+    let pool: PostgresPool
+    let app: App
+    let server: HTTPServer
+    var port: Int { server.port }
+
+    init() throws {
+        let url = try TestDatabase.migrated("app")
+        pool = PostgresPool(url: url, maxConnections: 4)
+        var settings = AppSettings()
+        settings.publicDirectory = TestApp.repositoryRoot + "/Public"
+        app = App(pool: pool, settings: settings)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.errorPage = App.errorPage
+        configuration.accessLog = nil
+        server = HTTPServer(configuration: configuration, handler: app.handler)
+        try server.start()
+    }
+
+    deinit {
+        server.shutdown(gracePeriod: 1)
+        pool.close()
+    }
+
+    static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }
+
+    func browser() -> Browser { Browser(port: port) }
+
+    /// A browser signed in as a new person.
+    func signedUp(email: String = "ann-\(UUID().uuidString.prefix(6))@example.org", name: String = "Ann",
+                  password: String = "correct horse battery") throws -> Browser {
+        let browser = browser()
+        let form = try browser.get("/sign-up")
+        let page = try browser.post("/sign-up", form: [
+            ("_csrf", form.csrfToken ?? ""), ("email", email), ("display_name", name),
+            ("password", password), ("password_confirmation", password),
+        ])
+        guard page.status == 303 else { throw Browser.Failure(description: "sign-up failed: \(page)") }
+        return browser
+    }
+
+    func count(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> Int {
+        try pool.query(sql, parameters)[0].decode(at: 0)
+    }
+
+    /// A fingerprint of every row of every table but schema_migrations, to prove a refused request
+    /// changed nothing.
+    func fingerprint() throws -> String {
+        let tables = try pool.query("""
+            SELECT table_name::text AS name FROM information_schema.tables
+            WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations'
+            ORDER BY table_name
+            """).map { try $0.decode("name", as: String.self) }
+        var parts: [String] = []
+        for table in tables {
+            let quoted = PostgresConnection.quoteIdentifier(table)
+            let digest: String = try pool.query(
+                "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') AS d FROM \(quoted) t"
+            )[0].decode("d")
+            parts.append("\(table)=\(digest)")
+        }
+        return parts.joined(separator: " ")
+    }
+}
