@@ -361,7 +361,7 @@ final class Connection: @unchecked Sendable {
 
     func checkTimeouts(now: UInt64) {
         guard !closed else { return }
-        func elapsed(_ since: UInt64) -> Double { Double(now &- since) / 1e9 }
+        func elapsed(_ since: UInt64) -> Double { now > since ? Double(now - since) / 1e9 : 0 }
         if let stalled = writeStalledSince, elapsed(stalled) > configuration.writeTimeout {
             close()
             return

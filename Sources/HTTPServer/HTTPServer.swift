@@ -183,10 +183,12 @@ public final class HTTPServer: Sendable {
     }
 
     private func sweep() {
-        let now = monotonicNanos()
         let connections = state.withLock { Array($0.connections.values) }
         for connection in connections {
-            connection.queue.async { connection.checkTimeouts(now: now) }
+            // Read the clock on the connection's queue: a reading taken before the hop can be older
+            // than a request that starts while the block waits, and the connection would look idle
+            // for ages.
+            connection.queue.async { connection.checkTimeouts(now: monotonicNanos()) }
         }
     }
 

@@ -9,6 +9,10 @@ public struct AppSettings: Sendable {
     public var publicURL: String?
     /// Force Secure cookies (behind a TLS-terminating proxy without PUBLIC_URL).
     public var secureCookies = false
+    /// Raster tiles ({z}/{x}/{y}, {s}, {r}) or "none" for the built-in vector basemap.
+    public var tileURL = "none"
+    /// Shown on the map when raster tiles are used (their licence usually requires it).
+    public var tileAttribution = ""
 
     public init() {}
 
@@ -27,18 +31,18 @@ public struct App: Sendable {
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure)
         web.plain("/healthz") { _ in .text("ok") }
         web.addAccountRoutes()
-        web.signedIn("GET", "/") { context in
-            .page(HomeView.render(user: context.user, chrome: context.chrome))
-        }
+        let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
+        web.addMapRoutes(pins: PinStore(pool: pool), places: { PlaceIndex.shared(path: placesPath) }, settings: settings)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
-        handler = MiddlewareChain([SecurityHeaders(), DatabaseBusy()], handler: web.router)
+        let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL))
+        handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
     }
 
     /// Error pages in the site's look, with the same security headers as every other page.
     public static let errorPage: ErrorPageRenderer = { status, message, _ in
         var response = HTTPResponse.page(Layout.errorPage(status: status, message: message), status: status)
-        SecurityHeaders.apply(to: &response)
+        SecurityHeaders().apply(to: &response)
         response.headers.set("Cache-Control", "no-store")
         return response
     }

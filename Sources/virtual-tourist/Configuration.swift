@@ -15,6 +15,8 @@ struct Configuration {
     var publicURL: String?
     var secureCookies = false
     var databasePoolSize = 16
+    var tileURL = "none"
+    var tileAttribution = ""
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -36,6 +38,8 @@ struct Configuration {
             guard let n = Int(v), (1...500).contains(n) else { throw Invalid(description: "DATABASE_POOL_SIZE must be 1–500, not \(v)") }
             c.databasePoolSize = n
         }),
+        ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
+        ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

@@ -55,14 +55,22 @@ func migrate(_ configuration: Configuration) -> [Int] {
 func serve(_ configuration: Configuration) -> Never {
     _ = migrate(configuration)
 
-    var router = Router()
-    router.get("/healthz") { _ in .text("ok") }
-    router.fallback = StaticFiles(root: configuration.publicDirectory)
-
+    guard let url = configuration.databaseURL else { fail("DATABASE_URL is not set.") }
     var serverConfiguration = ServerConfiguration()
     serverConfiguration.host = configuration.host
     serverConfiguration.port = configuration.port
-    let server = HTTPServer(configuration: serverConfiguration, handler: router)
+    // Handlers block on the database, so more handler threads than connections would only queue.
+    serverConfiguration.handlerConcurrency = configuration.databasePoolSize
+    serverConfiguration.errorPage = App.errorPage
+    let pool = PostgresPool(url: url, maxConnections: configuration.databasePoolSize)
+    var settings = AppSettings()
+    settings.publicDirectory = configuration.publicDirectory
+    settings.publicURL = configuration.publicURL
+    settings.secureCookies = configuration.secureCookies
+    settings.tileURL = configuration.tileURL
+    settings.tileAttribution = configuration.tileAttribution
+    let app = App(pool: pool, settings: settings)
+    let server = HTTPServer(configuration: serverConfiguration, handler: app.handler)
     do {
         try server.start()
     } catch {

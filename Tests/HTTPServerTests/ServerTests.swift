@@ -93,6 +93,37 @@ func serverSideSockets(port: Int) -> Int {
 }
 
 @Suite struct ServerTests {
+    /// Regression: the timeout sweep took its clock reading before hopping to the connection's
+    /// queue; a request read in between started later than "now", the unsigned difference wrapped,
+    /// and a busy keep-alive connection was closed as if it had timed out (wrk saw resets).
+    @Test func busyKeepAliveConnectionsSurviveTheTimeoutSweep() throws {
+        // A short read timeout makes the sweep run every 50 ms; the idle timeout stays long, since a test
+        // thread starved by its neighbours may legitimately pause between requests.
+        // Clients connect just before their first request, so none sits silent long enough to be
+        // closed for sending nothing.
+        let server = try TestServer { $0.requestReadTimeout = 0.5; $0.idleTimeout = 30 }
+        let deadline = Date(timeIntervalSinceNow: 3)
+        var clients: [TestClient?] = Array(repeating: nil, count: 4)
+        var dropped = Set<Int>()
+        var served = 0
+        while Date() < deadline {
+            for i in clients.indices where !dropped.contains(i) {
+                if clients[i] == nil { clients[i] = try TestClient(port: server.port) }
+                guard let client = clients[i] else { continue }
+                do {
+                    try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    #expect(try client.readResponse().status == 200)
+                    served += 1
+                } catch {
+                    Issue.record("connection \(i) dropped after \(served) requests: \(error)")
+                    dropped.insert(i)
+                }
+            }
+            if dropped.count == clients.count { break }
+        }
+        #expect(served > 100)
+    }
+
     @Test func keepAliveServesManyRequestsOnOneConnection() throws {
         let t = try TestServer()
         let client = try TestClient(port: t.port)

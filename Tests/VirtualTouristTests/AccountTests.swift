@@ -287,3 +287,18 @@ import TestSupport
         }
     }
 }
+
+@Suite struct CookieSettingsTests {
+    @Test func cookiesAreSecureBehindHTTPSOrWhenForced() {
+        var settings = AppSettings()
+        #expect(!settings.cookiesAreSecure)
+        settings.publicURL = "http://photos.example.org"
+        #expect(!settings.cookiesAreSecure)
+        settings.publicURL = "HTTPS://photos.example.org"
+        #expect(settings.cookiesAreSecure)
+        settings.publicURL = nil
+        settings.secureCookies = true
+        #expect(settings.cookiesAreSecure)
+        #expect(Cookies.set("vt_session", "x", maxAge: 60, secure: true) == "vt_session=x; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure")
+    }
+}

@@ -1,0 +1,295 @@
+// The map page: wires the map, the pins, the pin card, place search and region saving to the
+// server. Everything the page needs arrives in data attributes of #map (no inline script: CSP).
+import { MapView } from "./map.js";
+import { PinLayer } from "./pins.js";
+import { parseLatLon, worldSize } from "./geo.js";
+
+document.documentElement.classList.add("js");
+const root = document.getElementById("map");
+const canvas = document.getElementById("map-canvas");
+const csrf = root.dataset.csrf;
+const embedded = root.dataset.pins ? JSON.parse(root.dataset.pins) : null;
+
+const map = new MapView(canvas, {
+  lat: Number(root.dataset.lat), lon: Number(root.dataset.lon), zoom: Number(root.dataset.zoom),
+  tileTemplate: root.dataset.tileUrl,
+});
+const pins = new PinLayer();
+map.layers.push(pins);
+window.virtualTourist = { map, pins }; // for the browser tests and script/bench map
+
+// ----- talking to the server -----
+
+async function send(method, url, fields) {
+  const body = fields ? new URLSearchParams({ ...fields, _csrf: csrf }) : undefined;
+  const response = await fetch(url, {
+    method, body, credentials: "same-origin",
+    headers: { "X-CSRF-Token": csrf, Accept: "application/json" },
+  });
+  if (!response.ok) {
+    let message = `The server answered ${response.status}.`;
+    if (response.status === 401 || response.status === 403) message = "Your session has ended. Reload the page and sign in again.";
+    else if (response.status === 503) message = "The server is busy. Please try again in a moment.";
+    throw new Error(message);
+  }
+  return response.status === 204 ? null : response.json();
+}
+
+const toast = document.getElementById("map-toast");
+let toastTimer;
+function showToast(message, kind = "info") {
+  toast.textContent = message;
+  toast.dataset.kind = kind;
+  toast.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { toast.hidden = true; }, kind === "error" ? 6000 : 3000);
+}
+
+// ----- pins -----
+
+if (embedded) {
+  pins.set(embedded);
+  map.redraw();
+} else {
+  // Many pins: only those in (or near) the view, refreshed as the map moves.
+  const loadInView = async () => {
+    const b = map.bounds(map.width / 2);
+    try {
+      const data = await (await fetch(`/pins.json?bbox=${b.west},${b.south},${b.east},${b.north}`)).json();
+      const pending = pins.pins.filter((p) => p.pending);
+      pins.set(data.pins);
+      pending.forEach((p) => pins.pins.unshift(p));
+      map.redraw();
+    } catch { /* the next move tries again */ }
+  };
+  map.on("moveend", loadInView);
+  loadInView();
+}
+root.dataset.ready = "true";
+
+const hint = document.getElementById("map-hint");
+setTimeout(() => hint.classList.add("faded"), 8000);
+
+map.on("longpress", async ({ lat, lon }) => {
+  hint.classList.add("faded");
+  closeCard();
+  const temporary = pins.add({ id: -Date.now(), lat, lon, name: "Saving…", photos: 0, status: "new", pending: true });
+  map.redraw();
+  if (navigator.vibrate) navigator.vibrate(15);
+  try {
+    const saved = await send("POST", "/pins", { lat: lat.toFixed(6), lon: lon.toFixed(6) });
+    pins.replace(temporary, saved);
+    root.dataset.pinCount = String(pins.pins.length);
+    showToast(`Pin dropped near ${saved.name}.`);
+  } catch (error) {
+    pins.remove(temporary);
+    showToast(`The pin could not be saved: ${error.message}`, "error");
+  }
+  map.redraw();
+});
+
+// ----- the pin card -----
+
+const card = document.getElementById("pin-card");
+let cardPin = null;
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === "class") node.className = value; else if (key.startsWith("on")) node.addEventListener(key.slice(2), value); else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child); // text is set as text: never parsed as HTML
+  return node;
+}
+
+function openCard(pin, x, y) {
+  cardPin = pin;
+  pins.selected = pin;
+  const photos = pin.photos === 1 ? "1 photo" : `${pin.photos} photos`;
+  const remove = el("button", { type: "button", class: "button danger-outline", onclick: () => confirmDelete(pin) }, "Delete pin");
+  card.replaceChildren(
+    el("button", { type: "button", class: "card-close", "aria-label": "Close", onclick: closeCard }, "×"),
+    el("h2", { id: "pin-card-title" }, pin.name || `${pin.lat.toFixed(4)}, ${pin.lon.toFixed(4)}`),
+    el("p", { class: "muted" }, `${pin.lat.toFixed(4)}, ${pin.lon.toFixed(4)} · ${photos}`),
+    el("div", { class: "card-actions" },
+      el("a", { class: "button primary", href: `/pins/${pin.id}` }, "Open album"), remove),
+  );
+  card.hidden = false;
+  positionCard(x, y);
+  card.querySelector("a").focus({ preventScroll: true });
+  map.redraw();
+}
+
+function positionCard(x, y) {
+  const w = card.offsetWidth, h = card.offsetHeight;
+  const left = Math.max(8, Math.min(map.width - w - 8, x - w / 2));
+  const top = y - h - 44 > 8 ? y - h - 44 : Math.min(map.height - h - 8, y + 12);
+  card.style.left = `${left}px`;
+  card.style.top = `${top}px`;
+}
+
+function closeCard() {
+  if (card.hidden) return;
+  card.hidden = true;
+  cardPin = null;
+  pins.selected = null;
+  map.redraw();
+}
+
+function confirmDelete(pin) {
+  const actions = card.querySelector(".card-actions");
+  const yes = el("button", { type: "button", class: "button danger", onclick: () => deletePin(pin) }, "Delete");
+  actions.replaceChildren(
+    el("span", { class: "confirm-text" }, "Delete this pin and its album?"), yes,
+    el("button", { type: "button", class: "button", onclick: () => openCard(pin, ...cardPoint(pin)) }, "Cancel"),
+  );
+  yes.focus();
+}
+
+function cardPoint(pin) {
+  const s = map.worldToScreen(pin.x, pin.y);
+  return [s.x, s.y];
+}
+
+async function deletePin(pin) {
+  closeCard();
+  pins.remove(pin);
+  map.redraw();
+  try {
+    await send("DELETE", `/pins/${pin.id}`);
+    root.dataset.pinCount = String(pins.pins.length);
+    showToast("Pin deleted.");
+  } catch (error) {
+    pins.add(pin, false);
+    map.redraw();
+    showToast(`The pin could not be deleted: ${error.message}`, "error");
+  }
+}
+
+map.on("tap", ({ x, y }) => {
+  const hit = pins.hit(x, y);
+  if (!hit) { closeCard(); return; }
+  if (hit.members.length > 1) {
+    // A cluster: zoom in towards it until its pins separate.
+    closeCard();
+    const target = Math.min(18, map.zoom + 2);
+    map.animateZoom(x, y, target, 350);
+    return;
+  }
+  openCard(hit.members[0], x, y);
+});
+map.on("move", () => { if (cardPin) positionCard(...cardPoint(cardPin)); });
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && !card.hidden) { closeCard(); canvas.focus(); }
+});
+
+// ----- zoom buttons -----
+
+document.getElementById("zoom-in").addEventListener("click", () => map.zoomIn());
+document.getElementById("zoom-out").addEventListener("click", () => map.zoomOut());
+
+// ----- place search -----
+
+const search = document.getElementById("place-search");
+const list = document.getElementById("place-suggestions");
+let suggestions = [];
+let active = -1;
+let searchTimer;
+let searchSerial = 0;
+
+function renderSuggestions() {
+  list.replaceChildren(...suggestions.map((s, i) => el("li", {
+    role: "option", id: `place-option-${i}`, "aria-selected": String(i === active), class: i === active ? "active" : "",
+    onpointerdown: (e) => { e.preventDefault(); choose(i); },
+  }, el("strong", {}, s.name), el("span", { class: "muted" }, s.detail))));
+  list.hidden = suggestions.length === 0;
+  search.setAttribute("aria-expanded", String(!list.hidden));
+  if (active >= 0) search.setAttribute("aria-activedescendant", `place-option-${active}`); else search.removeAttribute("aria-activedescendant");
+}
+
+async function suggest() {
+  const text = search.value.trim();
+  const serial = ++searchSerial;
+  const point = parseLatLon(text);
+  if (point) {
+    suggestions = [{ name: `${point.lat}, ${point.lon}`, detail: " — go to these coordinates", lat: point.lat, lon: point.lon, zoom: 11 }];
+    active = 0;
+    renderSuggestions();
+    return;
+  }
+  if (text.length < 2) { suggestions = []; renderSuggestions(); return; }
+  try {
+    const data = await (await fetch(`/places/search?q=${encodeURIComponent(text)}`)).json();
+    if (serial !== searchSerial) return; // an older answer arriving late
+    suggestions = data.places.map((p) => ({
+      name: p.name, detail: ` ${p.country}${p.population >= 1000 ? ` · ${formatPopulation(p.population)}` : ""}`,
+      lat: p.lat, lon: p.lon, zoom: p.population > 1_000_000 ? 10 : 11,
+    }));
+    active = suggestions.length ? 0 : -1;
+    renderSuggestions();
+  } catch { /* offline for a moment: no suggestions */ }
+}
+
+function formatPopulation(n) {
+  return n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)} M people` : `${Math.round(n / 1000)} k people`;
+}
+
+function choose(i) {
+  const s = suggestions[i];
+  if (!s) return;
+  search.value = s.name;
+  suggestions = [];
+  renderSuggestions();
+  map.flyTo(s.lat, s.lon, s.zoom);
+  canvas.focus({ preventScroll: true });
+}
+
+search.addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(suggest, 120); });
+search.addEventListener("keydown", (e) => {
+  if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+    e.preventDefault();
+    if (!suggestions.length) return;
+    active = (active + (e.key === "ArrowDown" ? 1 : -1) + suggestions.length) % suggestions.length;
+    renderSuggestions();
+  } else if (e.key === "Escape") {
+    suggestions = []; renderSuggestions();
+  }
+});
+search.form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  clearTimeout(searchTimer);
+  if (!suggestions.length) await suggest();
+  if (suggestions.length) choose(Math.max(0, active));
+  else if (search.value.trim()) showToast(`No place called “${search.value.trim()}” was found.`, "error");
+});
+search.addEventListener("blur", () => setTimeout(() => { suggestions = []; renderSuggestions(); }, 150));
+
+// ----- remembering the region -----
+
+let saveTimer;
+let lastSaved = JSON.stringify(map.view);
+function regionFields() {
+  const v = map.view;
+  return { lat: v.lat.toFixed(6), lon: v.lon.toFixed(6), zoom: v.zoom.toFixed(3) };
+}
+map.on("moveend", () => {
+  clearTimeout(saveTimer);
+  saveTimer = setTimeout(async () => {
+    const fields = regionFields();
+    const key = JSON.stringify(fields);
+    if (key === lastSaved) return;
+    try {
+      await send("POST", "/region", fields);
+      lastSaved = key;
+      root.dataset.regionSaved = key;
+    } catch { /* pagehide tries again */ }
+  }, 800);
+});
+addEventListener("pagehide", () => {
+  const fields = regionFields();
+  if (JSON.stringify(fields) === lastSaved) return;
+  navigator.sendBeacon("/region", new URLSearchParams({ ...fields, _csrf: csrf }));
+});
+
+// For tests and the benchmark: how wide the world is now, in CSS pixels.
+window.virtualTourist.worldWidth = () => worldSize(map.zoom);

@@ -1,0 +1,189 @@
+import Foundation
+import HTTPServer
+
+/// The map page, pins, the saved region, place search and the built-in basemap.
+extension WebRoutes {
+    mutating func addMapRoutes(pins: PinStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings) {
+        let secure = secureCookies
+
+        signedIn("GET", "/") { context in
+            let region = try pins.region(of: context.user.id) ?? .world
+            let total = try pins.count(of: context.user.id)
+            let model = MapPage.Model(region: region, pins: try pins.pins(of: context.user.id, limit: PinStore.embedLimit),
+                                      totalPins: total, tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
+            return .page(MapPage.render(model, chrome: context.chrome))
+        }
+
+        // Pins in a box, for maps with more pins than the page embeds.
+        signedIn("GET", "/pins.json") { context in
+            var box: (west: Double, south: Double, east: Double, north: Double)?
+            if let text = context.request.queryValue("bbox") {
+                let numbers = text.split(separator: ",").compactMap { Double($0) }
+                guard numbers.count == 4, numbers.allSatisfy(\.isFinite) else {
+                    throw HTTPError(.badRequest, "bbox must be west,south,east,north in degrees.")
+                }
+                box = (numbers[0], numbers[1], numbers[2], numbers[3])
+            }
+            let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
+            return .jsonValue(["pins": found.map(PinJSON.init)])
+        }
+
+        // Drop a pin: from the map script (lat, lon; answers JSON) or the plain form (place name
+        // or "lat, lon"; answers with a redirect).
+        signedIn("POST", "/pins") { context in
+            let request = context.request
+            let wantsJSON = request.headers["Accept"]?.contains("application/json") ?? false
+            var lat = request.formValue("lat").flatMap(Double.init)
+            var lon = request.formValue("lon").flatMap(Double.init)
+            var placeName: String?
+            if lat == nil || lon == nil, let text = request.formValue("place")?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+                if let point = Coordinates.parse(text) {
+                    (lat, lon) = (point.lat, point.lon)
+                } else if let place = places().search(text, limit: 1).first {
+                    (lat, lon, placeName) = (place.lat, place.lon, place.label)
+                } else {
+                    return try Self.mapWithError("No place called “\(text)” is known. Try a larger town nearby, or “lat, lon”.",
+                                                 value: text, context: context, pins: pins, settings: settings)
+                }
+            }
+            guard let lat, let lon, lat.isFinite, lon.isFinite, (-90...90).contains(lat), (-180...180).contains(lon) else {
+                if wantsJSON { throw HTTPError(.unprocessableContent, "A pin needs a latitude (−90…90) and a longitude (−180…180).") }
+                return try Self.mapWithError("Enter a place name or coordinates such as “35.01, 135.77”.",
+                                             value: request.formValue("place") ?? "", context: context, pins: pins, settings: settings)
+            }
+            if placeName == nil { placeName = places().nearest(lat: lat, lon: lon).map { $0.place.label } }
+            let pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+            if wantsJSON { return .jsonValue(PinJSON(pin), status: .created) }
+            return .redirect(to: "/", flash: "Pin added: \(pin.title).", secure: secure)
+        }
+
+        signedIn("GET", "/pins/:id") { context in
+            guard let pin = try Self.pinID(context.request).flatMap({ try pins.pin($0, of: context.user.id) }) else {
+                throw HTTPError.notFound
+            }
+            return .page(PinPage.render(pin, chrome: context.chrome))
+        }
+
+        signedIn("DELETE", "/pins/:id") { context in
+            guard let id = Self.pinID(context.request), try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            return HTTPResponse(status: .noContent)
+        }
+
+        // The form version (HTML forms cannot send DELETE).
+        signedIn("POST", "/pins/:id/delete") { context in
+            guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: context.user.id),
+                  try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            return .redirect(to: "/", flash: "Pin deleted: \(pin.title).", secure: secure)
+        }
+
+        // Where the map was left. POST with a form body, so navigator.sendBeacon can send it on pagehide.
+        signedIn("POST", "/region") { context in
+            let form = context.request
+            guard let lat = form.formValue("lat").flatMap(Double.init), let lon = form.formValue("lon").flatMap(Double.init),
+                  let zoom = form.formValue("zoom").flatMap(Double.init) else {
+                throw HTTPError(.unprocessableContent, "lat, lon and zoom are required.")
+            }
+            let region = MapRegion(lat: lat, lon: lon, zoom: zoom)
+            guard region.isValid else { throw HTTPError(.unprocessableContent, "That region is outside the map.") }
+            try pins.saveRegion(region, of: context.user.id)
+            return HTTPResponse(status: .noContent)
+        }
+
+        signedIn("GET", "/places/search") { context in
+            let query = context.request.queryValue("q") ?? ""
+            guard query.count <= 100 else { throw HTTPError(.badRequest, "The search is too long.") }
+            return .jsonValue(["places": places().search(query, limit: 8)])
+        }
+
+        signedIn("GET", "/places/nearest") { context in
+            guard let lat = context.request.queryValue("lat").flatMap(Double.init),
+                  let lon = context.request.queryValue("lon").flatMap(Double.init),
+                  (-90...90).contains(lat), (-180...180).contains(lon) else {
+                throw HTTPError(.badRequest, "lat and lon are required, in degrees.")
+            }
+            guard let found = places().nearest(lat: lat, lon: lon) else {
+                return .jsonValue(["place": nil as Place?])
+            }
+            return .jsonValue(NearestJSON(place: found.place, kilometres: (found.kilometres * 10).rounded() / 10))
+        }
+
+        // The built-in vector basemap: per zoom band ("level") a grid of cells, each a small JSON
+        // file made by script/tools/convert-geo.py (docs/architecture.md says why). Public data,
+        // the same for everyone: cacheable, with ETag and gzip from StaticFiles.
+        let files = StaticFiles(root: settings.publicDirectory)
+        plain("/basemap/:level/:cell") { request in
+            guard let cell = Basemap.Cell(level: request.parameters["level"] ?? "", name: request.parameters["cell"] ?? "") else {
+                throw HTTPError(.badRequest, "No such basemap cell: levels are 0–3, cells X_Y.json inside the level's grid.")
+            }
+            var file = request
+            file.path = "/basemap/\(cell.level)/\(cell.x)_\(cell.y).json"
+            var response: HTTPResponse
+            do {
+                response = try files.handle(file)
+            } catch let error as HTTPError where error.status == .notFound {
+                // Open sea: no file, nothing to draw.
+                response = .json(#"{"quantum":1,"fills":[],"lines":[],"labels":[]}"#)
+            }
+            response.headers.set("Cache-Control", "public, max-age=86400")
+            return response
+        }
+    }
+
+    static func pinID(_ request: HTTPRequest) -> Int64? {
+        request.parameters["id"].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    static func mapWithError(_ message: String, value: String, context: SignedInContext, pins: PinStore,
+                             settings: AppSettings) throws -> HTTPResponse {
+        let model = MapPage.Model(region: try pins.region(of: context.user.id) ?? .world,
+                                  pins: try pins.pins(of: context.user.id, limit: PinStore.embedLimit),
+                                  totalPins: try pins.count(of: context.user.id), tileURL: settings.tileURL,
+                                  tileAttribution: settings.tileAttribution, addError: message, addValue: value)
+        return .page(MapPage.render(model, chrome: context.chrome), status: .unprocessableContent)
+    }
+}
+
+/// The grid of the built-in basemap (must match LEVELS in script/tools/convert-geo.py).
+enum Basemap {
+    /// Cell size in degrees per level.
+    static let cellDegrees = [360, 360, 30, 10]
+
+    struct Cell {
+        let level: Int, x: Int, y: Int
+
+        init?(level: String, name: String) {
+            guard let level = Int(level), Basemap.cellDegrees.indices.contains(level), name.hasSuffix(".json") else { return nil }
+            let parts = name.dropLast(5).split(separator: "_", omittingEmptySubsequences: false)
+            guard parts.count == 2, let x = Int(parts[0]), let y = Int(parts[1]),
+                  parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else { return nil }
+            let size = Basemap.cellDegrees[level]
+            guard (0..<(360 / size)).contains(x), (0..<max(1, 180 / size)).contains(y) else { return nil }
+            (self.level, self.x, self.y) = (level, x, y)
+        }
+    }
+}
+
+struct NearestJSON: Codable {
+    let place: Place
+    let kilometres: Double
+}
+
+enum Coordinates {
+    /// "35.0116, 135.7681" (or separated by a space or semicolon) → a point, when in range.
+    static func parse(_ text: String) -> (lat: Double, lon: Double)? {
+        let parts = text.split(whereSeparator: { $0 == "," || $0 == ";" || $0 == " " }).map(String.init)
+        guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]),
+              (-90...90).contains(lat), (-180...180).contains(lon) else { return nil }
+        return (lat, lon)
+    }
+}
+
+extension HTTPResponse {
+    /// JSON from Codable values: strings are escaped by the encoder, never concatenated.
+    static func jsonValue<T: Encodable>(_ value: T, status: HTTPStatus = .ok) -> HTTPResponse {
+        let data = (try? MapPage.encoder.encode(value)) ?? Data("{}".utf8)
+        var response = HTTPResponse(status: status, body: Array(data))
+        response.headers.set("Content-Type", "application/json; charset=utf-8")
+        return response
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+@Suite struct MapTests {
+    func json(_ page: Browser.Page) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])
+    }
+
+    @Test func newPersonStartsAtAWorldViewAndTheRegionIsRemembered() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let first = try browser.get("/")
+        #expect(first.status == 200)
+        #expect(first.body.contains("data-lat=\"25.0\" data-lon=\"10.0\" data-zoom=\"2.0\""))
+        #expect(first.body.contains("<canvas id=\"map-canvas\""))
+        #expect(first.body.contains("<script type=\"module\" src=\"/js/app.js\"></script>"))
+        let token = try #require(first.csrfToken)
+        let saved = try browser.post("/region", form: [("_csrf", token), ("lat", "35.0116"), ("lon", "135.7681"), ("zoom", "9.5")])
+        #expect(saved.status == 204)
+        // The next page starts right there: the first frame needs no jump.
+        #expect(try browser.get("/").body.contains("data-lat=\"35.0116\" data-lon=\"135.7681\" data-zoom=\"9.5\""))
+        // Saved again (an upsert, not a second row), and nonsense is refused without changing it.
+        #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "-10"), ("lon", "20"), ("zoom", "3")]).status == 204)
+        #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "95"), ("lon", "20"), ("zoom", "3")]).status == 422)
+        #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "nan"), ("lon", "20"), ("zoom", "3")]).status == 422)
+        #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "1")]).status == 422)
+        #expect(try app.count("SELECT count(*) FROM map_regions") == 1)
+        #expect(try app.count("SELECT count(*) FROM map_regions WHERE center_lat = -10 AND zoom = 3") == 1)
+    }
+
+    @Test func pinsCreateListAndDeleteWithJSONAndForms() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let token = try #require(try browser.get("/").csrfToken)
+        // From the map script: JSON back, named after the nearest place.
+        let created = try browser.post("/pins", form: [("_csrf", token), ("lat", "35.0116"), ("lon", "135.7681")],
+                                       headers: [("Accept", "application/json")])
+        #expect(created.status == 201)
+        let pin = try json(created)
+        #expect((pin["name"] as? String)?.hasPrefix("Kyoto") == true)
+        let id = try #require(pin["id"] as? Int)
+        // From the plain form: a place name, then a redirect with a flash.
+        let byName = try browser.post("/pins", form: [("_csrf", token), ("place", "Zürich")])
+        #expect(byName.status == 303)
+        let byCoordinates = try browser.post("/pins", form: [("_csrf", token), ("place", "-33.92, 18.42")])
+        #expect(byCoordinates.status == 303)
+        let page = try browser.get("/")
+        #expect(page.body.contains("Pin added"))
+        #expect(page.body.contains("Your pins (3)"))
+        #expect(page.body.contains("Zürich, Switzerland"))
+        #expect(page.body.contains("Cape Town"))
+        // Embedded for the map script, HTML-escaped inside the attribute.
+        #expect(page.body.contains("data-pins=\"[{&quot;id&quot;:"))
+        // Unknown places and bad coordinates: a clear error, nothing added.
+        let unknown = try browser.post("/pins", form: [("_csrf", token), ("place", "Xyzzyville")])
+        #expect(unknown.status == 422)
+        #expect(unknown.body.contains("No place called “Xyzzyville”"))
+        #expect(unknown.body.contains("value=\"Xyzzyville\""))
+        let bad = try browser.post("/pins", form: [("_csrf", token), ("lat", "100"), ("lon", "0")], headers: [("Accept", "application/json")])
+        #expect(bad.status == 422)
+        #expect(try app.count("SELECT count(*) FROM pins") == 3)
+        // The pins in a box (Japan only).
+        let inJapan = try json(try browser.get("/pins.json?bbox=129,30,146,46"))
+        #expect((inJapan["pins"] as? [[String: Any]])?.count == 1)
+        #expect(try browser.get("/pins.json?bbox=1,2,3").status == 400)
+        // Across the antimeridian: west 170, east -170 holds nothing here; the whole world holds 3.
+        #expect((try json(try browser.get("/pins.json?bbox=170,-90,-170,90"))["pins"] as? [Any])?.count == 0)
+        #expect((try json(try browser.get("/pins.json"))["pins"] as? [Any])?.count == 3)
+        // Delete by fetch, and by form.
+        #expect(try browser.request("DELETE", "/pins/\(id)", headers: [("X-CSRF-Token", token)]).status == 204)
+        #expect(try browser.request("DELETE", "/pins/\(id)", headers: [("X-CSRF-Token", token)]).status == 404)
+        let remaining: Int64 = try app.pool.query("SELECT min(id) AS id FROM pins")[0].decode("id")
+        let deleted = try browser.post("/pins/\(remaining)/delete", form: [("_csrf", token)])
+        #expect(deleted.status == 303)
+        #expect(try browser.get("/").body.contains("Pin deleted"))
+        #expect(try app.count("SELECT count(*) FROM pins") == 1)
+        #expect(try browser.get("/pins/abc").status == 404)
+        #expect(try browser.get("/pins/-1").status == 404)
+    }
+
+    @Test func pinPageShowsThePin() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let token = try #require(try browser.get("/").csrfToken)
+        let pin = try json(try browser.post("/pins", form: [("_csrf", token), ("lat", "48.8566"), ("lon", "2.3522")],
+                                            headers: [("Accept", "application/json")]))
+        let page = try browser.get("/pins/\(pin["id"] as? Int ?? 0)")
+        #expect(page.status == 200)
+        #expect(page.body.contains("Paris, France"))
+    }
+
+    @Test func placeSearchIsPrefixAccentInsensitiveAndRankedByPopulation() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let zur = try json(try browser.get("/places/search?q=zur"))
+        let names = (zur["places"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(names.first == "Zürich")
+        let kyoto = try json(try browser.get("/places/search?q=KYOTO"))
+        #expect(((kyoto["places"] as? [[String: Any]])?.first?["name"] as? String) == "Kyoto")
+        // A later word of the name, and accents typed or not.
+        let paulo = try json(try browser.get("/places/search?q=paulo"))
+        #expect(((paulo["places"] as? [[String: Any]])?.first?["name"] as? String) == "São Paulo")
+        let sao = try json(try browser.get("/places/search?q=s%C3%A3o%20p"))
+        #expect(((sao["places"] as? [[String: Any]])?.first?["name"] as? String) == "São Paulo")
+        #expect((try json(try browser.get("/places/search?q="))["places"] as? [Any])?.isEmpty == true)
+        #expect(try browser.get("/places/search?q=" + String(repeating: "a", count: 101)).status == 400)
+    }
+
+    @Test func reverseGeocodingNamesTheNearestPlace() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let kyoto = try json(try browser.get("/places/nearest?lat=35.0116&lon=135.7681"))
+        #expect(((kyoto["place"] as? [String: Any])?["name"] as? String) == "Kyoto")
+        let zurich = try json(try browser.get("/places/nearest?lat=47.3769&lon=8.5417"))
+        #expect(((zurich["place"] as? [String: Any])?["name"] as? String) == "Zürich")
+        // Mid-Pacific: nothing within 300 km.
+        let ocean = try json(try browser.get("/places/nearest?lat=-40&lon=-130"))
+        #expect(ocean["place"] is NSNull)
+        #expect(try browser.get("/places/nearest?lat=91&lon=0").status == 400)
+        #expect(try browser.get("/places/nearest").status == 400)
+    }
+
+    @Test func basemapCellsAreValidCacheableAndCheckedForBounds() throws {
+        let app = try TestApp()
+        let browser = app.browser()  // public data: no session needed
+        let world = try browser.get("/basemap/0/0_0.json", headers: [("Accept-Encoding", "gzip")])
+        #expect(world.status == 200)
+        #expect(world.header("Cache-Control") == "public, max-age=86400")
+        #expect(world.header("ETag") != nil)
+        #expect(world.header("Content-Encoding") == "gzip")
+        let etag = try #require(world.header("ETag"))
+        #expect(try browser.get("/basemap/0/0_0.json", headers: [("Accept-Encoding", "gzip"), ("If-None-Match", etag)]).status == 304)
+        let plain = try browser.get("/basemap/0/0_0.json")
+        let data = try #require(JSONSerialization.jsonObject(with: Data(plain.body.utf8)) as? [String: Any])
+        #expect((data["fills"] as? [Any])?.count ?? 0 > 100)
+        #expect((data["labels"] as? [Any])?.count ?? 0 > 50)
+        // Kyoto's cell at level 3 (10° cells from -180, -90): x = 31, y = 12.
+        let kyotoCell = try browser.get("/basemap/3/31_12.json")
+        #expect(kyotoCell.status == 200)
+        #expect(kyotoCell.body.contains("\"Kyoto\""))
+        // Open sea: an empty cell, not a 404.
+        let sea = try browser.get("/basemap/3/14_5.json")
+        #expect(sea.status == 200)
+        #expect(sea.body.contains("\"fills\":[]"))
+        for bad in ["/basemap/4/0_0.json", "/basemap/0/1_0.json", "/basemap/3/36_0.json", "/basemap/3/0_18.json",
+                    "/basemap/2/-1_0.json", "/basemap/2/a_b.json", "/basemap/2/1_1", "/basemap/x/0_0.json", "/basemap/2/1_1_1.json"] {
+            #expect(try browser.get(bad).status == 400, "\(bad)")
+        }
+    }
+
+    @Test func mapPageWorksWithoutJavaScript() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let page = try browser.get("/")
+        #expect(page.body.contains("<form method=\"post\" action=\"/pins\""))
+        #expect(page.body.contains("No pins yet."))
+        #expect(page.body.contains("<label for=\"add-pin-place\">"))
+    }
+
+    @Test func mapAssetsFitThePageWeightBudget() throws {
+        // HTML + CSS + JS of the map page, gzipped: at most 30 KB (issue budget; script/bench map prints it).
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        var total = 0
+        for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js"] {
+            let page = try browser.get(path)
+            #expect(page.status == 200, "\(path)")
+            total += Gzip.compress(Array(page.body.utf8))?.count ?? 0
+        }
+        #expect(total <= 30 * 1024, "map page weighs \(total) bytes gzipped")
+    }
+
+    @Test func tileHostIsAllowedByTheContentSecurityPolicyOnlyWhenConfigured() {
+        #expect(SecurityHeaders.imageSource(forTileURL: "none") == [])
+        #expect(SecurityHeaders.imageSource(forTileURL: "https://{s}.tile.example.org/{z}/{x}/{y}.png") == ["https://*.tile.example.org"])
+        #expect(SecurityHeaders.imageSource(forTileURL: "https://tiles.example.org:8443/{z}/{x}/{y}{r}.png") == ["https://tiles.example.org:8443"])
+        #expect(SecurityHeaders.imageSource(forTileURL: "https://evil.example'; script-src *") == [])
+    }
+}
