@@ -176,6 +176,8 @@ export class MapView {
     this.draw();
     this.frameTimes.push(performance.now() - started);
     if (this.frameTimes.length > 240) this.frameTimes.shift();
+    if (this.frames === 0) this.firstFrameAt = performance.now();
+    if (!this.basemapReadyAt && this.canvas.parentElement.dataset.basemap === "ready") this.basemapReadyAt = performance.now();
     this.frames++;
     if (this.animation || this.layers.some((l) => l.animating && l.animating(now))) this.redraw();
   }
