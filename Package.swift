@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Virtual Tourist: a self-hosted photo-map web app. The product depends only on Foundation and system
-// libraries (libpq, zlib, libcrypt, later libcurl); docs/architecture.md says why each one is here.
+// libraries (libpq, libcurl, zlib, libcrypt); docs/architecture.md says why each one is here.
 import PackageDescription
 
 let package = Package(
@@ -26,16 +26,26 @@ let package = Package(
             name: "CCrypt",
             providers: [.apt(["libcrypt-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "Log"),
+        .target(name: "HTTPClient", dependencies: ["CCurl"]),
         .target(name: "HTTPServer", dependencies: ["CZlib", "Log"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "Postgres", "CCrypt", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "CCrypt", "Log"]),
+        // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
+        // for demos and benchmarks.
+        .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),
+        .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
         .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "Postgres", "Log"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "Postgres", "TestSupport"]),
+        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

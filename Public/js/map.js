@@ -15,7 +15,7 @@ const BORDER = "#b7ab93";
 const COAST = "#8fa9b4";
 
 export class MapView {
-  constructor(canvas, { lat, lon, zoom, tileTemplate = "none" }) {
+  constructor(canvas, { lat, lon, zoom, tileTemplate = "none", interactive = true }) {
     this.canvas = canvas;
     this.ctx = canvas.getContext("2d");
     const p = project(lon, lat);
@@ -36,7 +36,7 @@ export class MapView {
     this.scheduled = false;
     this.resize();
     new ResizeObserver(() => { this.resize(); this.redraw(); }).observe(canvas);
-    this.attachInput();
+    if (interactive) this.attachInput();
     this.loadCell(0, 0, 0);
     this.redraw();
   }

@@ -16,6 +16,10 @@ struct Configuration {
     var secureCookies = false
     var databasePoolSize = 16
     var tileURL = "none"
+    var photoProvider = "flickr"
+    var flickrAPIKey = ""
+    var flickrAPIURL = "https://api.flickr.com/services/rest/"
+    var workers = 2
     var tileAttribution = ""
 
     struct Invalid: Error, CustomStringConvertible {
@@ -40,6 +44,16 @@ struct Configuration {
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
+        ("PHOTO_PROVIDER", "flickr, or fixture for the offline Flickr-compatible fixture (flickr)", { c, v in
+            guard ["flickr", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr or fixture, not \(v)") }
+            c.photoProvider = v
+        }),
+        ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.flickrAPIKey = $1 }),
+        ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.flickrAPIURL = $1 }),
+        ("WORKERS", "album download workers per instance (2)", { c, v in
+            guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
+            c.workers = n
+        }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

@@ -69,7 +69,19 @@ func serve(_ configuration: Configuration) -> Never {
     settings.secureCookies = configuration.secureCookies
     settings.tileURL = configuration.tileURL
     settings.tileAttribution = configuration.tileAttribution
+    settings.photoProvider = configuration.photoProvider
+    settings.flickrAPIKey = configuration.flickrAPIKey
+    settings.flickrAPIURL = configuration.flickrAPIURL
+    settings.workers.workers = configuration.workers
+    if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {
+        log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
+    }
     let app = App(pool: pool, settings: settings)
+    do {
+        try app.startBackgroundWork()
+    } catch {
+        fail("cannot start the album workers: \(error)")
+    }
     let server = HTTPServer(configuration: serverConfiguration, handler: app.handler)
     do {
         try server.start()
@@ -85,6 +97,7 @@ func serve(_ configuration: Configuration) -> Never {
         let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
         source.setEventHandler {
             log.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+            app.stopBackgroundWork()
             server.shutdown()
             exit(0)
         }

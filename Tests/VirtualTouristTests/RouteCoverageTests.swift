@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+import PhotoFixture
 import TestSupport
 @testable import VirtualTourist
 
@@ -68,14 +69,15 @@ import TestSupport
             }
             let token = try intruder.get("/").csrfToken ?? ""
             let before = try app.fingerprint()
-            let status = try intruder.request(route.method, path, headers: [("X-CSRF-Token", token)]).status
+            let method = Self.streamingRoutes.contains(key) ? "HEAD" : route.method
+            let status = try intruder.request(method, path, headers: [("X-CSRF-Token", token)]).status
             #expect(status == 404, "\(route.method) \(path) as another person: \(status)")
             #expect(try app.fingerprint() == before)
         }
         for route in parameterized {
             let key = "\(route.method) \(route.pattern)"
             guard let path = resources[key] else { continue }
-            let ownerStatus = try owner.request(route.method == "GET" ? "GET" : route.method, path,
+            let ownerStatus = try owner.request(Self.streamingRoutes.contains(key) ? "HEAD" : route.method, path,
                                                 headers: [("X-CSRF-Token", try owner.get("/").csrfToken ?? "")]).status
             #expect(ownerStatus < 400, "\(key): the owner gets \(ownerStatus), so the 404 above proves nothing")
         }
@@ -91,12 +93,35 @@ import TestSupport
             let page = try owner.post("/pins", form: [("_csrf", token), ("lat", "10"), ("lon", "20")], headers: [("Accept", "application/json")])
             return (try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])?["id"] as? Int ?? 0
         }
+        // A ready photo of the owner's, with bytes.
+        func newPhoto() throws -> Int64 {
+            let pin = try newPin()
+            let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))
+            return try app.pool.query("""
+                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, content_type, bytes, width, height)
+                SELECT id, user_id, generation, 0, 'fixture', 'r' || id, 'http://x/1.jpg', 'ready', 'image/jpeg', $2, 384, 303
+                FROM pins WHERE id = $1 RETURNING id
+                """, [pin, jpeg])[0].decode("id")
+        }
         return [
             "GET /pins/:id": "/pins/\(try newPin())",
             "DELETE /pins/:id": "/pins/\(try newPin())",
             "POST /pins/:id/delete": "/pins/\(try newPin())/delete",
+            "GET /pins/:id/album.json": "/pins/\(try newPin())/album.json",
+            "GET /pins/:id/events": "/pins/\(try newPin())/events",
+            "POST /pins/:id/collection": "/pins/\(try newPin())/collection",
+            "POST /pins/:id/retry": "/pins/\(try newPin())/retry",
+            "GET /pins/:id/picker": "/pins/\(try newPin())/picker",
+            "POST /pins/:id/picker": "/pins/\(try newPin())/picker",
+            "GET /photos/:id": "/photos/\(try newPhoto())",
+            "GET /photos/:id/view": "/photos/\(try newPhoto())/view",
+            "DELETE /photos/:id": "/photos/\(try newPhoto())",
+            "POST /photos/:id/delete": "/photos/\(try newPhoto())/delete",
         ]
     }
+
+    /// Long-lived responses: checked with HEAD, which answers with the head alone.
+    static let streamingRoutes: Set<String> = ["GET /pins/:id/events"]
 
     /// Routes with parameters that reach no person's data (the same for everyone).
     static let publicRoutes: Set<String> = ["GET /basemap/:level/:cell"]

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import PhotoFixture
 import Postgres
 import TestSupport
 @testable import VirtualTourist
@@ -9,14 +10,29 @@ final class TestApp {
     let pool: PostgresPool
     let app: App
     let server: HTTPServer
+    let fixture: PhotoFixture
+    let workersRunning: Bool
     var port: Int { server.port }
 
-    init() throws {
+    /// `workers`: run the album workers (off by default, so tests that compare table contents
+    /// before and after a request see no background writes).
+    init(workers: Bool = false, fixture options: PhotoFixture.Options = PhotoFixture.Options(),
+         configure: (inout AppSettings) -> Void = { _ in }) throws {
         let url = try TestDatabase.migrated("app")
-        pool = PostgresPool(url: url, maxConnections: 4)
+        pool = PostgresPool(url: url, maxConnections: 8)
+        fixture = try PhotoFixture(options: options)
         var settings = AppSettings()
         settings.publicDirectory = TestApp.repositoryRoot + "/Public"
+        settings.photoProvider = "fixture"
+        settings.flickrAPIURL = fixture.apiURL
+        settings.workers.sweepSeconds = 0.5
+        settings.workers.retryBaseSeconds = 0
+        settings.workers.maxAttempts = 3
+        settings.httpClient.totalTimeout = 5
+        configure(&settings)
         app = App(pool: pool, settings: settings)
+        workersRunning = workers
+        if workers { try app.startBackgroundWork() }
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.errorPage = App.errorPage
@@ -26,7 +42,9 @@ final class TestApp {
     }
 
     deinit {
+        if workersRunning { app.stopBackgroundWork() }
         server.shutdown(gracePeriod: 1)
+        fixture.stop()
         pool.close()
     }
 

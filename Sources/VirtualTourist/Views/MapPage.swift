@@ -102,20 +102,3 @@ struct PinJSON: Codable {
         status = pin.status
     }
 }
-
-/// The pin page until albums arrive: where the pin is, and a way back.
-enum PinPage {
-    static func render(_ pin: Pin, chrome: Layout.Chrome) -> HTML {
-        Layout.page(title: pin.title, chrome: chrome, bodyClass: "pin-page", main: """
-            <nav class="breadcrumbs"><a href="/">← Your map</a></nav>
-            <section class="card">
-            <h1>\(pin.title)</h1>
-            <p class="muted">\(pin.coordinates) · \(MapPage.photoCount(pin.photoCount))</p>
-            <form method="post" action="/pins/\(Int(pin.id))/delete">
-            \(Layout.csrfField(chrome.csrfToken ?? ""))
-            <button type="submit" class="button danger">Delete pin</button>
-            </form>
-            </section>
-            """)
-    }
-}

@@ -3,7 +3,7 @@ import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebRoutes {
-    mutating func addMapRoutes(pins: PinStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings) {
+    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings) {
         let secure = secureCookies
 
         signedIn("GET", "/") { context in
@@ -53,15 +53,10 @@ extension WebRoutes {
             }
             if placeName == nil { placeName = places().nearest(lat: lat, lon: lon).map { $0.place.label } }
             let pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+            // The album starts downloading at once, so it is often ready by the time it is opened.
+            _ = try albums.startCollection(pinID: pin.id, userID: context.user.id, onlyIfNew: true)
             if wantsJSON { return .jsonValue(PinJSON(pin), status: .created) }
             return .redirect(to: "/", flash: "Pin added: \(pin.title).", secure: secure)
-        }
-
-        signedIn("GET", "/pins/:id") { context in
-            guard let pin = try Self.pinID(context.request).flatMap({ try pins.pin($0, of: context.user.id) }) else {
-                throw HTTPError.notFound
-            }
-            return .page(PinPage.render(pin, chrome: context.chrome))
         }
 
         signedIn("DELETE", "/pins/:id") { context in

@@ -1,0 +1,212 @@
+import Foundation
+import HTTPServer
+import Synchronization
+
+/// A Flickr-compatible photo service for tests, benchmarks and offline demos. It answers
+/// flickr.photos.search for any coordinate with made-up photos whose images are the sample
+/// photos in Photos/ (public domain and CC0, see Photos/SOURCES.md), and it can misbehave on
+/// purpose: latency, errors, empty areas, garbage, truncated, slow, oversized or non-image bodies.
+public final class PhotoFixture: Sendable {
+    public enum SearchFault: String, Sendable {
+        case none, garbage, truncated, html, invalidKey
+    }
+
+    public enum ImageFault: Sendable, Equatable {
+        case none
+        case notAnImage                 // an HTML page with 200 and Content-Type image/jpeg
+        case truncated                  // Content-Length promises more than is sent
+        case oversized(bytes: Int)      // a valid JPEG start followed by padding
+        case slow(bytesPerSecond: Int)
+        case redirect(to: String)       // e.g. file:///etc/passwd
+        case status(Int)
+    }
+
+    public struct Options: Sendable {
+        /// Seconds to wait before every answer (search and image).
+        public var latency: Double = 0
+        /// Pages of results for any coordinate.
+        public var pages = 40
+        /// South of this latitude there are no photos (the Southern Ocean), for "No photos found".
+        public var emptyBelowLatitude: Double = -60
+        /// Fraction of all requests answered with 500.
+        public var errorRate: Double = 0
+        /// The first N searches answer 500 (then all is well): for retry tests.
+        public var failFirstSearches = 0
+        public var searchFault: SearchFault = .none
+        public var imageFault: ImageFault = .none
+        /// Apply `imageFault` to every Nth image only (1: all of them).
+        public var faultyImageEvery = 1
+        public var photosDirectory = PhotoFixture.bundledPhotos
+        public var host = "127.0.0.1"
+        public var port = 0
+        public init() {}
+    }
+
+    /// The sample photos next to this source file.
+    public static var bundledPhotos: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Photos").path
+    }
+
+    public let options: Options
+    /// The search fault in force; starts as options.searchFault and can change while running.
+    private let currentSearchFault: Mutex<SearchFault>
+    private let server: HTTPServer
+    private let images: [[UInt8]]
+    private let counters = Mutex((searches: 0, images: 0))
+
+    public var port: Int { server.port }
+    public var baseURL: String { "http://\(options.host):\(port)" }
+    /// Give this to the app as FLICKR_API_URL.
+    public var apiURL: String { baseURL + "/services/rest/" }
+    public var searchCount: Int { counters.withLock { $0.searches } }
+    public var imageCount: Int { counters.withLock { $0.images } }
+
+    public init(options: Options = Options()) throws {
+        self.options = options
+        currentSearchFault = Mutex(options.searchFault)
+        let files = (try FileManager.default.contentsOfDirectory(atPath: options.photosDirectory))
+            .filter { $0.hasSuffix(".jpg") }.sorted()
+        images = try files.map { Array(try Data(contentsOf: URL(fileURLWithPath: options.photosDirectory + "/" + $0))) }
+        guard !images.isEmpty else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: options.photosDirectory]) }
+        var configuration = ServerConfiguration()
+        configuration.host = options.host
+        configuration.port = options.port
+        configuration.accessLog = nil
+        configuration.handlerConcurrency = 64
+        var router = Router()
+        let fixture = Unchecked()
+        router.get("/services/rest") { request in try fixture.value!.search(request) }
+        router.get("/photos/:file") { request in try fixture.value!.image(request) }
+        server = HTTPServer(configuration: configuration, handler: router)
+        fixture.value = self
+        try server.start()
+    }
+
+    public func stop() { server.shutdown(gracePeriod: 1) }
+
+    /// Starts (or stops) misbehaving on searches, e.g. after a good album has been made.
+    public func setSearchFault(_ fault: SearchFault) { currentSearchFault.withLock { $0 = fault } }
+
+    private final class Unchecked: @unchecked Sendable { weak var value: PhotoFixture? }
+
+    // MARK: Search
+
+    private func search(_ request: HTTPRequest) throws -> HTTPResponse {
+        let count = counters.withLock { $0.searches += 1; return $0.searches }
+        wait()
+        if count <= options.failFirstSearches || Double.random(in: 0..<1) < options.errorRate {
+            return .text("Internal Server Error", status: .internalServerError)
+        }
+        guard request.queryValue("method") == "flickr.photos.search" else {
+            return .json(#"{"stat":"fail","code":112,"message":"Method not found"}"#)
+        }
+        let key = request.queryValue("api_key") ?? ""
+        let fault = currentSearchFault.withLock { $0 }
+        if key.isEmpty || fault == .invalidKey {
+            return .json(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#)
+        }
+        switch fault {
+        case .garbage: return .json("{\"photos\": [1, 2, ")
+        case .html: return .html("<html><body>Gateway error</body></html>")
+        case .truncated:
+            var response = HTTPResponse.json(#"{"photos":{"page":1,"pages":"3","#)
+            response.headers.set("Content-Length", "500")
+            return truncatedStream(response, body: Array(#"{"photos":{"page":1,"pages":"3","#.utf8), promised: 500)
+        case .none, .invalidKey: break
+        }
+        guard let lat = request.queryValue("lat").flatMap(Double.init), let lon = request.queryValue("lon").flatMap(Double.init) else {
+            return .json(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled."}"#)
+        }
+        let perPage = min(max(Int(request.queryValue("per_page") ?? "") ?? 100, 1), 500)
+        let page = max(Int(request.queryValue("page") ?? "") ?? 1, 1)
+        let pages = lat < options.emptyBelowLatitude ? 0 : options.pages
+        let place = Self.placeNumber(lat: lat, lon: lon)
+        var photos: [String] = []
+        if page <= pages {
+            for index in 0..<perPage {
+                let id = place * 1_000_000 + page * 1000 + index
+                let image = "\(baseURL)/photos/\(id)"
+                // Flickr's own quirks: numbers as strings, some extras missing.
+                photos.append("""
+                    {"id":"\(id)","owner":"\(10_000 + id % 97)@N0\(id % 7)","secret":"f1x","server":"65535","farm":66,\
+                    "title":"Fixture photo \(page)-\(index + 1)","ispublic":1,"isfriend":0,"isfamily":0,\
+                    "license":"\(id % 11)","ownername":"Fixture Photographer \(id % 13)",\
+                    "datetaken":"2019-0\(1 + id % 9)-1\(id % 10) 12:00:00","datetakengranularity":"0",\
+                    "url_q":"\(image)_q.jpg","height_q":150,"width_q":"150",\
+                    "url_m":"\(image)_m.jpg"\(index % 3 == 0 ? "" : ",\"url_z\":\"\(image)_z.jpg\"")}
+                    """)
+            }
+        }
+        let total = pages * perPage
+        return .json("""
+            {"photos":{"page":\(page),"pages":"\(pages)","perpage":\(perPage),"total":"\(total == 0 ? "" : String(total))","photo":[\(photos.joined(separator: ","))]},"stat":"ok"}
+            """)
+    }
+
+    /// A stable number for a place (two decimals, about a kilometre), so the same pin sees the
+    /// same photos and different pins see different ones.
+    static func placeNumber(lat: Double, lon: Double) -> Int {
+        let a = Int(((lat + 90) * 100).rounded()), b = Int(((lon + 180) * 100).rounded())
+        return (a * 36_001 + b) % 9_000 + 1000
+    }
+
+    // MARK: Images
+
+    private func image(_ request: HTTPRequest) throws -> HTTPResponse {
+        let count = counters.withLock { $0.images += 1; return $0.images }
+        wait()
+        if Double.random(in: 0..<1) < options.errorRate { return .text("Internal Server Error", status: .internalServerError) }
+        let name = request.parameters["file"] ?? ""
+        guard let id = Int(name.prefix { $0.isNumber }) else { throw HTTPError.notFound }
+        // Vary with the page too, so New Collection looks different, not just numbered differently.
+        let bytes = images[(id % 1000 + id / 1000) % images.count]
+        let faulty = options.imageFault != .none && count % max(options.faultyImageEvery, 1) == 0
+        guard faulty else { return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: bytes) }
+        switch options.imageFault {
+        case .none:
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: bytes)
+        case .notAnImage:
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"],
+                                body: Array("<!doctype html><html><body>Not a photo</body></html>".utf8))
+        case .truncated:
+            return truncatedStream(HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"]),
+                                   body: Array(bytes.prefix(bytes.count / 2)), promised: bytes.count)
+        case .oversized(let size):
+            var body = bytes
+            body += [UInt8](repeating: 0, count: max(0, size - bytes.count))
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: body)
+        case .slow(let rate):
+            var response = HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"])
+            response.headers.set("Content-Length", String(bytes.count))
+            response.body = .stream(heartbeat: nil) { stream in
+                let chunk = max(1, rate / 10)
+                var offset = 0
+                while offset < bytes.count, stream.isOpen {
+                    stream.write(Array(bytes[offset..<min(bytes.count, offset + chunk)]))
+                    offset += chunk
+                    usleep(100_000)
+                }
+                stream.close()
+            }
+            return response
+        case .redirect(let target):
+            return HTTPResponse(status: .found, headers: ["Location": target])
+        case .status(let code):
+            return .text("status \(code)", status: HTTPStatus(code))
+        }
+    }
+
+    private func truncatedStream(_ head: HTTPResponse, body: [UInt8], promised: Int) -> HTTPResponse {
+        var response = head
+        response.headers.set("Content-Length", String(promised))
+        response.body = .stream(heartbeat: nil) { stream in
+            stream.write(body)
+            stream.close()
+        }
+        return response
+    }
+
+    private func wait() {
+        if options.latency > 0 { usleep(UInt32(options.latency * 1_000_000)) }
+    }
+}

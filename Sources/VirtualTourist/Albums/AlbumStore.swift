@@ -1,0 +1,334 @@
+import Foundation
+import Postgres
+
+/// A photo in an album, without its bytes.
+public struct AlbumPhoto: Sendable, Codable, Equatable {
+    public let id: Int64
+    public let position: Int
+    /// pending (placeholder), ready, failed.
+    public let status: String
+    public let title: String
+    public let ownerName: String
+    public let license: String
+    public let pageURL: String?
+    public let dateTaken: String?
+    public let width: Int?
+    public let height: Int?
+    public let generation: Int
+    public let remoteID: String
+}
+
+public struct Album: Sendable {
+    public let pin: Pin
+    public let generation: Int
+    public let error: String?
+    public let page: Int?
+    public let totalPages: Int?
+    public let photos: [AlbumPhoto]
+
+    public var isComplete: Bool { pin.status != "downloading" }
+    public var readyCount: Int { photos.filter { $0.status == "ready" }.count }
+}
+
+/// A job a worker has claimed.
+public struct AlbumJob: Sendable {
+    public let id: Int64
+    public let pinID: Int64
+    public let userID: Int64
+    public let generation: Int
+    public let kind: String
+    public let attempts: Int
+}
+
+/// The album flow in SQL (DESIGN.md): collections, the job queue, placeholders and images. Every
+/// statement names the owner (user_id) and, where results land, the generation: a newer
+/// collection always wins over a late result.
+public struct AlbumStore: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) { self.pool = pool }
+
+    static let jobsChannel = "album_jobs"
+    static let eventsChannel = "album_events"
+
+    // MARK: Reading
+
+    public func album(pinID: Int64, userID: Int64) throws -> Album? {
+        guard let pin = try PinStore(pool: pool).pin(pinID, of: userID) else { return nil }
+        let state = try pool.query("SELECT generation, error, page, total_pages FROM pins WHERE id = $1 AND user_id = $2",
+                                   [pinID, userID])[0]
+        let generation: Int = try state.decode("generation")
+        let photos = try pool.query("""
+            SELECT id, position, status, title, owner_name, license, page_url, date_taken, width, height, generation, remote_id
+            FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3
+            ORDER BY position, id
+            """, [pinID, userID, generation]).map(Self.photo)
+        return Album(pin: pin, generation: generation, error: try state.decode("error"), page: try state.decode("page"),
+                     totalPages: try state.decode("total_pages"), photos: photos)
+    }
+
+    public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
+        let rows = try pool.query("""
+            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.page_url, ph.date_taken,
+                   ph.width, ph.height, ph.generation, ph.remote_id, ph.pin_id
+            FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = ph.generation
+            WHERE ph.id = $1 AND ph.user_id = $2
+            """, [id, userID])
+        guard let row = rows.first else { return nil }
+        return (try Self.photo(row), try row.decode("pin_id"))
+    }
+
+    /// The bytes of a ready photo, with what the browser needs to cache it.
+    public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String)? {
+        let rows = try pool.query("""
+            SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
+            """, [id, userID])
+        guard let row = rows.first else { return nil }
+        let data: Data = try row.decode("bytes")
+        return (Array(data), try row.decode("content_type"))
+    }
+
+    public func deletePhoto(_ id: Int64, userID: Int64) throws -> Int64? {
+        let rows = try pool.query("DELETE FROM photos WHERE id = $1 AND user_id = $2 RETURNING pin_id", [id, userID])
+        guard let row = rows.first else { return nil }
+        let pinID: Int64 = try row.decode("pin_id")
+        try notifyEvent(userID: userID, pinID: pinID)
+        return pinID
+    }
+
+    // MARK: Starting work
+
+    public enum Start: Equatable {
+        case started
+        /// A collection is already downloading (New Collection is disabled meanwhile).
+        case busy
+        /// Nothing to do (the pin already has its album).
+        case unchanged
+        case notFound
+    }
+
+    /// Starts a new collection for a pin: bumps the generation, drops the old photos, cancels the
+    /// old job and queues a new one, in one transaction. `onlyIfNew` is the automatic first
+    /// album; otherwise it is New Collection or Retry. Concurrent calls serialize on the pin's row
+    /// lock, so two New Collection presses make exactly one collection.
+    public func startCollection(pinID: Int64, userID: Int64, onlyIfNew: Bool = false) throws -> Start {
+        try pool.transaction { db in
+            let rows = try db.query("SELECT status FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
+            guard let row = rows.first else { return .notFound }
+            let status: String = try row.decode("status")
+            if onlyIfNew && status != "new" { return .unchanged }
+            if status == "downloading" { return .busy }
+            let generation: Int = try db.query("""
+                UPDATE pins SET generation = generation + 1, status = 'downloading', error = NULL, updated_at = now()
+                WHERE id = $1 AND user_id = $2 RETURNING generation
+                """, [pinID, userID])[0].decode("generation")
+            try db.query("DELETE FROM photos WHERE pin_id = $1 AND user_id = $2", [pinID, userID])
+            try db.query("""
+                UPDATE album_jobs SET state = 'cancelled', finished_at = now()
+                WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
+                """, [pinID, userID])
+            try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, 'collection')",
+                         [pinID, userID, generation])
+            try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)",
+                         [Self.jobsChannel, Self.eventsChannel, "\(userID):\(pinID)"])
+            return .started
+        }
+    }
+
+    /// Adds chosen photos (from the picker) to the current album and queues their download.
+    /// Returns how many were new (already-saved ones are skipped).
+    public func addPhotos(_ photos: [RemotePhoto], pinID: Int64, userID: Int64) throws -> Int? {
+        try pool.transaction { db in
+            let rows = try db.query("SELECT status, generation FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
+            guard let row = rows.first else { return nil }
+            guard try row.decode("status", as: String.self) != "downloading" else { return 0 }
+            let generation: Int = try row.decode("generation")
+            var added = 0
+            for photo in photos {
+                added += try db.query("""
+                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
+                                        page_url, remote_url, thumbnail_url, date_taken)
+                    SELECT $1, $2, $3, coalesce(max(position) + 1, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12
+                    FROM photos WHERE pin_id = $1
+                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+                    """, [pinID, userID, generation, photo.provider, photo.remoteID, photo.title, photo.ownerName, photo.license,
+                          photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
+            }
+            guard added > 0 else { return 0 }
+            try db.query("UPDATE pins SET status = 'downloading', error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
+                         [pinID, userID])
+            try db.query("""
+                UPDATE album_jobs SET state = 'cancelled', finished_at = now()
+                WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
+                """, [pinID, userID])
+            try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, 'photos')",
+                         [pinID, userID, generation])
+            try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)",
+                         [Self.jobsChannel, Self.eventsChannel, "\(userID):\(pinID)"])
+            return added
+        }
+    }
+
+    /// Remote ids already in the album (the picker marks them).
+    public func savedRemoteIDs(pinID: Int64, userID: Int64) throws -> Set<String> {
+        Set(try pool.query("""
+            SELECT ph.remote_id FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.generation = ph.generation
+            WHERE ph.pin_id = $1 AND ph.user_id = $2
+            """, [pinID, userID]).map { try $0.decode("remote_id", as: String.self) })
+    }
+
+    // MARK: The worker's side
+
+    /// Claims the next due job, or one whose worker's lease ran out (the worker died).
+    public func claimJob(worker: String, leaseSeconds: Int) throws -> AlbumJob? {
+        try pool.query("""
+            UPDATE album_jobs SET state = 'running', attempts = attempts + 1, locked_by = $1,
+                   locked_until = now() + make_interval(secs => $2::int)
+            WHERE id = (
+                SELECT id FROM album_jobs
+                WHERE (state = 'queued' AND run_after <= now()) OR (state = 'running' AND locked_until < now())
+                ORDER BY run_after, id
+                LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING id, pin_id, user_id, generation, kind, attempts
+            """, [worker, leaseSeconds]).first.map {
+            AlbumJob(id: try $0.decode("id"), pinID: try $0.decode("pin_id"), userID: try $0.decode("user_id"),
+                     generation: try $0.decode("generation"), kind: try $0.decode("kind"), attempts: try $0.decode("attempts"))
+        }
+    }
+
+    /// Keeps a long job's lease; false when the job is no longer ours (cancelled or taken over).
+    public func renewLease(_ job: AlbumJob, worker: String, leaseSeconds: Int) throws -> Bool {
+        try pool.query("""
+            UPDATE album_jobs SET locked_until = now() + make_interval(secs => $3::int)
+            WHERE id = $1 AND state = 'running' AND locked_by = $2
+            """, [job.id, worker, leaseSeconds]).affectedRows == 1
+    }
+
+    struct SearchState {
+        let lat: Double
+        let lon: Double
+        let current: Bool
+        let placeholders: Int
+        let totalPages: Int?
+        let shownPages: [Int]
+    }
+
+    func searchState(_ job: AlbumJob) throws -> SearchState? {
+        let rows = try pool.query("""
+            SELECT lat, lon, generation = $3 AS current, total_pages, array_to_string(shown_pages, ',') AS shown,
+                   (SELECT count(*) FROM photos WHERE pin_id = $1 AND generation = $3) AS placeholders
+            FROM pins WHERE id = $1 AND user_id = $2
+            """, [job.pinID, job.userID, job.generation])
+        guard let row = rows.first else { return nil }
+        let shown: String = try row.decode("shown")
+        return SearchState(lat: try row.decode("lat"), lon: try row.decode("lon"), current: try row.decode("current"),
+                           placeholders: try row.decode("placeholders"), totalPages: try row.decode("total_pages"),
+                           shownPages: shown.split(separator: ",").compactMap { Int($0) })
+    }
+
+    /// Writes the search result: placeholders, or status empty. False when the job is stale.
+    func storeSearchResult(_ job: AlbumJob, _ result: PhotoSearchPage) throws -> Bool {
+        try pool.transaction { db in
+            let updated = try db.query("""
+                UPDATE pins SET page = $4, total_pages = $5, total_photos = $6,
+                       shown_pages = CASE WHEN $4::int = ANY(shown_pages) THEN shown_pages ELSE array_append(shown_pages, $4::int) END,
+                       status = CASE WHEN $7 THEN 'empty' ELSE status END, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
+            guard updated == 1 else { return false }
+            for (position, photo) in result.photos.enumerated() {
+                try db.query("""
+                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
+                                        page_url, remote_url, thumbnail_url, date_taken)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+                    """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
+                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken])
+            }
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            return true
+        }
+    }
+
+    /// Placeholders of this job's generation still waiting for their image.
+    func pendingPhotos(_ job: AlbumJob) throws -> [(id: Int64, url: String)] {
+        try pool.query("""
+            SELECT id, remote_url FROM photos
+            WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending' ORDER BY position
+            """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
+    }
+
+    /// Stores an image; dropped when the album has moved on to a newer generation.
+    func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
+        try pool.query("""
+            UPDATE photos ph SET status = 'ready', bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+            FROM pins p
+            WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
+              AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
+            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height])
+        try notifyEvent(userID: job.userID, pinID: job.pinID)
+    }
+
+    func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
+        try pool.query("""
+            UPDATE photos SET status = 'failed', error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
+            """, [photoID, job.userID, job.generation, reason])
+        try notifyEvent(userID: job.userID, pinID: job.pinID)
+    }
+
+    /// The album is complete (or empty): the pin is ready, the job done.
+    func finish(_ job: AlbumJob) throws {
+        try pool.transaction { db in
+            try db.query("""
+                UPDATE pins SET status = 'ready', updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                """, [job.pinID, job.userID, job.generation])
+            try db.query("""
+                UPDATE album_jobs SET state = 'done', finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
+                WHERE id = $1
+                """, [job.id])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+        }
+    }
+
+    func cancel(_ job: AlbumJob) throws {
+        try pool.query("UPDATE album_jobs SET state = 'cancelled', finished_at = now(), locked_by = NULL WHERE id = $1 AND state = 'running'",
+                       [job.id])
+    }
+
+    /// Tries again later, with the reason kept for the admin views.
+    func retryLater(_ job: AlbumJob, reason: String, afterSeconds delay: Int) throws {
+        try pool.query("""
+            UPDATE album_jobs SET state = 'queued', run_after = now() + make_interval(secs => $3::int), last_error = $2,
+                   locked_by = NULL, locked_until = NULL
+            WHERE id = $1 AND state = 'running'
+            """, [job.id, reason, delay])
+    }
+
+    /// Gives up: the job failed and the pin says why (the album page offers Retry).
+    func fail(_ job: AlbumJob, reason: String) throws {
+        try pool.transaction { db in
+            try db.query("""
+                UPDATE album_jobs SET state = 'failed', finished_at = now(), last_error = $2, locked_by = NULL, locked_until = NULL
+                WHERE id = $1
+                """, [job.id, reason])
+            try db.query("""
+                UPDATE pins SET status = 'failed', error = $4, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                """, [job.pinID, job.userID, job.generation, reason])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+        }
+    }
+
+    func notifyEvent(userID: Int64, pinID: Int64) throws {
+        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(userID):\(pinID)"])
+    }
+
+    private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {
+        AlbumPhoto(id: try row.decode("id"), position: try row.decode("position"), status: try row.decode("status"),
+                   title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
+                   pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
+                   width: try row.decode("width"), height: try row.decode("height"),
+                   generation: try row.decode("generation"), remoteID: try row.decode("remote_id"))
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+
+/// The album page, the photo page and the picker.
+enum AlbumPages {
+    static let flickrNotice: HTML = "This product uses the Flickr API but is not endorsed or certified by Flickr."
+
+    static func album(_ album: Album, chrome: Layout.Chrome, providerName: String) -> HTML {
+        let pin = album.pin
+        let id = Int(pin.id)
+        let csrf = chrome.csrfToken ?? ""
+        let downloading = pin.status == "downloading"
+        let head: HTML = downloading
+            ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
+            : "<script type=\"module\" src=\"/js/album.js\"></script>"
+        let items: [HTML] = album.photos.map { photoItem($0, csrf: csrf) }
+        return Layout.page(title: pin.title, chrome: chrome, bodyClass: "album-page", head: head, main: """
+            <nav class="breadcrumbs"><a href="/">← Your map</a></nav>
+            <section class="album" id="album" data-pin="\(id)" data-status="\(pin.status)" data-csrf="\(csrf)">
+            <header class="album-head">
+            <canvas class="album-map" id="album-map" data-lat="\(pin.lat)" data-lon="\(pin.lon)" width="160" height="120"
+                    role="img" aria-label="Where the pin is: \(pin.title)"></canvas>
+            <div class="album-title">
+            <h1>\(pin.title)</h1>
+            <p class="muted">\(pin.coordinates)\(pageInfo(album))</p>
+            </div>
+            <div class="album-actions">
+            <form method="post" action="/pins/\(id)/collection" id="new-collection-form">
+            \(Layout.csrfField(csrf))
+            <button type="submit" class="button primary" id="new-collection"\(downloading ? " disabled" : "")>New Collection</button>
+            </form>
+            <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
+            <a class="button" href="/pins/\(id)/picker">Choose photos</a>
+            <details class="delete-pin">
+            <summary class="button danger-outline">Delete pin</summary>
+            <form method="post" action="/pins/\(id)/delete" class="confirm-box">
+            \(Layout.csrfField(csrf))
+            <p>Delete this pin and all its photos?</p>
+            <button type="submit" class="button danger">Delete pin</button>
+            </form>
+            </details>
+            </div>
+            </header>
+            <div id="album-status" role="status" aria-live="polite">\(statusBanner(album, csrf: csrf))</div>
+            <ul class="photo-grid" id="photo-grid">\(items)</ul>
+            </section>
+            <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
+            \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
+            """)
+    }
+
+    static func pageInfo(_ album: Album) -> String {
+        guard let page = album.page, let pages = album.totalPages, pages > 1 else { return "" }
+        return " · collection \(page) of \(pages)"
+    }
+
+    static func statusBanner(_ album: Album, csrf: String) -> HTML {
+        switch album.pin.status {
+        case "downloading":
+            let total = album.photos.count
+            let done = album.photos.filter { $0.status != "pending" }.count
+            if total == 0 { return "<p class=\"banner\">Searching for photos near this place…</p>" }
+            return """
+                <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total)</span>
+                <progress id="album-progress" max="\(total)" value="\(done)">\(done) of \(total)</progress></p>
+                """
+        case "empty":
+            return "<p class=\"banner empty\">No photos found near this place. Try a pin near a town or a landmark.</p>"
+        case "failed":
+            return """
+                <div class="banner error"><p>The photos could not be downloaded: \(album.error ?? "unknown error")</p>
+                <form method="post" action="/pins/\(Int(album.pin.id))/retry">\(Layout.csrfField(csrf))
+                <button type="submit" class="button">Retry</button></form></div>
+                """
+        default:
+            return album.photos.isEmpty ? "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>" : .empty
+        }
+    }
+
+    static func photoItem(_ photo: AlbumPhoto, csrf: String) -> HTML {
+        let id = Int(photo.id)
+        let title = photo.title.isEmpty ? "Untitled photo" : photo.title
+        switch photo.status {
+        case "ready":
+            let size: HTML = photo.width.flatMap { w in photo.height.map { h in " width=\"\(w)\" height=\"\(h)\"" as HTML } } ?? .empty
+            return """
+                <li class="photo" data-id="\(id)" data-status="ready">
+                <a href="/photos/\(id)/view"><img src="/photos/\(id)" alt="\(title)"\(size) loading="lazy"></a>
+                <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
+                <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
+                </li>
+                """
+        case "failed":
+            return """
+                <li class="photo failed" data-id="\(id)" data-status="failed"><div class="placeholder"><span>Could not download</span></div>
+                <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
+                <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
+                </li>
+                """
+        default:
+            return "<li class=\"photo pending\" data-id=\"\(id)\" data-status=\"pending\"><div class=\"placeholder\" role=\"img\" aria-label=\"Photo loading\"></div></li>"
+        }
+    }
+
+    static func photoPage(_ photo: AlbumPhoto, pin: Pin, previous: Int64?, next: Int64?, index: Int, count: Int,
+                          chrome: Layout.Chrome, providerName: String) -> HTML {
+        let id = Int(photo.id)
+        let title = photo.title.isEmpty ? "Untitled photo" : photo.title
+        let prev: HTML = previous.map { "<a class=\"button\" rel=\"prev\" id=\"previous-photo\" href=\"/photos/\(Int($0))/view\">← Previous</a>" }
+            ?? "<span class=\"button disabled\" aria-disabled=\"true\">← Previous</span>"
+        let nextLink: HTML = next.map { "<a class=\"button\" rel=\"next\" id=\"next-photo\" href=\"/photos/\(Int($0))/view\">Next →</a>" }
+            ?? "<span class=\"button disabled\" aria-disabled=\"true\">Next →</span>"
+        let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\($0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site")</a>" } ?? .empty
+        let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(photo.ownerName)</dd>"
+        let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\($0)</dd>" } ?? .empty
+        return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
+                           head: "<script type=\"module\" src=\"/js/photo.js\"></script>", main: """
+            <nav class="breadcrumbs"><a href="/pins/\(Int(pin.id))">← \(pin.title)</a></nav>
+            <figure class="photo-large">
+            <img src="/photos/\(id)" alt="\(title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
+            <figcaption>
+            <h1>\(title)</h1>
+            <dl class="photo-facts">\(owner)<dt>Licence</dt><dd>\(photo.license)</dd>\(taken)</dl>
+            <p>\(source)</p>
+            </figcaption>
+            </figure>
+            <div class="photo-nav">\(prev)<span class="muted">\(index + 1) of \(count)</span>\(nextLink)</div>
+            <form method="post" action="/photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
+            <button type="submit" class="button danger-outline">Remove from album</button></form>
+            <p class="attribution muted">\(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
+            """)
+    }
+
+    static func picker(pin: Pin, result: PhotoSearchPage, saved: Set<String>, chrome: Layout.Chrome, providerName: String) -> HTML {
+        let id = Int(pin.id)
+        let items: [HTML] = result.photos.map { photo in
+            let title = photo.title.isEmpty ? "Untitled photo" : photo.title
+            let isSaved = saved.contains(photo.remoteID)
+            let preview: HTML = safeURL(photo.imageURL).map { "<a href=\"\($0)\" class=\"preview-link\" target=\"_blank\" rel=\"noopener noreferrer\">Preview<span class=\"visually-hidden\"> \(title)</span></a>" } ?? .empty
+            return """
+                <li class="pick\(isSaved ? " saved" : "")">
+                <label><input type="checkbox" name="photo" value="\(photo.remoteID)"\(isSaved ? " checked disabled" : "")>
+                <img src="\(safeURL(photo.thumbnailURL) ?? "")" alt="\(title)" width="150" height="150" loading="lazy">
+                <span class="pick-title">\(title)\(isSaved ? " (in the album)" : "")</span></label>
+                \(preview)
+                </li>
+                """
+        }
+        let previousPage: HTML = result.page > 1
+            ? "<a class=\"button\" rel=\"prev\" href=\"/pins/\(id)/picker?page=\(result.page - 1)\">← Previous page</a>"
+            : "<span class=\"button disabled\" aria-disabled=\"true\">← Previous page</span>"
+        let nextPage: HTML = result.page < result.pages
+            ? "<a class=\"button\" rel=\"next\" href=\"/pins/\(id)/picker?page=\(result.page + 1)\">Next page →</a>"
+            : "<span class=\"button disabled\" aria-disabled=\"true\">Next page →</span>"
+        return Layout.page(title: "Choose photos", chrome: chrome, bodyClass: "picker-page", main: """
+            <nav class="breadcrumbs"><a href="/pins/\(id)">← \(pin.title)</a></nav>
+            <h1>Choose photos near \(pin.title)</h1>
+            <div class="picker-nav">\(previousPage)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(nextPage)</div>
+            \(items.isEmpty ? "<p class=\"banner empty\">No photos on this page.</p>" : HTML.empty)
+            <form method="post" action="/pins/\(id)/picker">
+            \(Layout.csrfField(chrome.csrfToken ?? ""))
+            <input type="hidden" name="page" value="\(result.page)">
+            <ul class="picker-grid">\(items)</ul>
+            <button type="submit" class="button primary">Save chosen photos</button>
+            </form>
+            <p class="attribution muted">\(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
+            """)
+    }
+
+    /// Links and images from a provider: http(s) only, so a javascript: URL can never become a link.
+    static func safeURL(_ url: String?) -> String? {
+        guard let url, let scheme = URL(string: url)?.scheme?.lowercased(), scheme == "https" || scheme == "http" else { return nil }
+        return url
+    }
+}

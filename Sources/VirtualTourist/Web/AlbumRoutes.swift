@@ -1,0 +1,157 @@
+import Foundation
+import HTTPServer
+
+/// Album, photo and picker pages; photo bytes; live album updates.
+extension WebRoutes {
+    mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider) {
+        let secure = secureCookies
+
+        signedIn("GET", "/pins/:id") { context in
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            // A pin with no album yet gets one when opened (pins made before workers ran, say).
+            guard try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true) != .notFound,
+                  let album = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+            return .page(AlbumPages.album(album, chrome: context.chrome, providerName: provider.name))
+        }
+
+        // The album as data, for the page's script to redraw the grid after a change.
+        signedIn("GET", "/pins/:id/album.json") { context in
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            return .jsonValue(AlbumJSON(album))
+        }
+
+        // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
+        signedIn("GET", "/pins/:id/events") { context in
+            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
+                throw HTTPError.notFound
+            }
+            let userID = context.user.id
+            var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+                events.subscribe(userID: userID, pinID: id, stream)
+                stream.send(event: "change", data: "\(userID):\(id)")  // catch up on anything missed
+            }
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        }
+
+        for action in ["collection", "retry"] {
+            signedIn("POST", "/pins/:id/\(action)") { context in
+                guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+                let result = try albums.startCollection(pinID: id, userID: context.user.id)
+                if result == .notFound { throw HTTPError.notFound }
+                if context.request.headers["Accept"]?.contains("application/json") ?? false {
+                    return .jsonValue(["started": result == .started], status: result == .busy ? .conflict : .accepted)
+                }
+                if result == .busy {
+                    return .redirect(to: "/pins/\(id)", flash: "This album is still downloading; New Collection is available when it is complete.", secure: secure)
+                }
+                return .redirect(to: "/pins/\(id)")
+            }
+        }
+
+        signedIn("GET", "/photos/:id") { context in
+            guard let id = Self.pinID(context.request), let image = try albums.image(id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            // Stored bytes never change under an id (a new collection makes new rows): a strong
+            // ETag and a year of private caching.
+            let etag = "\"photo-\(id)\""
+            var headers: HTTPHeaders = ["ETag": etag, "Cache-Control": "private, max-age=31536000, immutable"]
+            if context.request.headers["If-None-Match"]?.contains(etag) ?? false {
+                return HTTPResponse(status: .notModified, headers: headers)
+            }
+            headers.set("Content-Type", image.contentType)
+            return HTTPResponse(status: .ok, headers: headers, body: image.bytes)
+        }
+
+        signedIn("GET", "/photos/:id/view") { context in
+            guard let id = Self.pinID(context.request), let found = try albums.photo(id, userID: context.user.id),
+                  let album = try albums.album(pinID: found.pinID, userID: context.user.id) else { throw HTTPError.notFound }
+            let shown = album.photos.filter { $0.status == "ready" || $0.id == id }
+            let index = shown.firstIndex { $0.id == id } ?? 0
+            return .page(AlbumPages.photoPage(found.photo, pin: album.pin,
+                                              previous: index > 0 ? shown[index - 1].id : nil,
+                                              next: index + 1 < shown.count ? shown[index + 1].id : nil,
+                                              index: index, count: shown.count, chrome: context.chrome, providerName: provider.name))
+        }
+
+        signedIn("DELETE", "/photos/:id") { context in
+            guard let id = Self.pinID(context.request), try albums.deletePhoto(id, userID: context.user.id) != nil else {
+                throw HTTPError.notFound
+            }
+            return HTTPResponse(status: .noContent)
+        }
+
+        signedIn("POST", "/photos/:id/delete") { context in
+            guard let id = Self.pinID(context.request), let pinID = try albums.deletePhoto(id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            return .redirect(to: "/pins/\(pinID)", flash: "Photo removed.", secure: secure)
+        }
+
+        signedIn("GET", "/pins/:id/picker") { context in
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            let page = max(1, Int(context.request.queryValue("page") ?? "") ?? 1)
+            let result: PhotoSearchPage
+            do {
+                result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+            } catch let error as PhotoProviderError {
+                throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
+            }
+            let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
+            return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
+        }
+
+        signedIn("POST", "/pins/:id/picker") { context in
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            let chosen = Set(context.request.formItems.filter { $0.name == "photo" }.map(\.value))
+            let page = max(1, Int(context.request.formValue("page") ?? "") ?? 1)
+            guard !chosen.isEmpty else {
+                return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
+            }
+            // Details come from the provider again, never from the form: only real results are saved.
+            let result: PhotoSearchPage
+            do {
+                result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+            } catch let error as PhotoProviderError {
+                throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
+            }
+            let photos = result.photos.filter { chosen.contains($0.remoteID) }
+            guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+            let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
+                : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
+            return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
+        }
+    }
+}
+
+/// The album as the page's script sees it.
+struct AlbumJSON: Codable {
+    let status: String
+    let error: String?
+    let page: Int?
+    let totalPages: Int?
+    let photos: [Photo]
+
+    struct Photo: Codable {
+        let id: Int64
+        let status: String
+        let title: String
+        let width: Int?
+        let height: Int?
+    }
+
+    init(_ album: Album) {
+        status = album.pin.status
+        error = album.error
+        page = album.page
+        totalPages = album.totalPages
+        photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, width: $0.width, height: $0.height) }
+    }
+}

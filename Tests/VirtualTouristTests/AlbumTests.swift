@@ -1,0 +1,363 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTPServer
+import PhotoFixture
+import Postgres
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+/// The album flow end to end: real PostgreSQL, real HTTP, the fixture photo service over loopback.
+@Suite struct AlbumTests {
+    struct AlbumState {
+        let status: String
+        let error: String?
+        let page: Int?
+        let photos: [[String: Any]]
+        var ids: [Int] { photos.compactMap { $0["id"] as? Int } }
+        func count(_ status: String) -> Int { photos.filter { $0["status"] as? String == status }.count }
+    }
+
+    static func state(_ browser: Browser, pin: Int) throws -> AlbumState {
+        let page = try browser.get("/pins/\(pin)/album.json")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])
+        return AlbumState(status: json["status"] as? String ?? "", error: json["error"] as? String,
+                          page: json["page"] as? Int, photos: json["photos"] as? [[String: Any]] ?? [])
+    }
+
+    /// Polls until the album is no longer downloading.
+    static func settled(_ browser: Browser, pin: Int, timeout: Double = 30) throws -> AlbumState {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while true {
+            let current = try state(browser, pin: pin)
+            if current.status != "downloading" || Date() > deadline { return current }
+            usleep(100_000)
+        }
+    }
+
+    static func dropPin(_ browser: Browser, lat: Double = 35.0116, lon: Double = 135.7681) throws -> Int {
+        let token = try browser.get("/").csrfToken ?? ""
+        let page = try browser.post("/pins", form: [("_csrf", token), ("lat", String(lat)), ("lon", String(lon))],
+                                    headers: [("Accept", "application/json")])
+        let json = try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any]
+        return try #require(json?["id"] as? Int)
+    }
+
+    @Test func wholeLifecycle() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        let token = try #require(try browser.get("/").csrfToken)
+
+        // The album page right away: placeholders or photos, and New Collection disabled while downloading.
+        let first = try browser.get("/pins/\(pin)")
+        #expect(first.status == 200)
+        #expect(first.body.contains("Kyoto"))
+        #expect(first.body.contains("This product uses the Flickr API but is not endorsed or certified by Flickr."))
+
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "ready")
+        #expect(album.photos.count == 30)
+        #expect(album.count("ready") == 30)
+        #expect(album.page == 1)
+        let page = try browser.get("/pins/\(pin)")
+        #expect(page.body.components(separatedBy: "<li class=\"photo\"").count - 1 == 30)
+        #expect(!page.body.contains("id=\"new-collection\" disabled"))
+
+        // Photo bytes: sniffed type, strong ETag, long private caching, 304.
+        let photoID = album.ids[0]
+        let image = try browser.get("/photos/\(photoID)")
+        #expect(image.status == 200)
+        #expect(image.header("Content-Type") == "image/jpeg")
+        #expect(image.header("Cache-Control") == "private, max-age=31536000, immutable")
+        let etag = try #require(image.header("ETag"))
+        #expect(try browser.get("/photos/\(photoID)", headers: [("If-None-Match", etag)]).status == 304)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE width > 0 AND height > 0 AND octet_length(bytes) > 1000") == 30)
+
+        // The photo page: attribution and previous/next.
+        let view = try browser.get("/photos/\(album.ids[1])/view")
+        #expect(view.status == 200)
+        #expect(view.body.contains("Fixture photo 1-2"))
+        #expect(view.body.contains("Licence"))
+        #expect(view.body.contains("href=\"/photos/\(album.ids[0])/view\""))
+        #expect(view.body.contains("href=\"/photos/\(album.ids[2])/view\""))
+        #expect(view.body.contains("https://www.flickr.com/photos/"))
+
+        // Remove a photo: gone at once and after a reload.
+        #expect(try browser.request("DELETE", "/photos/\(photoID)", headers: [("X-CSRF-Token", token)]).status == 204)
+        #expect(try Self.state(browser, pin: pin).photos.count == 29)
+        #expect(try browser.get("/photos/\(photoID)").status == 404)
+
+        // New Collection: a different page of results, all new photos.
+        let before = Set(album.ids)
+        #expect(try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)]).status == 303)
+        let second = try Self.settled(browser, pin: pin)
+        #expect(second.status == "ready")
+        #expect(second.photos.count == 30)
+        #expect(second.page != 1)
+        #expect(before.isDisjoint(with: second.ids))
+        #expect(try app.count("SELECT count(*) FROM photos") == 30)
+
+        // The picker: browse page 2, save two photos; no duplicates when saved twice.
+        let picker = try browser.get("/pins/\(pin)/picker?page=2")
+        #expect(picker.status == 200)
+        #expect(picker.body.contains("Page 2 of 40"))
+        let ids = picker.body.matches(of: /name="photo" value="(\d+)"/).map { String($0.1) }
+        #expect(ids.count == 30)
+        let chosen = Array(ids.prefix(2))
+        let saved = try browser.post("/pins/\(pin)/picker", form: [("_csrf", token), ("page", "2")] + chosen.map { ("photo", $0) })
+        #expect(saved.status == 303)
+        let afterPick = try Self.settled(browser, pin: pin)
+        #expect(afterPick.photos.count == 32 || second.page == 2)
+        let again = try browser.post("/pins/\(pin)/picker", form: [("_csrf", token), ("page", "2")] + chosen.map { ("photo", $0) })
+        #expect(again.status == 303)
+        #expect(try Self.settled(browser, pin: pin).photos.count == afterPick.photos.count)
+        #expect(try browser.get("/pins/\(pin)/picker?page=2").body.contains("(in the album)"))
+
+        // Delete the pin from the album page: photos and jobs go with it.
+        #expect(try browser.post("/pins/\(pin)/delete", form: [("_csrf", token)]).status == 303)
+        #expect(try app.count("SELECT count(*) FROM photos") == 0)
+        #expect(try app.count("SELECT count(*) FROM album_jobs") == 0)
+        #expect(try browser.get("/pins/\(pin)").status == 404)
+    }
+
+    @Test func noPhotosFound() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser, lat: -70, lon: 10)  // the fixture has nothing south of -60
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "empty")
+        #expect(try browser.get("/pins/\(pin)").body.contains("No photos found"))
+    }
+
+    @Test func searchFailuresAreRetriedThenSucceed() throws {
+        var options = PhotoFixture.Options()
+        options.failFirstSearches = 2
+        let app = try TestApp(workers: true, fixture: options)
+        let browser = try app.signedUp()
+        let album = try Self.settled(browser, pin: try Self.dropPin(browser))
+        #expect(album.status == "ready")
+        #expect(album.count("ready") == 30)
+        #expect(app.fixture.searchCount == 3)
+    }
+
+    @Test(arguments: [PhotoFixture.SearchFault.garbage, .html, .truncated, .invalidKey])
+    func brokenSearchAnswersFailWithAReasonAndRetry(fault: PhotoFixture.SearchFault) throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        // An album made while the service was well must not change when it misbehaves.
+        let other = try Self.dropPin(browser, lat: 48.8566, lon: 2.3522)
+        let good = try Self.settled(browser, pin: other)
+        #expect(good.status == "ready")
+        app.fixture.setSearchFault(fault)
+        let searchesBefore = app.fixture.searchCount
+        let pin = try Self.dropPin(browser)
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "failed")
+        let reason = album.error ?? ""
+        #expect(!reason.isEmpty)
+        if fault == .invalidKey {
+            #expect(reason.lowercased().contains("invalid flickr api key"))
+            #expect(app.fixture.searchCount - searchesBefore == 1)  // not worth retrying
+        } else {
+            #expect(reason.contains("could not be read") || reason.contains("could not be reached"), "\(reason)")
+            #expect(app.fixture.searchCount - searchesBefore == 3)  // tried maxAttempts times
+        }
+        let page = try browser.get("/pins/\(pin)")
+        #expect(page.body.contains("Retry"))
+        #expect(try browser.get("/healthz").body == "ok")
+        let after = try Self.state(browser, pin: other)
+        #expect(after.status == "ready")
+        #expect(after.ids == good.ids)
+    }
+
+    @Test(arguments: [
+        PhotoFixture.ImageFault.notAnImage, .truncated, .oversized(bytes: 50 * 1024 * 1024),
+        .redirect(to: "file:///etc/passwd"), .redirect(to: "gopher://127.0.0.1/x"), .status(500), .status(404),
+    ])
+    func brokenImagesFailOneByOne(fault: PhotoFixture.ImageFault) throws {
+        var options = PhotoFixture.Options()
+        options.imageFault = fault
+        options.faultyImageEvery = 2
+        let app = try TestApp(workers: true, fixture: options)
+        let browser = try app.signedUp()
+        let album = try Self.settled(browser, pin: try Self.dropPin(browser), timeout: 60)
+        #expect(album.status == "ready")
+        #expect(album.count("pending") == 0)
+        #expect(album.count("failed") > 0, "\(fault)")
+        #expect(album.count("ready") > 0, "\(fault)")
+        let reasons = try app.pool.query("SELECT DISTINCT error FROM photos WHERE status = 'failed'").map { try $0.decode("error", as: String.self) }
+        #expect(!reasons.isEmpty)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE status = 'ready' AND (content_type <> 'image/jpeg' OR octet_length(bytes) > 8388608)") == 0)
+        #expect(try browser.get("/healthz").body == "ok")
+    }
+
+    @Test func slowImagesTimeOut() throws {
+        var options = PhotoFixture.Options()
+        options.imageFault = .slow(bytesPerSecond: 20_000)
+        options.faultyImageEvery = 10
+        let app = try TestApp(workers: true, fixture: options) { $0.httpClient.totalTimeout = 1; $0.workers.imageAttempts = 1 }
+        let browser = try app.signedUp()
+        let album = try Self.settled(browser, pin: try Self.dropPin(browser), timeout: 60)
+        #expect(album.status == "ready")
+        #expect(album.count("failed") >= 1)
+        #expect(try app.pool.query("SELECT error FROM photos WHERE status = 'failed' LIMIT 1").first?.decode("error", as: String.self)
+                    .contains("too long") == true)
+    }
+
+    @Test func aJobWhoseWorkerDiedIsFinishedByAnotherWithoutDuplicates() throws {
+        let app = try TestApp(workers: false)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        // A worker claims the job, writes the placeholders and five images, then dies.
+        let store = app.app.albums
+        let ghost = try #require(try store.claimJob(worker: "ghost", leaseSeconds: 1))
+        let search = try #require(try store.searchState(ghost))
+        let result = try app.app.workers.provider.search(lat: search.lat, lon: search.lon, page: 1)
+        #expect(try store.storeSearchResult(ghost, result))
+        for photo in try store.pendingPhotos(ghost).prefix(5) {
+            guard case .success(let (bytes, info)) = app.app.workers.fetchImage(photo.url) else { Issue.record("fetch failed"); continue }
+            try store.storeImage(photoID: photo.id, job: ghost, bytes: bytes, info: info)
+        }
+        #expect(try Self.state(browser, pin: pin).count("ready") == 5)
+        // Workers start (a restart); the lease runs out and the job is taken over.
+        try app.app.startBackgroundWork()
+        defer { app.app.stopBackgroundWork() }
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "ready")
+        #expect(album.photos.count == 30)
+        #expect(album.count("ready") == 30)
+        #expect(try app.count("SELECT count(*) FROM photos") == 30)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE state = 'done' AND attempts = 2") == 1)
+        #expect(app.fixture.searchCount == 1)  // the taken-over job did not search again
+    }
+
+    @Test func twoNewCollectionsAtOnceMakeOne() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        _ = try Self.settled(browser, pin: pin)
+        let token = try #require(try browser.get("/").csrfToken)
+        let generation: Int = try app.pool.query("SELECT generation FROM pins")[0].decode("generation")
+        let statuses = Mutex<[Int]>([])
+        let group = DispatchGroup()
+        for _ in 0..<2 {
+            // One browser per thread, sharing the session.
+            nonisolated(unsafe) let twin = app.browser()
+            for (name, value) in browser.cookies { twin.setCookie(name, value) }
+            group.enter()
+            Thread.detachNewThread {
+                let status = (try? twin.request("POST", "/pins/\(pin)/collection",
+                                                   headers: [("X-CSRF-Token", token), ("Accept", "application/json")]).status) ?? 0
+                statuses.withLock { $0.append(status) }
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(statuses.withLock { $0.sorted() } == [202, 409])
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "ready")
+        #expect(album.photos.count == 30)
+        #expect(try app.count("SELECT generation FROM pins") == generation + 1)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE state IN ('queued', 'running')") == 0)
+    }
+
+    @Test func liveUpdatesArriveAsServerSentEvents() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 0.2
+        let app = try TestApp(workers: true, fixture: options)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        // Open the event stream by hand and read a few events while the album fills.
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let client = try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        let text = client.read(until: { $0.components(separatedBy: "event: change").count > 4 }, timeout: 20)
+        #expect(text.hasPrefix("HTTP/1.1 200"))
+        #expect(text.contains("Content-Type: text/event-stream"))
+        #expect(text.components(separatedBy: "event: change").count > 4)
+        client.close()
+        #expect(eventually(timeout: 5) { app.app.events.watcherCount == 0 })
+        _ = try Self.settled(browser, pin: pin)
+    }
+
+    @Test func imagesAreSniffedNotTrusted() throws {
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg"))
+        #expect(ImageInspector.inspect(Array(jpeg)) == ImageInfo(contentType: "image/jpeg", width: 451, height: 300))
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8) + [0, 0, 1, 0, 0, 0, 0, 200]
+        #expect(ImageInspector.inspect(png) == ImageInfo(contentType: "image/png", width: 256, height: 200))
+        let gif: [UInt8] = Array("GIF89a".utf8) + [10, 0, 20, 0]
+        #expect(ImageInspector.inspect(gif) == ImageInfo(contentType: "image/gif", width: 10, height: 20))
+        var webp: [UInt8] = Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WEBPVP8X".utf8) + [UInt8](repeating: 0, count: 22)
+        webp[24] = 99; webp[27] = 49
+        #expect(ImageInspector.inspect(webp) == ImageInfo(contentType: "image/webp", width: 100, height: 50))
+        #expect(ImageInspector.inspect(Array("<html>not an image</html>".utf8)) == nil)
+        #expect(ImageInspector.inspect([0xFF, 0xD8, 0xFF]) == nil)
+        #expect(ImageInspector.inspect([]) == nil)
+    }
+
+    @Test func flickrAnswersAreReadLeniently() throws {
+        let body = #"{"photos":{"page":"2","pages":"400","perpage":30,"total":"","photo":[{"id":123,"owner":"o@N01","title":"T","license":"4","ownername":"Ann","url_m":"https://x/m.jpg"},{"id":"9","title":"no image"}]},"stat":"ok"}"#
+        let page = try FlickrProvider.parse(Array(body.utf8), perPage: 30)
+        #expect(page.page == 2)
+        #expect(page.pages == 133)  // 4,000 results at most
+        #expect(page.total == 0)
+        #expect(page.photos.count == 1)
+        #expect(page.photos[0].remoteID == "123")
+        #expect(page.photos[0].license == "CC BY 2.0")
+        #expect(page.photos[0].imageURL == "https://x/m.jpg")
+        #expect(page.photos[0].pageURL == "https://www.flickr.com/photos/o@N01/123")
+        #expect(throws: PhotoProviderError.invalidKey) {
+            try FlickrProvider.parse(Array(#"{"stat":"fail","code":100,"message":"Invalid API Key"}"#.utf8), perPage: 30)
+        }
+        #expect(throws: PhotoProviderError.self) { try FlickrProvider.parse(Array("<html>".utf8), perPage: 30) }
+    }
+
+    @Test func newCollectionsVisitUnseenPagesFirst() {
+        #expect(AlbumWorkers.choosePage(totalPages: nil, shown: []) == 1)
+        #expect(AlbumWorkers.choosePage(totalPages: 1, shown: [1]) == 1)
+        for _ in 0..<20 {
+            let page = AlbumWorkers.choosePage(totalPages: 5, shown: [1, 2, 3])
+            #expect(page == 4 || page == 5)
+            #expect(AlbumWorkers.choosePage(totalPages: 3, shown: [1, 2, 3]) != 3)
+        }
+    }
+}
+
+/// A raw socket for reading a long-lived response (Server-Sent Events) as it arrives.
+final class RawStream {
+    let fd: Int32
+
+    init(port: Int, request: String) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Browser.Failure(description: "connect failed") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func read(until done: (String) -> Bool, timeout: Double) -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { received += buffer[0..<n] }
+            if n == 0 { break }
+            if done(String(decoding: received, as: UTF8.self)) { break }
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    func close() { Glibc.close(fd) }
+}
