@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Postgres", targets: ["Postgres"]),
+        .library(name: "VirtualTourist", targets: ["VirtualTourist"]),
+        .library(name: "PhotoFixture", targets: ["PhotoFixture"]),
         .executable(name: "virtual-tourist", targets: ["virtual-tourist"]),
     ],
     targets: [

@@ -21,6 +21,11 @@ let package = Package(
         .executableTarget(name: "bench-hummingbird", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
         ]),
+        .executableTarget(name: "bench-album", dependencies: [
+            .product(name: "VirtualTourist", package: root),
+            .product(name: "PhotoFixture", package: root),
+            .product(name: "Postgres", package: root),
+        ]),
         .executableTarget(name: "bench-db", dependencies: [
             .product(name: "Postgres", package: root),
         ]),

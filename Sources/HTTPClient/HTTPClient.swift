@@ -16,8 +16,9 @@ public final class HTTPClient: Sendable {
         public var maxResponseBytes = 8 * 1024 * 1024
         public var maxRedirects = 3
         public var userAgent = "VirtualTourist/1.0 (self-hosted photo map; +https://github.com/virtual-tourist)"
-        /// Concurrent requests to one host.
-        public var perHostConcurrency = 6
+        /// Concurrent requests to one host (across all albums of this instance): about what a
+        /// browser opens to a photo CDN over HTTP/2.
+        public var perHostConcurrency = 32
         public init() {}
     }
 

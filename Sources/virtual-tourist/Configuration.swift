@@ -20,6 +20,7 @@ struct Configuration {
     var flickrAPIKey = ""
     var flickrAPIURL = "https://api.flickr.com/services/rest/"
     var workers = 2
+    var albumLeaseSeconds = 60
     var tileAttribution = ""
 
     struct Invalid: Error, CustomStringConvertible {
@@ -53,6 +54,10 @@ struct Configuration {
         ("WORKERS", "album download workers per instance (2)", { c, v in
             guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
             c.workers = n
+        }),
+        ("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", { c, v in
+            guard let n = Int(v), (1...3600).contains(n) else { throw Invalid(description: "ALBUM_LEASE_SECONDS must be 1–3600, not \(v)") }
+            c.albumLeaseSeconds = n
         }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }

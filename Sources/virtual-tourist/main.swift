@@ -73,6 +73,7 @@ func serve(_ configuration: Configuration) -> Never {
     settings.flickrAPIKey = configuration.flickrAPIKey
     settings.flickrAPIURL = configuration.flickrAPIURL
     settings.workers.workers = configuration.workers
+    settings.workers.leaseSeconds = configuration.albumLeaseSeconds
     if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {
         log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
     }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Postgres
 
 /// Fresh databases on the test cluster that script/test starts (TEST_DATABASE_URL). Each test gets
@@ -131,4 +134,35 @@ public func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
         usleep(20_000)
     }
     return condition()
+}
+
+/// A child process the test can kill: the app's own binary, say.
+public final class ChildProcess {
+    public let pid: pid_t
+
+    /// Starts `command` with extra environment variables; output goes to `logPath`.
+    public init(_ command: [String], environment: [String: String], logPath: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, &envp)
+        guard spawned == 0 else { throw TemporaryCluster.Failure(description: "cannot start \(command[0]): errno \(spawned)") }
+        self.pid = pid
+    }
+
+    /// Sends a signal and reaps the process.
+    public func kill(_ signal: Int32 = SIGKILL) {
+        Glibc.kill(pid, signal)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
 }

@@ -12,8 +12,9 @@ import Synchronization
 public final class AlbumWorkers: @unchecked Sendable {
     public struct Settings: Sendable {
         public var workers = 2
-        /// Images of one album downloading at once.
-        public var downloadsPerAlbum = 6
+        /// Images of one album downloading at once: a whole page, so an album takes about two
+        /// round trips (one search, one image) however many photos it has (script/bench album).
+        public var downloadsPerAlbum = 30
         public var maxAttempts = 5
         public var leaseSeconds = 60
         /// How often idle workers look for due jobs without being woken.
@@ -137,32 +138,40 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    /// Downloads the pending placeholders, several at once.
+    /// Downloads the pending placeholders, several at once. Each download blocks in curl, so
+    /// they run on threads of their own: libdispatch's global queues do not grow for threads
+    /// blocked in system calls and would run only a few at a time.
     private func download(_ job: AlbumJob, worker: String) throws {
         let pending = try store.pendingPhotos(job)
-        let group = DispatchGroup()
-        let slots = DispatchSemaphore(value: settings.downloadsPerAlbum)
+        let next = Mutex(0)
         let stale = Mutex(false)
-        for photo in pending {
-            slots.wait()
-            if stale.withLock({ $0 }) { slots.signal(); break }
+        let group = DispatchGroup()
+        for _ in 0..<min(pending.count, settings.downloadsPerAlbum) {
             group.enter()
-            DispatchQueue.global().async { [self] in
-                defer { slots.signal(); group.leave() }
-                do {
-                    switch fetchImage(photo.url) {
-                    case .success(let (bytes, info)):
-                        try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
-                    case .failure(let reason):
-                        try store.failPhoto(photoID: photo.id, job: job, reason: reason)
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                while !stale.withLock({ $0 }) {
+                    let index = next.withLock { value -> Int in value += 1; return value - 1 }
+                    guard index < pending.count else { return }
+                    let photo = pending[index]
+                    do {
+                        switch fetchImage(photo.url) {
+                        case .success(let (bytes, info)):
+                            try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
+                        case .failure(let reason):
+                            try store.failPhoto(photoID: photo.id, job: job, reason: reason)
+                        }
+                        if try !store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) {
+                            stale.withLock { $0 = true }  // cancelled or taken over: stop spending effort
+                        }
+                    } catch {
+                        logger.warning("storing photo \(photo.id) failed: \(error)")
                     }
-                    if try !store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) {
-                        stale.withLock { $0 = true }
-                    }
-                } catch {
-                    logger.warning("storing photo \(photo.id) failed: \(error)")
                 }
             }
+            thread.name = "album-download"
+            thread.stackSize = 1024 * 1024
+            thread.start()
         }
         group.wait()
     }

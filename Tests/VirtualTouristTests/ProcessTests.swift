@@ -1,0 +1,58 @@
+import Foundation
+import PhotoFixture
+import Postgres
+import Testing
+import TestSupport
+@testable import VirtualTourist
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real executable, started and killed like an administrator (or the kernel) would.
+@Suite struct ProcessTests {
+    static var binary: String { TestApp.repositoryRoot + "/.build/debug/virtual-tourist" }
+
+    static func environment(database: String, fixture: PhotoFixture) -> [String: String] {
+        ["DATABASE_URL": database, "PORT": "0", "PHOTO_PROVIDER": "fixture", "FLICKR_API_URL": fixture.apiURL,
+         "WORKERS": "1", "ALBUM_LEASE_SECONDS": "2", "LOG_LEVEL": "warning",
+         "PUBLIC_DIR": TestApp.repositoryRoot + "/Public", "MIGRATIONS_DIR": TestApp.repositoryRoot + "/migrations"]
+    }
+
+    @Test func aKilledWorkerProcessLeavesNothingHalfDoneAfterARestart() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the app first (script/test does)")
+        var options = PhotoFixture.Options()
+        options.latency = 0.4  // slow enough to kill the process halfway through the album
+        let fixture = try PhotoFixture(options: options)
+        defer { fixture.stop() }
+        let database = try TestDatabase.migrated("kill")
+        let pool = PostgresPool(url: database, maxConnections: 2)
+        defer { pool.close() }
+        let user = try AccountStore(pool: pool).createUser(email: "kill@example.org", displayName: "K", password: "a long password")
+        let pin = try PinStore(pool: pool).create(for: user.id, lat: 35.0116, lon: 135.7681, placeName: "Kyoto, Japan")
+        #expect(try AlbumStore(pool: pool).startCollection(pinID: pin.id, userID: user.id) == .started)
+        func count(_ status: String) throws -> Int {
+            try pool.query("SELECT count(*) AS n FROM photos WHERE status = $1", [status])[0].decode("n")
+        }
+        let log = NSTemporaryDirectory() + "vt-kill-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+
+        let first = try ChildProcess([Self.binary, "serve"], environment: Self.environment(database: database, fixture: fixture), logPath: log)
+        let started = eventually(timeout: 30) { ((try? count("ready")) ?? 0) >= 2 }
+        first.kill(SIGKILL)
+        #expect(started, "the first process never stored a photo: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        let readyAtKill = try count("ready")
+        #expect(readyAtKill < 30, "the album finished before the kill; the test proves nothing")
+        #expect(try count("pending") > 0)
+
+        let second = try ChildProcess([Self.binary, "serve"], environment: Self.environment(database: database, fixture: fixture), logPath: log)
+        defer { second.kill(SIGTERM) }
+        let finished = eventually(timeout: 60) {
+            (try? pool.query("SELECT status FROM pins")[0].decode("status", as: String.self)) == "ready"
+        }
+        #expect(finished, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(try count("ready") == 30)
+        #expect(try count("pending") == 0)
+        #expect(try pool.query("SELECT count(*) AS n FROM photos")[0].decode("n", as: Int.self) == 30)
+        #expect(try pool.query("SELECT count(*) AS n FROM album_jobs WHERE state = 'done'")[0].decode("n", as: Int.self) == 1)
+    }
+}
