@@ -42,7 +42,7 @@ let package = Package(
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),
         .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
-        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "Postgres", "Log"]),
+        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),

@@ -121,11 +121,13 @@ public final class PhotoFixture: Sendable {
         let page = max(Int(request.queryValue("page") ?? "") ?? 1, 1)
         let pages = lat < options.emptyBelowLatitude ? 0 : options.pages
         let place = Self.placeNumber(lat: lat, lon: lon)
+        // Image addresses on the host the client used, so they work behind Docker's names too.
+        let origin = request.headers["Host"].map { "http://\($0)" } ?? baseURL
         var photos: [String] = []
         if page <= pages {
             for index in 0..<perPage {
                 let id = place * 1_000_000 + page * 1000 + index
-                let image = "\(baseURL)/photos/\(id)"
+                let image = "\(origin)/photos/\(id)"
                 // Flickr's own quirks: numbers as strings, some extras missing.
                 photos.append("""
                     {"id":"\(id)","owner":"\(10_000 + id % 97)@N0\(id % 7)","secret":"f1x","server":"65535","farm":66,\

@@ -2,10 +2,16 @@ import HTTPClient
 import HTTPServer
 import Log
 import Postgres
+import Synchronization
+import Dispatch
 
 /// Settings the app layer needs (the executable reads them from the environment).
 public struct AppSettings: Sendable {
     public var publicDirectory = "Public"
+    public var migrationsDirectory = "migrations"
+    /// Lets /metrics be read from anywhere with "Authorization: Bearer TOKEN" (local addresses
+    /// need no token).
+    public var metricsToken: String?
     /// The address people use (https://photos.example.org); https makes cookies Secure.
     public var publicURL: String?
     /// Force Secure cookies (behind a TLS-terminating proxy without PUBLIC_URL).
@@ -19,6 +25,8 @@ public struct AppSettings: Sendable {
     public var flickrAPIKey = ""
     public var flickrAPIURL = FlickrProvider.defaultAPIURL
     public var workers = AlbumWorkers.Settings()
+    /// Photos older than this many days are deleted hourly (0: kept until removed).
+    public var photoRetentionDays = 0
     public var httpClient = HTTPClient.Options()
 
     public init() {}
@@ -36,21 +44,50 @@ public final class App: Sendable {
     public let albums: AlbumStore
     public let workers: AlbumWorkers
     public let events: AlbumEvents
+    public let metrics: Metrics
     private let listener: PostgresListener
+    private let connectionCount = ConnectionGauge()
+    private let retention: PhotoRetention
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
         albums = AlbumStore(pool: pool)
         events = AlbumEvents()
+        let metrics = Metrics()
+        self.metrics = metrics
         let client = HTTPClient(options: settings.httpClient)
         let provider: any PhotoProvider = FlickrProvider(
             apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
             apiURL: settings.flickrAPIURL, client: client)
-        workers = AlbumWorkers(store: albums, provider: provider, client: client, settings: settings.workers)
+        workers = AlbumWorkers(store: albums, provider: provider, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
+        retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure)
         web.plain("/healthz") { _ in .text("ok") }
+        // Ready for traffic: the database answers and every migration is applied.
+        let migrations = settings.migrationsDirectory
+        web.plain("/readyz") { _ in
+            do {
+                let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
+                return upToDate ? .text("ready") : .text("not ready: migrations are pending", status: .serviceUnavailable)
+            } catch {
+                return .text("not ready: the database cannot be reached", status: .serviceUnavailable)
+            }
+        }
+        let counter = connectionCount, token = settings.metricsToken
+        web.plain("/metrics") { request in
+            let authorized = token.map { request.headers["Authorization"] == "Bearer \($0)" } ?? false
+            guard Metrics.isLocal(request.remoteAddress) || authorized else { throw HTTPError.notFound }
+            var jobs: [String: Int] = [:]
+            for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
+                jobs[try row.decode("state")] = try row.decode("n")
+            }
+            let text = metrics.render(openConnections: counter.read(), pool: pool.statistics, jobs: jobs)
+            var response = HTTPResponse.text(text)
+            response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            return response
+        }
         web.addAccountRoutes()
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
         web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings)
@@ -59,6 +96,19 @@ public final class App: Sendable {
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
         handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
+    }
+
+    /// Lets /metrics report the server's open connections, and counts every response.
+    public func attach(to configuration: inout ServerConfiguration) {
+        let metrics = metrics, log = configuration.accessLog
+        configuration.accessLog = { entry in
+            metrics.record(entry)
+            log?(entry)
+        }
+    }
+
+    public func attach(server: HTTPServer) {
+        connectionCount.source.withLock { $0 = { server.openConnections } }
     }
 
     /// Starts the album workers and the LISTEN connection that wakes them and feeds live pages.
@@ -70,9 +120,11 @@ public final class App: Sendable {
         // Notifications sent while the connection was down are lost: look for work at once.
         listener.onReconnect { workers.notify() }
         workers.start()
+        retention.start()
     }
 
     public func stopBackgroundWork() {
+        retention.stop()
         workers.stop()
         listener.stop()
     }
@@ -96,5 +148,43 @@ struct DatabaseBusy: Middleware {
             throw HTTPError(.serviceUnavailable, "The server is busy right now. Please try again in a moment.",
                             headers: ["Retry-After": "2"])
         }
+    }
+}
+
+/// Where /metrics reads the open connection count (the server is made after the app).
+final class ConnectionGauge: Sendable {
+    let source = Mutex<(@Sendable () -> Int)?>(nil)
+    func read() -> Int { source.withLock { $0?() ?? 0 } }
+}
+
+/// Deletes photos older than the retention period, hourly (Flickr asks that copies be kept only
+/// "for reasonable periods"). Every instance may run it; the DELETE is idempotent.
+final class PhotoRetention: @unchecked Sendable {
+    let pool: PostgresPool
+    let days: Int
+    private let queue = DispatchQueue(label: "photo-retention")
+    private var timer: (any DispatchSourceTimer)?
+
+    init(pool: PostgresPool, days: Int) {
+        self.pool = pool
+        self.days = days
+    }
+
+    func start() {
+        guard days > 0 else { return }
+        queue.sync {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + 60, repeating: 3600)
+            timer.setEventHandler { [weak self] in self?.purge() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    func stop() { queue.sync { timer?.cancel(); timer = nil } }
+
+    @discardableResult
+    func purge() -> Int {
+        (try? pool.query("DELETE FROM photos WHERE created_at < now() - make_interval(days => $1::int)", [days]).affectedRows) ?? 0
     }
 }

@@ -21,6 +21,8 @@ struct Configuration {
     var flickrAPIURL = "https://api.flickr.com/services/rest/"
     var workers = 2
     var albumLeaseSeconds = 60
+    var metricsToken: String?
+    var photoRetentionDays = 0
     var tileAttribution = ""
 
     struct Invalid: Error, CustomStringConvertible {
@@ -59,6 +61,11 @@ struct Configuration {
             guard let n = Int(v), (1...3600).contains(n) else { throw Invalid(description: "ALBUM_LEASE_SECONDS must be 1–3600, not \(v)") }
             c.albumLeaseSeconds = n
         }),
+        ("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", { c, v in
+            guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
+            c.photoRetentionDays = n
+        }),
+        ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.metricsToken = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
+import HTTPClient
 import HTTPServer
 import Log
 import Postgres
@@ -31,6 +32,12 @@ case "serve":
 case "migrate":
     let applied = migrate(configuration)
     print(applied.isEmpty ? "the database is up to date" : "applied \(applied.count) migration(s)")
+case "healthcheck":
+    // For Docker's HEALTHCHECK: the slim image has no curl, so the binary asks itself.
+    var options = HTTPClient.Options()
+    options.totalTimeout = 3
+    let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/healthz")
+    exit(response?.status == 200 ? 0 : 1)
 case "help", "-h", "--help":
     print(Configuration.usage)
 default:
@@ -65,6 +72,9 @@ func serve(_ configuration: Configuration) -> Never {
     let pool = PostgresPool(url: url, maxConnections: configuration.databasePoolSize)
     var settings = AppSettings()
     settings.publicDirectory = configuration.publicDirectory
+    settings.migrationsDirectory = configuration.migrationsDirectory
+    settings.metricsToken = configuration.metricsToken
+    settings.photoRetentionDays = configuration.photoRetentionDays
     settings.publicURL = configuration.publicURL
     settings.secureCookies = configuration.secureCookies
     settings.tileURL = configuration.tileURL
@@ -83,7 +93,9 @@ func serve(_ configuration: Configuration) -> Never {
     } catch {
         fail("cannot start the album workers: \(error)")
     }
+    app.attach(to: &serverConfiguration)
     let server = HTTPServer(configuration: serverConfiguration, handler: app.handler)
+    app.attach(server: server)
     do {
         try server.start()
     } catch {

@@ -33,7 +33,8 @@ import TestSupport
         // Adding a recipe to the doc without a check here fails: each block is claimed below.
         let claimed = ["ORDER BY u.created_at DESC", "gen_salt('bf')", "SET disabled_at = now()",
                        "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
-                       "GROUP BY email_key", "DELETE FROM sign_in_failures"]
+                       "GROUP BY email_key", "DELETE FROM sign_in_failures", "ORDER BY photo_bytes DESC",
+                       "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -130,5 +131,52 @@ import TestSupport
         #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 429)
         try run(app, try Self.recipe(containing: "DELETE FROM sign_in_failures"))
         #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 303)
+    }
+
+    @Test func storagePerPersonAndPurgingOldPhotos() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp(email: "person@example.org")
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        let rows = try app.pool.query(try Self.recipe(containing: "ORDER BY photo_bytes DESC"))
+        #expect(try rows[0].decode("photos", as: Int.self) == 30)
+        #expect(try rows[0].decode("stored", as: String.self).hasSuffix("kB") || rows[0].decode("stored", as: String.self).hasSuffix("MB"))
+        try app.pool.query("UPDATE photos SET created_at = now() - interval '200 days' WHERE position < 10")
+        try run(app, try Self.recipe(containing: "DELETE FROM photos WHERE created_at"))
+        #expect(try app.count("SELECT count(*) FROM photos") == 20)
+    }
+
+    @Test func failedJobsAreListedRetriedAndStopped() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp(email: "person@example.org")
+        app.fixture.setSearchFault(.invalidKey)
+        let pin = try AlbumTests.dropPin(browser)
+        #expect(try AlbumTests.settled(browser, pin: pin).status == "failed")
+        let listed = try app.pool.query(try Self.recipe(containing: "FROM admin_jobs"))
+        #expect(listed.count == 1)
+        #expect(try listed[0].decode("last_error", as: String.self).lowercased().contains("invalid flickr api key"))
+        // The key is fixed; the retry recipe brings the album.
+        app.fixture.setSearchFault(.none)
+        try run(app, try Self.recipe(containing: "WITH retried"))
+        let album = try AlbumTests.settled(browser, pin: pin)
+        #expect(album.status == "ready")
+        #expect(album.count("ready") == 30)
+        #expect(try app.pool.query(try Self.recipe(containing: "FROM admin_jobs")).isEmpty)
+    }
+
+    @Test func stoppingAPersonsAlbums() throws {
+        // No workers: the job stays queued until the recipe stops it.
+        let app = try TestApp(workers: false)
+        let browser = try app.signedUp(email: "person@example.org")
+        let other = try app.signedUp(email: "other@example.org")
+        let pin = try AlbumTests.dropPin(browser)
+        let otherPin = try AlbumTests.dropPin(other)
+        try run(app, try Self.recipe(containing: "WITH stopped"))
+        let album = try AlbumTests.state(browser, pin: pin)
+        #expect(album.status == "failed")
+        #expect(album.error == "Stopped by the administrator.")
+        #expect(try browser.get("/pins/\(pin)").body.contains("Retry"))
+        #expect(try AlbumTests.state(other, pin: otherPin).status == "downloading")
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE state = 'cancelled'") == 1)
     }
 }

@@ -16,13 +16,14 @@ final class TestApp {
 
     /// `workers`: run the album workers (off by default, so tests that compare table contents
     /// before and after a request see no background writes).
-    init(workers: Bool = false, fixture options: PhotoFixture.Options = PhotoFixture.Options(),
+    init(workers: Bool = false, fixture options: PhotoFixture.Options = PhotoFixture.Options(), database: String? = nil,
          configure: (inout AppSettings) -> Void = { _ in }) throws {
-        let url = try TestDatabase.migrated("app")
+        let url = try database ?? TestDatabase.migrated("app")
         pool = PostgresPool(url: url, maxConnections: 8)
         fixture = try PhotoFixture(options: options)
         var settings = AppSettings()
         settings.publicDirectory = TestApp.repositoryRoot + "/Public"
+        settings.migrationsDirectory = TestApp.repositoryRoot + "/migrations"
         settings.photoProvider = "fixture"
         settings.flickrAPIURL = fixture.apiURL
         settings.workers.sweepSeconds = 0.5
@@ -37,7 +38,9 @@ final class TestApp {
         configuration.port = 0
         configuration.errorPage = App.errorPage
         configuration.accessLog = nil
+        app.attach(to: &configuration)
         server = HTTPServer(configuration: configuration, handler: app.handler)
+        app.attach(server: server)
         try server.start()
     }
 

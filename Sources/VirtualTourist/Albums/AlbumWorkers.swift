@@ -35,7 +35,11 @@ public final class AlbumWorkers: @unchecked Sendable {
     private let state = Mutex((running: false, wakeups: 0, active: 0))
     private var threads: [Thread] = []
 
-    public init(store: AlbumStore, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings()) {
+    let metrics: Metrics?
+
+    public init(store: AlbumStore, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings(),
+                metrics: Metrics? = nil) {
+        self.metrics = metrics
         self.store = store
         self.provider = provider
         self.client = client
@@ -157,8 +161,10 @@ public final class AlbumWorkers: @unchecked Sendable {
                     do {
                         switch fetchImage(photo.url) {
                         case .success(let (bytes, info)):
+                            metrics?.download(succeeded: true)
                             try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
                         case .failure(let reason):
+                            metrics?.download(succeeded: false)
                             try store.failPhoto(photoID: photo.id, job: job, reason: reason)
                         }
                         if try !store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) {

@@ -1,0 +1,42 @@
+# Virtual Tourist: build with the official Swift 6 image for Debian bookworm, run on bookworm-slim.
+# System packages come from script/packages.txt, the list script/bootstrap installs from too.
+
+FROM swift:6.1-bookworm AS build
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /src
+COPY script/packages.txt script/bootstrap script/
+# script/bootstrap runs apt-get for the "build" packages (libpq-dev, libcurl4-openssl-dev, …);
+# their versions are Debian bookworm's, pinned by the base image.
+RUN script/bootstrap build && rm -rf /var/lib/apt/lists/*
+COPY Package.swift ./
+COPY Sources Sources
+RUN swift build -c release --static-swift-stdlib --product virtual-tourist \
+ && swift build -c release --static-swift-stdlib --product photo-fixture \
+ && mkdir -p /out/bin \
+ && cp "$(swift build -c release --show-bin-path)/virtual-tourist" "$(swift build -c release --show-bin-path)/photo-fixture" /out/bin/
+
+FROM debian:bookworm-slim
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY script/packages.txt /tmp/packages.txt
+# Only the runtime libraries ("run" lines: libpq5, libcurl4, libcrypt1, zlib1g, ca-certificates).
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && awk '$1 == "run" { print $2 }' /tmp/packages.txt | xargs apt-get install -y --no-install-recommends \
+ && rm -rf /var/lib/apt/lists/* /tmp/packages.txt \
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist
+WORKDIR /app
+COPY --from=build /out/bin/ /app/bin/
+COPY Public Public
+COPY migrations migrations
+COPY Sources/PhotoFixture/Photos fixture-photos
+ENV HOST=0.0.0.0 \
+    PORT=8080 \
+    PUBLIC_DIR=/app/Public \
+    MIGRATIONS_DIR=/app/migrations
+USER 10001
+EXPOSE 8080
+# docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 CMD ["/app/bin/virtual-tourist", "healthcheck"]
+# Migrations run at start (serve applies pending ones under an advisory lock).
+CMD ["/app/bin/virtual-tourist", "serve"]

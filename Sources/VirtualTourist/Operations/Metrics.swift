@@ -1,0 +1,75 @@
+import Foundation
+import HTTPServer
+import Postgres
+import Synchronization
+
+/// Counters and a latency histogram in the Prometheus text format (version 0.0.4), kept by hand:
+/// a dozen series do not need a metrics library.
+public final class Metrics: Sendable {
+    /// Upper bounds of the request latency buckets, in seconds.
+    static let buckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+    private struct State {
+        var requests: [Int: Int] = [:]            // status → count
+        var latencyBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
+        var latencyCount = 0
+        var latencySum = 0.0
+        var downloadsOK = 0
+        var downloadsFailed = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Feeds the access log: one call per response.
+    public func record(_ entry: AccessLogEntry) {
+        state.withLock { s in
+            s.requests[entry.status, default: 0] += 1
+            for (i, bound) in Self.buckets.enumerated() where entry.seconds <= bound { s.latencyBuckets[i] += 1 }
+            s.latencyCount += 1
+            s.latencySum += entry.seconds
+        }
+    }
+
+    public func download(succeeded: Bool) {
+        state.withLock { succeeded ? ($0.downloadsOK += 1) : ($0.downloadsFailed += 1) }
+    }
+
+    /// The exposition; `gauges` adds what is read at scrape time (connections, pool, jobs).
+    public func render(openConnections: Int, pool: PostgresPool.Statistics, jobs: [String: Int]) -> String {
+        let s = state.withLock { $0 }
+        var out = ""
+        out += "# HELP vt_http_requests_total HTTP responses by status code.\n# TYPE vt_http_requests_total counter\n"
+        for (status, count) in s.requests.sorted(by: { $0.key < $1.key }) {
+            out += "vt_http_requests_total{status=\"\(status)\"} \(count)\n"
+        }
+        out += "# HELP vt_http_request_duration_seconds Time from a request's arrival to its response.\n"
+        out += "# TYPE vt_http_request_duration_seconds histogram\n"
+        for (i, bound) in Self.buckets.enumerated() {
+            out += "vt_http_request_duration_seconds_bucket{le=\"\(bound)\"} \(s.latencyBuckets[i])\n"
+        }
+        out += "vt_http_request_duration_seconds_bucket{le=\"+Inf\"} \(s.latencyCount)\n"
+        out += "vt_http_request_duration_seconds_sum \(s.latencySum)\nvt_http_request_duration_seconds_count \(s.latencyCount)\n"
+        out += "# HELP vt_http_open_connections Client connections open now.\n# TYPE vt_http_open_connections gauge\n"
+        out += "vt_http_open_connections \(openConnections)\n"
+        out += "# HELP vt_db_pool_connections Database connections of this instance by state.\n# TYPE vt_db_pool_connections gauge\n"
+        out += "vt_db_pool_connections{state=\"in_use\"} \(pool.inUse)\nvt_db_pool_connections{state=\"idle\"} \(pool.idle)\n"
+        out += "# HELP vt_db_pool_waiting Requests waiting for a database connection.\n# TYPE vt_db_pool_waiting gauge\n"
+        out += "vt_db_pool_waiting \(pool.waiting)\n"
+        out += "# HELP vt_album_jobs Album jobs in the database by state (all instances).\n# TYPE vt_album_jobs gauge\n"
+        for state in ["queued", "running", "done", "failed", "cancelled"] {
+            out += "vt_album_jobs{state=\"\(state)\"} \(jobs[state] ?? 0)\n"
+        }
+        out += "# HELP vt_photo_downloads_total Image downloads by this instance by result.\n# TYPE vt_photo_downloads_total counter\n"
+        out += "vt_photo_downloads_total{result=\"ok\"} \(s.downloadsOK)\nvt_photo_downloads_total{result=\"failed\"} \(s.downloadsFailed)\n"
+        return out
+    }
+
+    /// Loopback and private networks (a Prometheus next to the app, docker's bridge).
+    static func isLocal(_ address: String) -> Bool {
+        if address == "::1" || address.hasPrefix("127.") || address.hasPrefix("10.") || address.hasPrefix("192.168.") { return true }
+        if address.hasPrefix("::ffff:") { return isLocal(String(address.dropFirst(7))) }
+        if address.hasPrefix("172."), let second = Int(address.split(separator: ".").dropFirst().first ?? ""), (16...31).contains(second) { return true }
+        return address.hasPrefix("fc") || address.hasPrefix("fd")
+    }
+}
