@@ -43,8 +43,10 @@ function photoItem(photo) {
   if (photo.status === "ready") {
     const img = el("img", { src: `/photos/${photo.id}`, alt: title, loading: "lazy" });
     if (photo.width) { img.width = photo.width; img.height = photo.height; }
+    const credit = [photo.owner, photo.license].filter(Boolean).join(" · ");
     return el("li", { class: "photo", "data-id": photo.id, "data-status": "ready" },
-      el("a", { href: `/photos/${photo.id}/view` }, img), removeButton(photo));
+      el("a", { href: `/photos/${photo.id}/view`, title: `${title} — ${credit}` }, img, el("span", { class: "credit" }, credit)),
+      removeButton(photo));
   }
   if (photo.status === "failed") {
     return el("li", { class: "photo failed", "data-id": photo.id, "data-status": "failed" },

@@ -77,6 +77,7 @@ public final class PhotoFixture: Sendable {
         let fixture = Unchecked()
         router.get("/services/rest") { request in try fixture.value!.search(request) }
         router.get("/photos/:file") { request in try fixture.value!.image(request) }
+        router.get("/w/api.php") { request in try fixture.value!.commons(request) }
         server = HTTPServer(configuration: configuration, handler: router)
         fixture.value = self
         try server.start()
@@ -150,6 +151,39 @@ public final class PhotoFixture: Sendable {
     static func placeNumber(lat: Double, lon: Double) -> Int {
         let a = Int(((lat + 90) * 100).rounded()), b = Int(((lon + 180) * 100).rounded())
         return (a * 36_001 + b) % 9_000 + 1000
+    }
+
+    // MARK: Wikimedia Commons (action=query: list=geosearch, then prop=imageinfo)
+
+    private func commons(_ request: HTTPRequest) throws -> HTTPResponse {
+        counters.withLock { $0.searches += 1 }
+        wait()
+        let origin = request.headers["Host"].map { "http://\($0)" } ?? baseURL
+        if request.queryValue("list") == "geosearch" {
+            let coordinates = (request.queryValue("gscoord") ?? "").split(separator: "|").compactMap { Double($0) }
+            guard coordinates.count == 2 else { return .json(#"{"error":{"code":"badcoord","info":"Invalid coordinate provided"}}"#) }
+            let limit = min(Int(request.queryValue("gslimit") ?? "") ?? 10, 500)
+            let count = coordinates[0] < options.emptyBelowLatitude ? 0 : min(limit, options.pages * 30 > 500 ? 500 : options.pages * 30)
+            let place = Self.placeNumber(lat: coordinates[0], lon: coordinates[1])
+            let items = (0..<count).map { i in
+                #"{"pageid":\#(place * 1000 + i),"ns":6,"title":"File:Fixture \#(place)-\#(i + 1).jpg","lat":\#(coordinates[0]),"lon":\#(coordinates[1]),"dist":\#(i * 10)}"#
+            }
+            return .json(#"{"batchcomplete":true,"query":{"geosearch":[\#(items.joined(separator: ","))]}}"#)
+        }
+        let titles = (request.queryValue("titles") ?? "").split(separator: "|").map(String.init)
+        let pages = titles.compactMap { title -> String? in
+            let digits = title.split(separator: " ").last?.split(separator: ".").first?.split(separator: "-")
+            guard let digits, digits.count == 2, let place = Int(digits[0]), let index = Int(digits[1]) else { return nil }
+            let id = place * 1000 + index - 1
+            let escaped = title.replacingOccurrences(of: "\"", with: "\\\"")
+            return """
+                {"pageid":\(id),"ns":6,"title":"\(escaped)","imageinfo":[{"thumburl":"\(origin)/photos/\(id)_c.jpg","thumbwidth":640,\
+                "url":"\(origin)/photos/\(id)_c.jpg","descriptionurl":"https://commons.wikimedia.org/wiki/\(escaped.replacingOccurrences(of: " ", with: "_"))",\
+                "mime":"image/jpeg","extmetadata":{"Artist":{"value":"<a href=\\"https://commons.wikimedia.org/wiki/User:Fixture\\">Fixture &amp; Friends</a>"},\
+                "LicenseShortName":{"value":"CC BY-SA 4.0"},"ObjectName":{"value":"Commons fixture \(index)"}}}]}
+                """
+        }
+        return .json(#"{"batchcomplete":true,"query":{"pages":[\#(pages.joined(separator: ","))]}}"#)
     }
 
     // MARK: Images

@@ -20,10 +20,11 @@ public struct AppSettings: Sendable {
     public var tileURL = "none"
     /// Shown on the map when raster tiles are used (their licence usually requires it).
     public var tileAttribution = ""
-    /// flickr or fixture (a Flickr-compatible server at flickrAPIURL).
+    /// flickr, commons (Wikimedia Commons, no key) or fixture (a Flickr-compatible server at flickrAPIURL).
     public var photoProvider = "flickr"
     public var flickrAPIKey = ""
     public var flickrAPIURL = FlickrProvider.defaultAPIURL
+    public var commonsAPIURL = CommonsProvider.defaultAPIURL
     public var workers = AlbumWorkers.Settings()
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
@@ -55,10 +56,14 @@ public final class App: Sendable {
         events = AlbumEvents()
         let metrics = Metrics()
         self.metrics = metrics
-        let client = HTTPClient(options: settings.httpClient)
-        let provider: any PhotoProvider = FlickrProvider(
-            apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
-            apiURL: settings.flickrAPIURL, client: client)
+        var clientOptions = settings.httpClient
+        // Wikimedia's User-Agent policy: say what we are and how to reach the operator.
+        if let site = settings.publicURL { clientOptions.userAgent += " (instance: \(site))" }
+        let client = HTTPClient(options: clientOptions)
+        let provider: any PhotoProvider = settings.photoProvider == "commons"
+            ? CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
+            : FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
+                             apiURL: settings.flickrAPIURL, client: client)
         workers = AlbumWorkers(store: albums, provider: provider, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)

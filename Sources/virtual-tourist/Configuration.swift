@@ -19,6 +19,7 @@ struct Configuration {
     var photoProvider = "flickr"
     var flickrAPIKey = ""
     var flickrAPIURL = "https://api.flickr.com/services/rest/"
+    var commonsAPIURL = "https://commons.wikimedia.org/w/api.php"
     var workers = 2
     var albumLeaseSeconds = 60
     var metricsToken: String?
@@ -47,12 +48,13 @@ struct Configuration {
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
-        ("PHOTO_PROVIDER", "flickr, or fixture for the offline Flickr-compatible fixture (flickr)", { c, v in
-            guard ["flickr", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr or fixture, not \(v)") }
+        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr)", { c, v in
+            guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }
             c.photoProvider = v
         }),
         ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.flickrAPIKey = $1 }),
         ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.flickrAPIURL = $1 }),
+        ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.commonsAPIURL = $1 }),
         ("WORKERS", "album download workers per instance (2)", { c, v in
             guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
             c.workers = n

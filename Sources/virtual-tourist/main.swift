@@ -82,6 +82,7 @@ func serve(_ configuration: Configuration) -> Never {
     settings.photoProvider = configuration.photoProvider
     settings.flickrAPIKey = configuration.flickrAPIKey
     settings.flickrAPIURL = configuration.flickrAPIURL
+    settings.commonsAPIURL = configuration.commonsAPIURL
     settings.workers.workers = configuration.workers
     settings.workers.leaseSeconds = configuration.albumLeaseSeconds
     if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {

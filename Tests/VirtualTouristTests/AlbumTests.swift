@@ -283,6 +283,27 @@ import TestSupport
         _ = try Self.settled(browser, pin: pin)
     }
 
+    @Test func wikimediaCommonsFillsAlbumsWithCredits() throws {
+        let app = try TestApp(workers: true) { $0.photoProvider = "commons" }
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        let album = try Self.settled(browser, pin: pin)
+        #expect(album.status == "ready")
+        #expect(album.count("ready") == 30)
+        let view = try browser.get("/photos/\(album.ids[0])/view")
+        #expect(view.body.contains("Commons fixture 1"))
+        #expect(view.body.contains("Fixture &amp; Friends"))  // the HTML of extmetadata became text, then was escaped
+        #expect(view.body.contains("CC BY-SA 4.0"))
+        #expect(view.body.contains("https://commons.wikimedia.org/wiki/File:Fixture"))
+        #expect(!view.body.contains("not endorsed or certified by Flickr"))
+        // Paging through GeoSearch's results; the second page holds different files.
+        let picker = try browser.get("/pins/\(pin)/picker?page=2")
+        #expect(picker.body.contains("Page 2 of 17"))
+        #expect(CommonsProvider.plainText("<a href=\"x\">Jane &amp; Joe</a> ") == "Jane & Joe")
+        // No photos near the South Pole.
+        #expect(try Self.settled(browser, pin: try Self.dropPin(browser, lat: -75, lon: 0)).status == "empty")
+    }
+
     @Test func imagesAreSniffedNotTrusted() throws {
         let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg"))
         #expect(ImageInspector.inspect(Array(jpeg)) == ImageInfo(contentType: "image/jpeg", width: 451, height: 300))

@@ -26,6 +26,7 @@ final class TestApp {
         settings.migrationsDirectory = TestApp.repositoryRoot + "/migrations"
         settings.photoProvider = "fixture"
         settings.flickrAPIURL = fixture.apiURL
+        settings.commonsAPIURL = fixture.baseURL + "/w/api.php"
         settings.workers.sweepSeconds = 0.5
         settings.workers.retryBaseSeconds = 0
         settings.workers.maxAttempts = 3

@@ -150,7 +150,8 @@ public final class AlbumWorkers: @unchecked Sendable {
         let next = Mutex(0)
         let stale = Mutex(false)
         let group = DispatchGroup()
-        for _ in 0..<min(pending.count, settings.downloadsPerAlbum) {
+        let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
+        for _ in 0..<min(pending.count, width) {
             group.enter()
             let thread = Thread { [self] in
                 defer { group.leave() }

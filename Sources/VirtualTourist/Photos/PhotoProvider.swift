@@ -32,6 +32,12 @@ public protocol PhotoProvider: Sendable {
     var imageOrigins: [String] { get }
     var photosPerPage: Int { get }
     func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage
+    /// Images of one album downloaded at once, when the provider asks for restraint.
+    var downloadConcurrency: Int? { get }
+}
+
+extension PhotoProvider {
+    public var downloadConcurrency: Int? { nil }
 }
 
 public enum PhotoProviderError: Error, Equatable, CustomStringConvertible {

@@ -82,9 +82,11 @@ enum AlbumPages {
         switch photo.status {
         case "ready":
             let size: HTML = photo.width.flatMap { w in photo.height.map { h in " width=\"\(w)\" height=\"\(h)\"" as HTML } } ?? .empty
+            let credit = [photo.ownerName, photo.license].filter { !$0.isEmpty }.joined(separator: " · ")
             return """
                 <li class="photo" data-id="\(id)" data-status="ready">
-                <a href="/photos/\(id)/view"><img src="/photos/\(id)" alt="\(title)"\(size) loading="lazy"></a>
+                <a href="/photos/\(id)/view" title="\(title) — \(credit)"><img src="/photos/\(id)" alt="\(title)"\(size) loading="lazy">
+                <span class="credit">\(credit)</span></a>
                 <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
                 <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
                 </li>

@@ -143,6 +143,8 @@ struct AlbumJSON: Codable {
         let id: Int64
         let status: String
         let title: String
+        let owner: String
+        let license: String
         let width: Int?
         let height: Int?
     }
@@ -152,6 +154,7 @@ struct AlbumJSON: Codable {
         error = album.error
         page = album.page
         totalPages = album.totalPages
-        photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, width: $0.width, height: $0.height) }
+        photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, owner: $0.ownerName, license: $0.license,
+                                           width: $0.width, height: $0.height) }
     }
 }
