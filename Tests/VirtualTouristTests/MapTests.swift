@@ -17,6 +17,7 @@ import TestSupport
         #expect(first.body.contains("data-lat=\"25.0\" data-lon=\"10.0\" data-zoom=\"2.0\""))
         #expect(first.body.contains("<canvas id=\"map-canvas\""))
         #expect(first.body.contains("<script type=\"module\" src=\"/js/app.js\"></script>"))
+        #expect(first.body.contains("Natural Earth") && first.body.contains("GeoNames"))  // the built-in map credits its sources
         let token = try #require(first.csrfToken)
         let saved = try browser.post("/region", form: [("_csrf", token), ("lat", "35.0116"), ("lon", "135.7681"), ("zoom", "9.5")])
         #expect(saved.status == 204)

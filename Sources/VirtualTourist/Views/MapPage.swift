@@ -35,7 +35,7 @@ enum MapPage {
             <button type="button" id="zoom-out" aria-label="Zoom out">−</button>
             </div>
             <p class="map-hint" id="map-hint">Press and hold anywhere to drop a pin</p>
-            <div class="map-attribution" id="map-attribution">\(model.tileAttribution)</div>
+            <div class="map-attribution" id="map-attribution">\(attribution(model))</div>
             <div id="pin-card" class="pin-card" role="dialog" aria-modal="false" aria-labelledby="pin-card-title" hidden></div>
             <div id="map-toast" class="toast" role="status" aria-live="polite" hidden></div>
             </div>
@@ -73,6 +73,13 @@ enum MapPage {
             </form>
             </section>
             """
+    }
+
+    /// The built-in map credits its sources; raster tiles credit whoever the operator configured.
+    static func attribution(_ model: Model) -> HTML {
+        let builtIn: HTML = "Map: <a href=\"https://www.naturalearthdata.com/\">Natural Earth</a> · Places: <a href=\"https://www.geonames.org/\">GeoNames</a>"
+        if model.tileURL == "none" { return builtIn }
+        return model.tileAttribution.isEmpty ? builtIn : "\(model.tileAttribution)"
     }
 
     static func photoCount(_ n: Int) -> String { n == 1 ? "1 photo" : "\(n) photos" }
