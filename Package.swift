@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),
         .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
         .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

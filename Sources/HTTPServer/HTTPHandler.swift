@@ -83,17 +83,21 @@ public enum DefaultErrorPage {
         return .html(html, status: status)
     }
 
-    static func escape(_ s: String) -> String {
+    /// Escapes the five characters that matter in HTML text and quoted attribute values.
+    public static func escape(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) else {
+            return text
+        }
         var out = ""
-        out.reserveCapacity(s.utf8.count)
-        for c in s {
-            switch c {
+        out.reserveCapacity(text.utf8.count + 16)
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
             case "'": out += "&#39;"
-            default: out.append(c)
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 @testable import HTTPServer
+import TestSupport
 
 /// A deliberately raw HTTP client: it writes exactly the bytes a test gives it and reads responses
 /// with its own small parser, so tests control framing, timing and hang-ups byte for byte.
@@ -20,21 +21,7 @@ final class TestClient {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
     init(port: Int, timeout: Double = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket") }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            Glibc.close(fd)
-            throw Failure(description: "connect: \(String(cString: strerror(errno)))")
-        }
+        fd = try connectLoopback(port: port, receiveTimeout: timeout)
     }
 
     deinit { Glibc.close(fd) }

@@ -100,30 +100,13 @@ public final class TemporaryCluster {
     }
 }
 
-/// Runs a command to completion with posix_spawn and waitpid. Foundation's Process is avoided on
-/// purpose: its waitUntilExit can hang on Linux when the child has already exited (seen here with
-/// runuser + pg_ctl), and its pipe would be inherited by the postgres daemon pg_ctl leaves behind.
-/// Output goes to a temporary file for the same reason.
+/// Runs a command to completion; its exit code and output (stdout and stderr together).
 public func runProcess(_ command: [String]) throws -> (status: Int32, output: String) {
     let logPath = "/tmp/vt-process-\(UUID().uuidString).log"
     defer { unlink(logPath) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
-    guard spawned == 0 else { throw TemporaryCluster.Failure(description: "cannot start \(command[0]): errno \(spawned)") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let status = try ChildProcess(command, environment: [:], logPath: logPath).wait()
     let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-    // WIFEXITED / WEXITSTATUS are macros Swift cannot import.
-    let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (exitCode, output)
+    return (status, output)
 }
 
 /// Polls until `condition` holds or `timeout` passes.
@@ -140,7 +123,9 @@ public func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
 public final class ChildProcess {
     public let pid: pid_t
 
-    /// Starts `command` with extra environment variables; output goes to `logPath`.
+    /// Starts `command` with extra environment variables; output goes to `logPath`. Not Foundation's
+    /// Process: its waitUntilExit can hang on Linux when the child has already exited (seen here
+    /// with runuser + pg_ctl), and its pipe would be inherited by daemons the child leaves behind.
     public init(_ command: [String], environment: [String: String], logPath: String) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -159,10 +144,18 @@ public final class ChildProcess {
         self.pid = pid
     }
 
+    /// Waits for the process to end; its exit code (128 + the signal when killed by one).
+    @discardableResult
+    public func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS are macros Swift cannot import.
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
     /// Sends a signal and reaps the process.
     public func kill(_ signal: Int32 = SIGKILL) {
         Glibc.kill(pid, signal)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        wait()
     }
 }

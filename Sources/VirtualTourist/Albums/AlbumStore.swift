@@ -123,14 +123,7 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1 AND user_id = $2 RETURNING generation
                 """, [pinID, userID])[0].decode("generation")
             try db.query("DELETE FROM photos WHERE pin_id = $1 AND user_id = $2", [pinID, userID])
-            try db.query("""
-                UPDATE album_jobs SET state = 'cancelled', finished_at = now()
-                WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
-                """, [pinID, userID])
-            try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, 'collection')",
-                         [pinID, userID, generation])
-            try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)",
-                         [Self.jobsChannel, Self.eventsChannel, "\(userID):\(pinID)"])
+            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: "collection")
             return .started
         }
     }
@@ -157,16 +150,21 @@ public struct AlbumStore: Sendable {
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = 'downloading', error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
                          [pinID, userID])
-            try db.query("""
-                UPDATE album_jobs SET state = 'cancelled', finished_at = now()
-                WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
-                """, [pinID, userID])
-            try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, 'photos')",
-                         [pinID, userID, generation])
-            try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)",
-                         [Self.jobsChannel, Self.eventsChannel, "\(userID):\(pinID)"])
+            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: "photos")
             return added
         }
+    }
+
+    /// Cancels the pin's live job and queues `kind` in its place (one live job per pin), then wakes
+    /// the workers and the watching pages — both delivered when the transaction commits.
+    private static func replaceJob(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int, kind: String) throws {
+        try db.query("""
+            UPDATE album_jobs SET state = 'cancelled', finished_at = now()
+            WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
+            """, [pinID, userID])
+        try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)",
+                     [pinID, userID, generation, kind])
+        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, "\(userID):\(pinID)"])
     }
 
     /// Remote ids already in the album (the picker marks them).

@@ -24,8 +24,7 @@ public struct CommonsProvider: PhotoProvider {
 
     public var imageOrigins: [String] {
         if apiURL.hasPrefix("https://commons.wikimedia.org") { return ["https://upload.wikimedia.org"] }
-        guard let url = URL(string: apiURL), let scheme = url.scheme, let host = url.host else { return [] }
-        return ["\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"]
+        return origin(of: apiURL).map { [$0] } ?? []
     }
 
     public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
@@ -76,14 +75,7 @@ public struct CommonsProvider: PhotoProvider {
         var components = URLComponents(string: apiURL)
         components?.queryItems = parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad COMMONS_API_URL") }
-        let response: HTTPClientResponse
-        do {
-            response = try client.get(url)
-        } catch {
-            throw PhotoProviderError.transport("\(error)")
-        }
-        guard response.status == 200 else { throw PhotoProviderError.unexpectedStatus(response.status) }
-        guard let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] else {
+        guard let json = (try? JSONSerialization.jsonObject(with: Data(try fetchAnswer(url, client: client)))) as? [String: Any] else {
             throw PhotoProviderError.malformed("not JSON")
         }
         if let error = json["error"] as? [String: Any] {

@@ -92,8 +92,7 @@ public struct FlickrProvider: PhotoProvider {
     public var imageOrigins: [String] {
         if apiURL.hasPrefix("https://api.flickr.com") { return ["https://live.staticflickr.com", "https://*.staticflickr.com"] }
         // A Flickr-compatible server (the fixture) serves its images itself.
-        guard let url = URL(string: apiURL), let scheme = url.scheme, let host = url.host else { return [] }
-        return ["\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"]
+        return origin(of: apiURL).map { [$0] } ?? []
     }
 
     public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
@@ -108,14 +107,7 @@ public struct FlickrProvider: PhotoProvider {
             ("format", "json"), ("nojsoncallback", "1"),
         ].map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        let response: HTTPClientResponse
-        do {
-            response = try client.get(url)
-        } catch {
-            throw PhotoProviderError.transport("\(error)")
-        }
-        guard response.status == 200 else { throw PhotoProviderError.unexpectedStatus(response.status) }
-        return try Self.parse(response.body, perPage: photosPerPage)
+        return try Self.parse(try fetchAnswer(url, client: client), perPage: photosPerPage)
     }
 
     /// Reads a photos.search answer. Flickr is loose with types ("150" or 150, "" for 0), so
@@ -168,6 +160,24 @@ public struct FlickrProvider: PhotoProvider {
         default: return "All rights reserved"
         }
     }
+}
+
+/// One provider request: the body of a 200 answer, or the error a provider reports.
+func fetchAnswer(_ url: String, client: HTTPClient) throws -> [UInt8] {
+    let response: HTTPClientResponse
+    do {
+        response = try client.get(url)
+    } catch {
+        throw PhotoProviderError.transport("\(error)")
+    }
+    guard response.status == 200 else { throw PhotoProviderError.unexpectedStatus(response.status) }
+    return response.body
+}
+
+/// scheme://host[:port] of an address, for the Content-Security-Policy.
+func origin(of address: String) -> String? {
+    guard let url = URL(string: address), let scheme = url.scheme, let host = url.host else { return nil }
+    return "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"
 }
 
 func lenientInt(_ value: Any?) -> Int? {

@@ -1,3 +1,5 @@
+import HTTPServer
+
 /// A fragment of HTML. Interpolating a String escapes it; interpolating HTML inserts it as it is.
 /// Escaping is therefore the default and trusted markup has to say so by type, which is why the
 /// views use this rather than a template language (docs/architecture.md).
@@ -41,25 +43,9 @@ public struct HTML: Sendable, ExpressibleByStringInterpolation {
         public mutating func appendInterpolation(_ html: HTML?) { output += html?.rendered ?? "" }
     }
 
-    /// Escapes the five characters that matter in text and in quoted attribute values.
-    public static func escape(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) else {
-            return text
-        }
-        var out = ""
-        out.reserveCapacity(text.utf8.count + 16)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
+    /// Escapes the five characters that matter in text and in quoted attribute values (the same
+    /// function the server's own error pages use).
+    public static func escape(_ text: String) -> String { DefaultErrorPage.escape(text) }
 }
 
 extension Array where Element == HTML {
