@@ -24,6 +24,9 @@ public final class PhotoFixture: Sendable {
     public struct Options: Sendable {
         /// Seconds to wait before every answer (search and image).
         public var latency: Double = 0
+        /// Extra seconds per position in the page for images (image n of a page waits n × this), so
+        /// an album's photos arrive one after another instead of all at once.
+        public var imageStagger: Double = 0
         /// Pages of results for any coordinate.
         public var pages = 40
         /// South of this latitude there are no photos (the Southern Ocean), for "No photos found".
@@ -194,6 +197,7 @@ public final class PhotoFixture: Sendable {
         if Double.random(in: 0..<1) < options.errorRate { return .text("Internal Server Error", status: .internalServerError) }
         let name = request.parameters["file"] ?? ""
         guard let id = Int(name.prefix { $0.isNumber }) else { throw HTTPError.notFound }
+        if options.imageStagger > 0 { usleep(UInt32(options.imageStagger * Double(id % 1000) * 1_000_000)) }
         // Vary with the page too, so New Collection looks different, not just numbered differently.
         let bytes = images[(id % 1000 + id / 1000) % images.count]
         let faulty = options.imageFault != .none && count % max(options.faultyImageEvery, 1) == 0

@@ -21,7 +21,7 @@ import Glibc
     @Test func aKilledWorkerProcessLeavesNothingHalfDoneAfterARestart() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the app first (script/test does)")
         var options = PhotoFixture.Options()
-        options.latency = 0.4  // slow enough to kill the process halfway through the album
+        options.imageStagger = 0.2  // photos arrive one every 200 ms: time to kill the process halfway
         let fixture = try PhotoFixture(options: options)
         defer { fixture.stop() }
         let database = try TestDatabase.migrated("kill")
