@@ -466,6 +466,8 @@ struct ConnectionStateMachine {
         guard !isClosed else { return }
         answering = .closed
         pending.removeAll()
+        output = []
+        outputOffset = 0
         actions.close = true
     }
 
