@@ -164,7 +164,7 @@ public struct AlbumStore: Sendable {
             """, [pinID, userID])
         try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)",
                      [pinID, userID, generation, kind])
-        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, "\(userID):\(pinID)"])
+        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
     }
 
     /// Remote ids already in the album (the picker marks them).
@@ -243,7 +243,7 @@ public struct AlbumStore: Sendable {
                     """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
                           photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken])
             }
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
             return true
         }
     }
@@ -285,7 +285,7 @@ public struct AlbumStore: Sendable {
                 UPDATE album_jobs SET state = 'done', finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
                 WHERE id = $1
                 """, [job.id])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
         }
     }
 
@@ -314,12 +314,12 @@ public struct AlbumStore: Sendable {
                 UPDATE pins SET status = 'failed', error = $4, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
                 """, [job.pinID, job.userID, job.generation, reason])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
         }
     }
 
     func notifyEvent(userID: Int64, pinID: Int64) throws {
-        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(userID):\(pinID)"])
+        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
     }
 
     private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {

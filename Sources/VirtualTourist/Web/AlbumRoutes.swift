@@ -27,10 +27,12 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
-            let userID = context.user.id
+            let change = AlbumChange(userID: context.user.id, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
-                events.subscribe(userID: userID, pinID: id, stream)
-                stream.send(event: "change", data: "\(userID):\(id)")  // catch up on anything missed
+                let watcher = StreamWatcher(stream)
+                events.watch(change, watcher)
+                stream.onClose { events.stopWatching(change, watcher) }
+                watcher.albumChanged(change)  // catch up on anything missed
             }
             response.headers.set("Cache-Control", "no-store")
             return response
@@ -156,5 +158,17 @@ struct AlbumJSON: Codable {
         totalPages = album.totalPages
         photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, owner: $0.ownerName, license: $0.license,
                                            width: $0.width, height: $0.height) }
+    }
+}
+
+/// An album page's event stream as an `AlbumWatcher`: each change is a "change" event, and the
+/// page then fetches album.json. The Albums module knows watchers, never HTTP streams.
+final class StreamWatcher: AlbumWatcher {
+    private let stream: ResponseStream
+
+    init(_ stream: ResponseStream) { self.stream = stream }
+
+    func albumChanged(_ change: AlbumChange) {
+        stream.send(event: "change", data: change.payload)
     }
 }
