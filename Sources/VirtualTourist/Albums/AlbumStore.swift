@@ -40,7 +40,7 @@ public struct AlbumJob: Sendable {
     public let attempts: Int
 }
 
-/// The album flow in SQL (DESIGN.md): collections, the job queue, placeholders and images. Every
+/// The album flow in SQL (docs/architecture.md, Albums): collections, the job queue, placeholders and images. Every
 /// statement names the owner (user_id) and, where results land, the generation: a newer
 /// collection always wins over a late result.
 public struct AlbumStore: Sendable {
@@ -138,14 +138,8 @@ public struct AlbumStore: Sendable {
             let generation: Int = try row.decode("generation")
             var added = 0
             for photo in photos {
-                added += try db.query("""
-                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    SELECT $1, $2, $3, coalesce(max(position) + 1, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12
-                    FROM photos WHERE pin_id = $1
-                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-                    """, [pinID, userID, generation, photo.provider, photo.remoteID, photo.title, photo.ownerName, photo.license,
-                          photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
+                added += try Self.insertPlaceholder(db, pinID: pinID, userID: userID, generation: generation,
+                                                    position: nil, photo)
             }
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = 'downloading', error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
@@ -165,6 +159,22 @@ public struct AlbumStore: Sendable {
         try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)",
                      [pinID, userID, generation, kind])
         try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
+    }
+
+    /// The one INSERT of a photo placeholder (status pending, its image still to download): at
+    /// `position`, or after the album's last photo when nil. A photo already in the album (same
+    /// provider and remote id) is skipped. Returns the rows added (0 or 1).
+    @discardableResult
+    private static func insertPlaceholder(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
+                                          position: Int?, _ photo: RemotePhoto) throws -> Int {
+        try db.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
+                                page_url, remote_url, thumbnail_url, date_taken)
+            VALUES ($1, $2, $3, coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)),
+                    $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+            """, [pinID, userID, generation, position, photo.provider, photo.remoteID, photo.title, photo.ownerName,
+                  photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
     }
 
     /// Remote ids already in the album (the picker marks them).
@@ -235,13 +245,8 @@ public struct AlbumStore: Sendable {
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
             guard updated == 1 else { return false }
             for (position, photo) in result.photos.enumerated() {
-                try db.query("""
-                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-                    """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
-                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken])
+                try Self.insertPlaceholder(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
+                                           position: position, photo)
             }
             try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
             return true

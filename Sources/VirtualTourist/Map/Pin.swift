@@ -6,7 +6,7 @@ public struct Pin: Sendable, Codable, Equatable {
     public let lat: Double
     public let lon: Double
     public let placeName: String?
-    /// new, downloading, ready, empty or failed (DESIGN.md album flow).
+    /// new, downloading, ready, empty or failed (docs/architecture.md, Albums).
     public let status: String
     /// Photos downloaded and kept.
     public let photoCount: Int

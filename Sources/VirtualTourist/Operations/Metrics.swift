@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 import Postgres
 import Synchronization
 
@@ -21,13 +20,13 @@ public final class Metrics: Sendable {
 
     public init() {}
 
-    /// Feeds the access log: one call per response.
-    public func record(_ entry: AccessLogEntry) {
+    /// Fed by the access log: one call per response.
+    public func recordResponse(status: Int, seconds: Double) {
         state.withLock { s in
-            s.requests[entry.status, default: 0] += 1
-            for (i, bound) in Self.buckets.enumerated() where entry.seconds <= bound { s.latencyBuckets[i] += 1 }
+            s.requests[status, default: 0] += 1
+            for (i, bound) in Self.buckets.enumerated() where seconds <= bound { s.latencyBuckets[i] += 1 }
             s.latencyCount += 1
-            s.latencySum += entry.seconds
+            s.latencySum += seconds
         }
     }
 

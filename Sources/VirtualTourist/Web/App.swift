@@ -107,7 +107,7 @@ public final class App: Sendable {
     public func attach(to configuration: inout ServerConfiguration) {
         let metrics = metrics, log = configuration.accessLog
         configuration.accessLog = { entry in
-            metrics.record(entry)
+            metrics.recordResponse(status: entry.status, seconds: entry.seconds)
             log?(entry)
         }
     }
