@@ -100,7 +100,7 @@ struct PinJSON: Codable {
     let lon: Double
     let name: String
     let photos: Int
-    let status: String
+    let status: PinStatus
 
     init(_ pin: Pin) {
         id = pin.id

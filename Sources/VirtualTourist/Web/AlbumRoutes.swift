@@ -71,7 +71,7 @@ extension WebRoutes {
         signedIn("GET", "/photos/:id/view") { context in
             guard let id = Self.pinID(context.request), let found = try albums.photo(id, userID: context.user.id),
                   let album = try albums.album(pinID: found.pinID, userID: context.user.id) else { throw HTTPError.notFound }
-            let shown = album.photos.filter { $0.status == "ready" || $0.id == id }
+            let shown = album.photos.filter { $0.status == .ready || $0.id == id }
             let index = shown.firstIndex { $0.id == id } ?? 0
             return .page(AlbumPages.photoPage(found.photo, pin: album.pin,
                                               previous: index > 0 ? shown[index - 1].id : nil,
@@ -135,7 +135,7 @@ extension WebRoutes {
 
 /// The album as the page's script sees it.
 struct AlbumJSON: Codable {
-    let status: String
+    let status: PinStatus
     let error: String?
     let page: Int?
     let totalPages: Int?
@@ -143,7 +143,7 @@ struct AlbumJSON: Codable {
 
     struct Photo: Codable {
         let id: Int64
-        let status: String
+        let status: PhotoStatus
         let title: String
         let owner: String
         let license: String
