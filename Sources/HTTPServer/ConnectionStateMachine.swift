@@ -499,11 +499,6 @@ struct ConnectionActions {
     /// Output is waiting: send it (`withUnsentOutput`) and report `sent` or `sendBlocked`.
     var send = false
     var close = false
-
-    var isEmpty: Bool {
-        reading == nil && writable == nil && handle == nil && startStream == nil && heartbeat == nil
-            && log == nil && !send && !close
-    }
 }
 
 /// One access-log line before its duration is known (the driver reads the clock).
