@@ -452,8 +452,10 @@ struct ConnectionStateMachine {
         if !hasUnsentOutput { close(&actions) }
     }
 
+    /// Appends to the output, reusing the buffer the last response left behind when it is big
+    /// enough (no allocation per response on a keep-alive connection).
     private mutating func queue(_ bytes: [UInt8]) {
-        if output.isEmpty {
+        if output.isEmpty && output.capacity < bytes.count {
             output = bytes
         } else {
             output.append(contentsOf: bytes)
