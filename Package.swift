@@ -35,9 +35,11 @@ let package = Package(
         ),
         .target(name: "Log"),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
-        .target(name: "HTTPServer", dependencies: ["CZlib", "Log"]),
+        // gzip for whoever needs it: static files (HTTPServer) and the places file (VirtualTourist).
+        .target(name: "Zlib", dependencies: ["CZlib"]),
+        .target(name: "HTTPServer", dependencies: ["Zlib", "Log"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "CCrypt", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "CCrypt", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),

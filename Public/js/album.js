@@ -2,6 +2,7 @@
 // Edit mode to remove photos, and the small map of the pin.
 import { MapView } from "./map.js";
 import { PinLayer } from "./pins.js";
+import { el } from "./dom.js";
 
 document.documentElement.classList.add("js");
 const album = document.getElementById("album");
@@ -21,15 +22,6 @@ small.layers.push(pinLayer);
 small.redraw();
 
 // ----- rendering the grid from album.json -----
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key.startsWith("on")) node.addEventListener(key.slice(2), value); else node.setAttribute(key, value);
-  }
-  node.append(...children);
-  return node;
-}
 
 function removeButton(photo) {
   const label = photo.title || "Untitled photo";

@@ -3,6 +3,7 @@
 import { MapView } from "./map.js";
 import { PinLayer } from "./pins.js";
 import { parseLatLon, worldSize } from "./geo.js";
+import { el } from "./dom.js";
 
 document.documentElement.classList.add("js");
 const root = document.getElementById("map");
@@ -92,15 +93,6 @@ map.on("longpress", async ({ lat, lon }) => {
 
 const card = document.getElementById("pin-card");
 let cardPin = null;
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key === "class") node.className = value; else if (key.startsWith("on")) node.addEventListener(key.slice(2), value); else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child); // text is set as text: never parsed as HTML
-  return node;
-}
 
 function openCard(pin, x, y) {
   cardPin = pin;

@@ -8,7 +8,6 @@ import {
 const LONG_PRESS_MS = 500;
 const LONG_PRESS_SLOP = 6;          // px the pointer may wander during a press-and-hold
 const DOUBLE_TAP_MS = 300;
-const CELL_DEGREES = [360, 360, 30, 10]; // must match script/tools/convert-geo.py
 const SEA = "#a9cfe0";
 const LAND = "#f3efe4";
 const BORDER = "#b7ab93";
@@ -28,6 +27,7 @@ export class MapView {
     this.layers = [];            // objects with draw(ctx, view) and optionally animating()
     this.listeners = { move: [], moveend: [], longpress: [], tap: [] };
     this.cells = new Map();      // "level/x/y" → {state, fills, lines, labels}
+    this.cellDegrees = [];       // cell size per level: the server sends it with every cell
     this.tiles = new LRU(256);   // raster tiles: key → {img, state, attempts, retryAt}
     this.frames = 0;
     this.frameTimes = [];
@@ -255,7 +255,7 @@ export class MapView {
     const view = this.visibleCells(wanted);
     const labels = [];
     const drawnCells = new Set(); // a coarse cell standing in for several fine ones is drawn once
-    let ready = true;
+    let ready = this.cellDegrees.length > 0;
     for (const { level, cx, cy, copies } of view) {
       let drawn = null;
       for (let l = level; l >= 0 && !drawn; l--) {
@@ -277,7 +277,8 @@ export class MapView {
   }
 
   visibleCells(level) {
-    const deg = CELL_DEGREES[level];
+    const deg = this.cellDegrees[level];
+    if (!deg) return []; // the grid is not known before the first cell arrives
     const nw = this.screenToWorld(0, 0);
     const se = this.screenToWorld(this.width, this.height);
     const west = (nw.x - 0.5) * 360, east = (se.x - 0.5) * 360;
@@ -303,7 +304,7 @@ export class MapView {
 
   /** The loaded cell of a coarser level that contains cell (cx, cy) of `finer`. */
   cellCovering(level, cx, cy, finer) {
-    const ratio = CELL_DEGREES[level] / CELL_DEGREES[finer];
+    const ratio = this.cellDegrees[level] / this.cellDegrees[finer];
     return this.cells.get(`${level}/${Math.floor(cx / ratio)}/${Math.floor(cy / ratio)}`);
   }
 
@@ -312,7 +313,12 @@ export class MapView {
     const entry = { state: "loading", key, level, fills: [], lines: [], labels: [] };
     this.cells.set(key, entry);
     fetch(`/basemap/${level}/${cx}_${cy}.json`)
-      .then((r) => { if (!r.ok) throw new Error(r.status); return r.json(); })
+      .then((r) => {
+        if (!r.ok) throw new Error(r.status);
+        const grid = r.headers.get("Basemap-Cell-Degrees");
+        if (grid) this.cellDegrees = grid.split(",").map(Number);
+        return r.json();
+      })
       .then((data) => {
         const q = data.quantum;
         // Project once; frames then only scale and translate.

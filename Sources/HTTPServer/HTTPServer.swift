@@ -207,9 +207,6 @@ public final class HTTPServer: Sendable {
     }
 
     func errorResponse(_ error: any HTTPResponseError, request: HTTPRequest?) -> HTTPResponse {
-        var response = configuration.errorPage(error.status, error.publicMessage, request)
-        response.status = error.status
-        for (name, value) in error.headers { response.headers.set(name, value) }
-        return response
+        ConnectionStateMachine.errorResponse(error, request: request, errorPage: configuration.errorPage)
     }
 }

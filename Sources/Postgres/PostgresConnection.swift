@@ -18,6 +18,20 @@ public final class PostgresConnection: @unchecked Sendable {
         /// Milliseconds a statement may run before the server cancels it; 0 for no limit.
         public var statementTimeoutMilliseconds = 30_000
         public var connectTimeoutSeconds = 10
+        /// TCP keepalive probes (libpq's keepalives_idle, keepalives_interval, keepalives_count) and
+        /// tcp_user_timeout: a peer that vanished without a FIN (a NAT or firewall that forgot the
+        /// flow, a paused VM) is noticed in about `idle + interval × count` seconds instead of the
+        /// kernel's retransmission time (about 15 minutes on Linux). Ignored on unix sockets.
+        public var keepalive: Keepalive? = nil
+        public init() {}
+    }
+
+    public struct Keepalive: Sendable {
+        public var idleSeconds = 10
+        public var intervalSeconds = 5
+        public var count = 3
+        /// How long sent data may stay unacknowledged before the kernel drops the connection.
+        public var userTimeoutMilliseconds = 30_000
         public init() {}
     }
 
@@ -27,10 +41,14 @@ public final class PostgresConnection: @unchecked Sendable {
         // expand_dbname=1 lets `dbname` carry a whole URL or conninfo; the keywords after it override
         // what it says, so our session settings always apply. TimeZone=UTC keeps timestamptz text
         // output (psql, logs) unambiguous; binary values do not depend on it.
-        let keywords = ["dbname", "application_name", "options", "connect_timeout"]
-        let values = [url, options.applicationName,
+        var keywords = ["dbname", "application_name", "options", "connect_timeout"]
+        var values = [url, options.applicationName,
                       "-c statement_timeout=\(options.statementTimeoutMilliseconds) -c TimeZone=UTC -c client_min_messages=warning",
                       String(options.connectTimeoutSeconds)]
+        if let k = options.keepalive {
+            keywords += ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout"]
+            values += ["1", String(k.idleSeconds), String(k.intervalSeconds), String(k.count), String(k.userTimeoutMilliseconds)]
+        }
         conn = withArrayOfCStrings(keywords) { k in
             withArrayOfCStrings(values) { v in PQconnectdbParams(k, v, 1) }
         }
@@ -185,6 +203,27 @@ public final class PostgresConnection: @unchecked Sendable {
     func consumeInput() -> Bool {
         guard let conn else { return false }
         return PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK
+    }
+
+    /// Sends a query without waiting for its answer; the answer is collected by `pollResult` after
+    /// `consumeInput`. False when it could not be sent.
+    func sendQuery(_ sql: String) -> Bool {
+        guard let conn else { return false }
+        return PQsendQuery(conn, sql) == 1
+    }
+
+    /// After `sendQuery`: nil while the answer is incomplete, true once it arrived and succeeded,
+    /// false when it failed. Never blocks (it reads only what `consumeInput` already took in).
+    func pollResult() -> Bool? {
+        guard let conn else { return false }
+        var ok = true
+        while true {
+            if PQisBusy(conn) == 1 { return nil }
+            guard let result = PQgetResult(conn) else { return ok }
+            let status = PQresultStatus(result)
+            if status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK { ok = false }
+            PQclear(result)
+        }
     }
 
     func nextNotification() -> (channel: String, payload: String, pid: Int32)? {

@@ -3,56 +3,71 @@ import Foundation
 import Log
 
 /// LISTEN/NOTIFY on a dedicated connection whose socket a Dispatch read source watches, so waiting
-/// for a notification costs no thread. When the connection drops, it reconnects with backoff and
-/// LISTENs again; `onReconnect` handlers run then, since notifications sent meanwhile were lost
-/// and subscribers should look for work they missed.
+/// for a notification costs no thread. The rules (health check with a deadline, backoff, reconnect)
+/// live in `ListenLinkStateMachine`; this class performs its actions.
+///
+/// Nothing here blocks the listener's queue on the network: connection attempts run on a queue of
+/// their own (bounded by libpq's connect_timeout), the health check is sent without waiting, and TCP
+/// keepalives are on. After every reconnect the `onReconnect` handlers run, since notifications sent
+/// meanwhile were lost and subscribers should re-read what they show.
 public final class PostgresListener: @unchecked Sendable {
     public typealias Handler = @Sendable (_ payload: String) -> Void
 
     private let url: String
     private let options: PostgresConnection.Options
     private let queue = DispatchQueue(label: "postgres.listener")
+    private let connectQueue = DispatchQueue(label: "postgres.listener.connect")
     private let logger = Logger(label: "postgres.listen")
 
     // Confined to `queue`.
+    private var machine: ListenLinkStateMachine
     private var connection: PostgresConnection?
     private var source: (any DispatchSourceRead)?
+    private var timer: (any DispatchSourceTimer)?
     private var handlers: [String: [Handler]] = [:]
     private var reconnectHandlers: [@Sendable () -> Void] = []
-    private var backoff = 0.1
-    private var stopped = false
-    private var generation = 0
-    private var healthTimer: (any DispatchSourceTimer)?
-    private let healthCheckInterval: Double
 
-    public init(url: String, options: PostgresConnection.Options = .init(), healthCheckInterval: Double = 15) {
+    /// `healthCheckInterval`: seconds of silence before the link is checked; `healthCheckDeadline`:
+    /// seconds the check's answer may take before the connection counts as lost.
+    public init(url: String, options: PostgresConnection.Options = .init(), healthCheckInterval: Double = 15,
+                healthCheckDeadline: Double = 3, maxBackoff: Double = 2) {
         self.url = url
-        self.healthCheckInterval = healthCheckInterval
         var options = options
         options.applicationName += " listener"
         options.statementTimeoutMilliseconds = 0
+        options.connectTimeoutSeconds = max(2, Int(healthCheckDeadline.rounded(.up)))
+        if options.keepalive == nil { options.keepalive = .init() }
         self.options = options
+        var settings = ListenLinkStateMachine.Settings()
+        settings.checkInterval = UInt64(healthCheckInterval * 1e9)
+        settings.checkDeadline = UInt64(healthCheckDeadline * 1e9)
+        settings.maxBackoff = UInt64(maxBackoff * 1e9)
+        machine = ListenLinkStateMachine(settings: settings)
     }
 
-    /// Connects now; throws when the database cannot be reached at all.
+    /// Connects now; throws when the database cannot be reached at all. Register channels with
+    /// `listen` before or after.
     public func start() throws {
         try queue.sync {
-            try connect()
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + healthCheckInterval, repeating: healthCheckInterval)
-            timer.setEventHandler { [weak self] in self?.checkHealth() }
-            timer.resume()
-            healthTimer = timer
+            _ = machine.start()
+            do {
+                let connection = try openConnection(channels: Array(handlers.keys))
+                perform(machine.connected(now: monotonicNow()), connection: connection)
+            } catch {
+                _ = machine.stop()
+                throw error
+            }
         }
     }
 
     /// Subscribes to `channel`; the handler runs on the listener's queue, so it should be quick.
+    /// Meant for start-up: when connected, the LISTEN statement is sent and waited for.
     public func listen(_ channel: String, _ handler: @escaping Handler) throws {
         try queue.sync {
             let first = handlers[channel] == nil
             handlers[channel, default: []].append(handler)
-            if first, let connection {
-                try connection.execute("LISTEN \(PostgresConnection.quoteIdentifier(channel))")
+            if first, let connection, machine.isConnected {
+                try connection.execute(Self.listenStatement(channel))
             }
         }
     }
@@ -62,64 +77,52 @@ public final class PostgresListener: @unchecked Sendable {
     }
 
     /// Whether the LISTEN connection is up (for readiness checks).
-    public var isConnected: Bool { queue.sync { connection?.isHealthy ?? false } }
+    public var isConnected: Bool { queue.sync { machine.isConnected && (connection?.isHealthy ?? false) } }
+
+    /// The link's state, for logs and tests.
+    var state: ListenLinkStateMachine.State { queue.sync { machine.state } }
 
     /// The listener connection's backend pid (tests terminate it to check the reconnect).
     public var backendPID: Int32 { queue.sync { connection?.backendPID ?? 0 } }
 
     public func stop() {
         queue.sync {
-            stopped = true
-            healthTimer?.cancel()
-            healthTimer = nil
-            dropConnection()
+            perform(machine.stop())
+            timer?.cancel()
+            timer = nil
         }
     }
 
-    private func connect() throws {
-        let connection = try PostgresConnection(url: url, options: options)
-        for channel in handlers.keys {
-            try connection.execute("LISTEN \(PostgresConnection.quoteIdentifier(channel))")
+    // MARK: Actions
+
+    private func perform(_ actions: ListenLinkStateMachine.Actions, connection new: PostgresConnection? = nil) {
+        if actions.drop {
+            if let new { new.close() } else { dropConnection() }
+        } else if let new {
+            adopt(new)
         }
+        if actions.connect { connectInBackground() }
+        if actions.sendCheck {
+            if connection?.sendQuery("SELECT 1") != true {
+                logger.warning("LISTEN connection could not send its health check; reconnecting")
+                perform(machine.connectionLost(now: monotonicNow()))
+            }
+        }
+        if actions.announceReconnect {
+            logger.notice("LISTEN connection restored")
+            for handler in reconnectHandlers { handler() }
+        }
+        if let wakeAt = actions.wakeAt { schedule(at: wakeAt) }
+    }
+
+    private func adopt(_ connection: PostgresConnection) {
         self.connection = connection
-        generation += 1
         let source = DispatchSource.makeReadSource(fileDescriptor: connection.socket, queue: queue)
         source.setEventHandler { [weak self] in self?.readable() }
         // PQfinish closes the socket: only after the source is cancelled (libdispatch #949).
         source.setCancelHandler { connection.close() }
         self.source = source
         source.resume()
-        backoff = 0.1
-    }
-
-    private func readable() {
-        guard let connection else { return }
-        guard connection.consumeInput(), !connection.peerHasClosed() else {
-            logger.warning("LISTEN connection lost; reconnecting")
-            dropConnection()
-            scheduleReconnect()
-            return
-        }
-        deliverNotifications()
-    }
-
-    private func deliverNotifications() {
-        while let n = connection?.nextNotification() {
-            for handler in handlers[n.channel] ?? [] { handler(n.payload) }
-        }
-    }
-
-    /// A cut network sends no FIN: a periodic round trip is the only way to notice it.
-    private func checkHealth() {
-        guard let connection, !stopped else { return }
-        do {
-            try connection.execute("SELECT 1")
-            deliverNotifications()
-        } catch {
-            logger.warning("LISTEN connection failed its health check; reconnecting")
-            dropConnection()
-            scheduleReconnect()
-        }
     }
 
     private func dropConnection() {
@@ -128,22 +131,82 @@ public final class PostgresListener: @unchecked Sendable {
         connection = nil
     }
 
-    private func scheduleReconnect() {
-        guard !stopped else { return }
-        let delay = backoff
-        backoff = min(backoff * 2, 5)
-        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, !self.stopped, self.connection == nil else { return }
-            do {
-                try self.connect()
-                self.logger.notice("LISTEN connection restored")
-                for handler in self.reconnectHandlers { handler() }
-            } catch {
-                self.logger.warning("LISTEN reconnect failed: \(error)")
-                self.scheduleReconnect()
+    /// Connects off the listener's queue, so a network that swallows packets stalls only the attempt
+    /// (bounded by connect_timeout), never the notifications, `stop` or `isConnected`.
+    private func connectInBackground() {
+        let channels = Array(handlers.keys)
+        connectQueue.async { [weak self] in
+            guard let self else { return }
+            let result = Result { try self.openConnection(channels: channels) }
+            self.queue.async {
+                switch result {
+                case .success(let connection):
+                    self.perform(self.machine.connected(now: monotonicNow()), connection: connection)
+                case .failure(let error):
+                    self.logger.warning("LISTEN reconnect failed: \(error)")
+                    self.perform(self.machine.connectFailed(now: monotonicNow()))
+                }
             }
         }
     }
+
+    private func openConnection(channels: [String]) throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url, options: options)
+        for channel in channels { try connection.execute(Self.listenStatement(channel)) }
+        return connection
+    }
+
+    private static func listenStatement(_ channel: String) -> String {
+        "LISTEN \(PostgresConnection.quoteIdentifier(channel))"
+    }
+
+    private func schedule(at deadline: UInt64) {
+        if timer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
+                self.perform(self.machine.timerFired(now: monotonicNow()))
+            }
+            timer.resume()
+            self.timer = timer
+        }
+        let now = monotonicNow()
+        let delay = deadline > now ? Int(deadline - now) : 0
+        timer?.schedule(deadline: .now() + .nanoseconds(delay), leeway: .milliseconds(20))
+    }
+
+    // MARK: Events
+
+    private func readable() {
+        guard let connection else { return }
+        let now = monotonicNow()
+        guard connection.consumeInput(), !connection.peerHasClosed() else {
+            logger.warning("LISTEN connection lost; reconnecting")
+            return perform(machine.connectionLost(now: now))
+        }
+        if case .checking = machine.state {
+            switch connection.pollResult() {
+            case nil: break
+            case true?: perform(machine.checkAnswered(now: now))
+            case false?:
+                logger.warning("LISTEN connection failed its health check; reconnecting")
+                return perform(machine.connectionLost(now: now))
+            }
+        }
+        var heard = false
+        while let n = self.connection?.nextNotification() {
+            heard = true
+            for handler in handlers[n.channel] ?? [] { handler(n.payload) }
+        }
+        if heard { perform(machine.heard(now: now)) }
+    }
+}
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC): what the state machines measure time in.
+func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
 extension PostgresPool {

@@ -2,29 +2,19 @@
 import Glibc
 #endif
 import Log
+import VirtualTourist
 
 /// Settings from the environment, each overridable by a flag of the same name
 /// (PORT=9000 or --port 9000). docs/configuration in the README lists them.
 struct Configuration {
+    // What the process itself needs; everything the app needs is `app`, whose defaults are the
+    // app's own (AppSettings), so no default is written down twice.
     var host = "127.0.0.1"
     var port = 8080
-    var publicDirectory = "Public"
-    var migrationsDirectory = "migrations"
     var databaseURL: String?
     var logLevel = Logger.Level.info
-    var publicURL: String?
-    var secureCookies = false
     var databasePoolSize = 16
-    var tileURL = "none"
-    var photoProvider = "flickr"
-    var flickrAPIKey = ""
-    var flickrAPIURL = "https://api.flickr.com/services/rest/"
-    var commonsAPIURL = "https://commons.wikimedia.org/w/api.php"
-    var workers = 2
-    var albumLeaseSeconds = 60
-    var metricsToken: String?
-    var photoRetentionDays = 0
-    var tileAttribution = ""
+    var app = AppSettings()
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -37,37 +27,37 @@ struct Configuration {
             guard let p = Int(v), (0...65535).contains(p) else { throw Invalid(description: "PORT must be 0–65535, not \(v)") }
             c.port = p
         }),
-        ("PUBLIC_DIR", "folder of static files (Public)", { $0.publicDirectory = $1 }),
-        ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.migrationsDirectory = $1 }),
+        ("PUBLIC_DIR", "folder of static files (Public)", { $0.app.publicDirectory = $1 }),
+        ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.app.migrationsDirectory = $1 }),
         ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
-        ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.publicURL = $1 }),
-        ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
+        ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.app.publicURL = $1 }),
+        ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.app.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
         ("DATABASE_POOL_SIZE", "database connections per instance (16)", { c, v in
             guard let n = Int(v), (1...500).contains(n) else { throw Invalid(description: "DATABASE_POOL_SIZE must be 1–500, not \(v)") }
             c.databasePoolSize = n
         }),
-        ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
-        ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
+        ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
+        ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.app.tileAttribution = $1 }),
         ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr)", { c, v in
             guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }
-            c.photoProvider = v
+            c.app.photoProvider = v
         }),
-        ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.flickrAPIKey = $1 }),
-        ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.flickrAPIURL = $1 }),
-        ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.commonsAPIURL = $1 }),
+        ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.app.flickrAPIKey = $1 }),
+        ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.app.flickrAPIURL = $1 }),
+        ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.app.commonsAPIURL = $1 }),
         ("WORKERS", "album download workers per instance (2)", { c, v in
             guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
-            c.workers = n
+            c.app.workers.workers = n
         }),
         ("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", { c, v in
             guard let n = Int(v), (1...3600).contains(n) else { throw Invalid(description: "ALBUM_LEASE_SECONDS must be 1–3600, not \(v)") }
-            c.albumLeaseSeconds = n
+            c.app.workers.leaseSeconds = n
         }),
         ("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", { c, v in
             guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
-            c.photoRetentionDays = n
+            c.app.photoRetentionDays = n
         }),
-        ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.metricsToken = $1 }),
+        ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.app.metricsToken = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

@@ -50,7 +50,7 @@ func migrate(_ configuration: Configuration) -> [Int] {
         fail("DATABASE_URL is not set. script/server starts a private database and sets it for you.")
     }
     do {
-        let migrator = try Migrator(directory: configuration.migrationsDirectory)
+        let migrator = try Migrator(directory: configuration.app.migrationsDirectory)
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
         return try migrator.migrate(connection)
@@ -70,22 +70,8 @@ func serve(_ configuration: Configuration) -> Never {
     serverConfiguration.handlerConcurrency = configuration.databasePoolSize
     serverConfiguration.errorPage = App.errorPage
     let pool = PostgresPool(url: url, maxConnections: configuration.databasePoolSize)
-    var settings = AppSettings()
-    settings.publicDirectory = configuration.publicDirectory
-    settings.migrationsDirectory = configuration.migrationsDirectory
-    settings.metricsToken = configuration.metricsToken
-    settings.photoRetentionDays = configuration.photoRetentionDays
-    settings.publicURL = configuration.publicURL
-    settings.secureCookies = configuration.secureCookies
-    settings.tileURL = configuration.tileURL
-    settings.tileAttribution = configuration.tileAttribution
-    settings.photoProvider = configuration.photoProvider
-    settings.flickrAPIKey = configuration.flickrAPIKey
-    settings.flickrAPIURL = configuration.flickrAPIURL
-    settings.commonsAPIURL = configuration.commonsAPIURL
-    settings.workers.workers = configuration.workers
-    settings.workers.leaseSeconds = configuration.albumLeaseSeconds
-    if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {
+    let settings = configuration.app
+    if settings.photoProvider == "flickr" && settings.flickrAPIKey.isEmpty {
         log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
     }
     let app = App(pool: pool, settings: settings)

@@ -151,6 +151,17 @@ func serverSideSockets(port: Int) -> Int {
         }
     }
 
+    /// More than the 16 requests parsed ahead, all in one write: the rest are already buffered when
+    /// reading resumes, and no further read event will come for them.
+    @Test func fortyPipelinedRequestsInOneWriteAreAllAnswered() throws {
+        let t = try TestServer()
+        let client = try TestClient(port: t.port)
+        try client.send((0..<40).map { "GET /pins/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+        for i in 0..<40 {
+            #expect(try client.readResponse().text == "pin \(i)")
+        }
+    }
+
     @Test func bodySplitOverManyWrites() throws {
         let t = try TestServer()
         let client = try TestClient(port: t.port)

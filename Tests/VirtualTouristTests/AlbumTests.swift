@@ -283,6 +283,27 @@ import TestSupport
         _ = try Self.settled(browser, pin: pin)
     }
 
+    @Test func openAlbumPagesReReadAfterTheListenConnectionComesBack() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        _ = try Self.settled(browser, pin: pin)
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let client = try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        defer { client.close() }
+        // The stream opens with one "change" (catch up); the album is settled, so nothing else comes…
+        _ = client.read(until: { $0.contains("event: change") }, timeout: 5)
+        // …until the LISTEN connection is cut: whatever was announced meanwhile is lost, so after
+        // the reconnect every open page is told to re-read.
+        let killed = try app.pool.query("""
+            SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name LIKE '% listener'
+            """)[0].decode("n", as: Int.self)
+        #expect(killed == 1)
+        let text = client.read(until: { $0.contains("event: change") }, timeout: 10)
+        #expect(text.contains("event: change"), "no re-read after the reconnect")
+    }
+
     @Test func wikimediaCommonsFillsAlbumsWithCredits() throws {
         let app = try TestApp(workers: true) { $0.photoProvider = "commons" }
         let browser = try app.signedUp()

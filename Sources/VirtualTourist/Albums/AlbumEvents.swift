@@ -1,32 +1,44 @@
-import HTTPServer
 import Synchronization
 
+/// Whoever shows an album live (a page's event stream, adapted in Web/AlbumRoutes): told when the
+/// album changed, so it re-reads it.
+public protocol AlbumWatcher: AnyObject, Sendable {
+    func albumChanged(_ change: AlbumChange)
+}
+
 /// Fans album changes out to the browsers watching them. Changes arrive as NOTIFY album_events
-/// with "userID:pinID" (from whichever instance's worker made them), so a page open on one
-/// instance hears about downloads done by another.
+/// (`AlbumChange`, from whichever instance's worker made them), so a page open on one instance hears
+/// about downloads done by another.
 public final class AlbumEvents: Sendable {
-    private let subscribers = Mutex<[String: [ObjectIdentifier: ResponseStream]]>([:])
+    private let watchers = Mutex<[AlbumChange: [ObjectIdentifier: any AlbumWatcher]]>([:])
 
     public init() {}
 
     /// Called by the LISTEN connection.
     public func received(_ payload: String) {
-        let streams = subscribers.withLock { Array(($0[payload] ?? [:]).values) }
-        for stream in streams { stream.send(event: "change", data: payload) }
+        guard let change = AlbumChange(payload: payload) else { return }
+        let watching = watchers.withLock { Array(($0[change] ?? [:]).values) }
+        for watcher in watching { watcher.albumChanged(change) }
     }
 
-    /// Watches one person's pin until the browser goes away.
-    func subscribe(userID: Int64, pinID: Int64, _ stream: ResponseStream) {
-        let key = "\(userID):\(pinID)"
-        let id = ObjectIdentifier(stream)
-        subscribers.withLock { $0[key, default: [:]][id] = stream }
-        stream.onClose { [weak self] in
-            self?.subscribers.withLock { all in
-                all[key]?[id] = nil
-                if all[key]?.isEmpty == true { all[key] = nil }
-            }
+    /// After the LISTEN connection came back: changes made while it was down were never heard, so
+    /// every open album re-reads its state.
+    public func everyoneReread() {
+        let all = watchers.withLock { $0.flatMap { change, byID in byID.values.map { (change, $0) } } }
+        for (change, watcher) in all { watcher.albumChanged(change) }
+    }
+
+    /// Watches one person's pin until `stopWatching`.
+    func watch(_ change: AlbumChange, _ watcher: any AlbumWatcher) {
+        watchers.withLock { $0[change, default: [:]][ObjectIdentifier(watcher)] = watcher }
+    }
+
+    func stopWatching(_ change: AlbumChange, _ watcher: any AlbumWatcher) {
+        watchers.withLock { all in
+            all[change]?[ObjectIdentifier(watcher)] = nil
+            if all[change]?.isEmpty == true { all[change] = nil }
         }
     }
 
-    public var watcherCount: Int { subscribers.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    public var watcherCount: Int { watchers.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 }

@@ -5,8 +5,7 @@ import Postgres
 public struct AlbumPhoto: Sendable, Codable, Equatable {
     public let id: Int64
     public let position: Int
-    /// pending (placeholder), ready, failed.
-    public let status: String
+    public let status: PhotoStatus
     public let title: String
     public let ownerName: String
     public let license: String
@@ -26,8 +25,8 @@ public struct Album: Sendable {
     public let totalPages: Int?
     public let photos: [AlbumPhoto]
 
-    public var isComplete: Bool { pin.status != "downloading" }
-    public var readyCount: Int { photos.filter { $0.status == "ready" }.count }
+    public var isComplete: Bool { pin.status != .downloading }
+    public var readyCount: Int { photos.filter { $0.status == .ready }.count }
 }
 
 /// A job a worker has claimed.
@@ -40,7 +39,7 @@ public struct AlbumJob: Sendable {
     public let attempts: Int
 }
 
-/// The album flow in SQL (DESIGN.md): collections, the job queue, placeholders and images. Every
+/// The album flow in SQL (docs/architecture.md, Albums): collections, the job queue, placeholders and images. Every
 /// statement names the owner (user_id) and, where results land, the generation: a newer
 /// collection always wins over a late result.
 public struct AlbumStore: Sendable {
@@ -81,7 +80,7 @@ public struct AlbumStore: Sendable {
     /// The bytes of a ready photo, with what the browser needs to cache it.
     public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String)? {
         let rows = try pool.query("""
-            SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
+            SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
         guard let row = rows.first else { return nil }
         let data: Data = try row.decode("bytes")
@@ -115,11 +114,11 @@ public struct AlbumStore: Sendable {
         try pool.transaction { db in
             let rows = try db.query("SELECT status FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
             guard let row = rows.first else { return .notFound }
-            let status: String = try row.decode("status")
-            if onlyIfNew && status != "new" { return .unchanged }
-            if status == "downloading" { return .busy }
+            let status: PinStatus = try row.decode("status")
+            if onlyIfNew && status != .new { return .unchanged }
+            if status == .downloading { return .busy }
             let generation: Int = try db.query("""
-                UPDATE pins SET generation = generation + 1, status = 'downloading', error = NULL, updated_at = now()
+                UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now()
                 WHERE id = $1 AND user_id = $2 RETURNING generation
                 """, [pinID, userID])[0].decode("generation")
             try db.query("DELETE FROM photos WHERE pin_id = $1 AND user_id = $2", [pinID, userID])
@@ -134,21 +133,15 @@ public struct AlbumStore: Sendable {
         try pool.transaction { db in
             let rows = try db.query("SELECT status, generation FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
             guard let row = rows.first else { return nil }
-            guard try row.decode("status", as: String.self) != "downloading" else { return 0 }
+            guard try row.decode("status", as: PinStatus.self) != .downloading else { return 0 }
             let generation: Int = try row.decode("generation")
             var added = 0
             for photo in photos {
-                added += try db.query("""
-                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    SELECT $1, $2, $3, coalesce(max(position) + 1, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12
-                    FROM photos WHERE pin_id = $1
-                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-                    """, [pinID, userID, generation, photo.provider, photo.remoteID, photo.title, photo.ownerName, photo.license,
-                          photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
+                added += try Self.insertPlaceholder(db, pinID: pinID, userID: userID, generation: generation,
+                                                    position: nil, photo)
             }
             guard added > 0 else { return 0 }
-            try db.query("UPDATE pins SET status = 'downloading', error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
+            try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
                          [pinID, userID])
             try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: "photos")
             return added
@@ -159,12 +152,28 @@ public struct AlbumStore: Sendable {
     /// the workers and the watching pages — both delivered when the transaction commits.
     private static func replaceJob(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int, kind: String) throws {
         try db.query("""
-            UPDATE album_jobs SET state = 'cancelled', finished_at = now()
-            WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
+            UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now()
+            WHERE pin_id = $1 AND user_id = $2 AND state IN (\(JobState.queued.sql), \(JobState.running.sql))
             """, [pinID, userID])
         try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)",
                      [pinID, userID, generation, kind])
-        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, "\(userID):\(pinID)"])
+        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
+    }
+
+    /// The one INSERT of a photo placeholder (status pending, its image still to download): at
+    /// `position`, or after the album's last photo when nil. A photo already in the album (same
+    /// provider and remote id) is skipped. Returns the rows added (0 or 1).
+    @discardableResult
+    private static func insertPlaceholder(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
+                                          position: Int?, _ photo: RemotePhoto) throws -> Int {
+        try db.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
+                                page_url, remote_url, thumbnail_url, date_taken)
+            VALUES ($1, $2, $3, coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)),
+                    $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+            """, [pinID, userID, generation, position, photo.provider, photo.remoteID, photo.title, photo.ownerName,
+                  photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
     }
 
     /// Remote ids already in the album (the picker marks them).
@@ -180,11 +189,11 @@ public struct AlbumStore: Sendable {
     /// Claims the next due job, or one whose worker's lease ran out (the worker died).
     public func claimJob(worker: String, leaseSeconds: Int) throws -> AlbumJob? {
         try pool.query("""
-            UPDATE album_jobs SET state = 'running', attempts = attempts + 1, locked_by = $1,
+            UPDATE album_jobs SET state = \(JobState.running.sql), attempts = attempts + 1, locked_by = $1,
                    locked_until = now() + make_interval(secs => $2::int)
             WHERE id = (
                 SELECT id FROM album_jobs
-                WHERE (state = 'queued' AND run_after <= now()) OR (state = 'running' AND locked_until < now())
+                WHERE (state = \(JobState.queued.sql) AND run_after <= now()) OR (state = \(JobState.running.sql) AND locked_until < now())
                 ORDER BY run_after, id
                 LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING id, pin_id, user_id, generation, kind, attempts
@@ -198,7 +207,7 @@ public struct AlbumStore: Sendable {
     public func renewLease(_ job: AlbumJob, worker: String, leaseSeconds: Int) throws -> Bool {
         try pool.query("""
             UPDATE album_jobs SET locked_until = now() + make_interval(secs => $3::int)
-            WHERE id = $1 AND state = 'running' AND locked_by = $2
+            WHERE id = $1 AND state = \(JobState.running.sql) AND locked_by = $2
             """, [job.id, worker, leaseSeconds]).affectedRows == 1
     }
 
@@ -230,20 +239,15 @@ public struct AlbumStore: Sendable {
             let updated = try db.query("""
                 UPDATE pins SET page = $4, total_pages = $5, total_photos = $6,
                        shown_pages = CASE WHEN $4::int = ANY(shown_pages) THEN shown_pages ELSE array_append(shown_pages, $4::int) END,
-                       status = CASE WHEN $7 THEN 'empty' ELSE status END, updated_at = now()
-                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                       status = CASE WHEN $7 THEN \(PinStatus.empty.sql) ELSE status END, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
             guard updated == 1 else { return false }
             for (position, photo) in result.photos.enumerated() {
-                try db.query("""
-                    INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-                    """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
-                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken])
+                try Self.insertPlaceholder(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
+                                           position: position, photo)
             }
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
             return true
         }
     }
@@ -252,14 +256,14 @@ public struct AlbumStore: Sendable {
     func pendingPhotos(_ job: AlbumJob) throws -> [(id: Int64, url: String)] {
         try pool.query("""
             SELECT id, remote_url FROM photos
-            WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending' ORDER BY position
+            WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql) ORDER BY position
             """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
     }
 
     /// Stores an image; dropped when the album has moved on to a newer generation.
     func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
         try pool.query("""
-            UPDATE photos ph SET status = 'ready', bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+            UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
             FROM pins p
             WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
               AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
@@ -269,7 +273,7 @@ public struct AlbumStore: Sendable {
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
         try pool.query("""
-            UPDATE photos SET status = 'failed', error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
+            UPDATE photos SET status = \(PhotoStatus.failed.sql), error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
             """, [photoID, job.userID, job.generation, reason])
         try notifyEvent(userID: job.userID, pinID: job.pinID)
     }
@@ -278,28 +282,28 @@ public struct AlbumStore: Sendable {
     func finish(_ job: AlbumJob) throws {
         try pool.transaction { db in
             try db.query("""
-                UPDATE pins SET status = 'ready', updated_at = now()
-                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                UPDATE pins SET status = \(PinStatus.ready.sql), updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation])
             try db.query("""
-                UPDATE album_jobs SET state = 'done', finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
+                UPDATE album_jobs SET state = \(JobState.done.sql), finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
                 WHERE id = $1
                 """, [job.id])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
         }
     }
 
     func cancel(_ job: AlbumJob) throws {
-        try pool.query("UPDATE album_jobs SET state = 'cancelled', finished_at = now(), locked_by = NULL WHERE id = $1 AND state = 'running'",
+        try pool.query("UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now(), locked_by = NULL WHERE id = $1 AND state = \(JobState.running.sql)",
                        [job.id])
     }
 
     /// Tries again later, with the reason kept for the admin views.
     func retryLater(_ job: AlbumJob, reason: String, afterSeconds delay: Int) throws {
         try pool.query("""
-            UPDATE album_jobs SET state = 'queued', run_after = now() + make_interval(secs => $3::int), last_error = $2,
+            UPDATE album_jobs SET state = \(JobState.queued.sql), run_after = now() + make_interval(secs => $3::int), last_error = $2,
                    locked_by = NULL, locked_until = NULL
-            WHERE id = $1 AND state = 'running'
+            WHERE id = $1 AND state = \(JobState.running.sql)
             """, [job.id, reason, delay])
     }
 
@@ -307,19 +311,19 @@ public struct AlbumStore: Sendable {
     func fail(_ job: AlbumJob, reason: String) throws {
         try pool.transaction { db in
             try db.query("""
-                UPDATE album_jobs SET state = 'failed', finished_at = now(), last_error = $2, locked_by = NULL, locked_until = NULL
+                UPDATE album_jobs SET state = \(JobState.failed.sql), finished_at = now(), last_error = $2, locked_by = NULL, locked_until = NULL
                 WHERE id = $1
                 """, [job.id, reason])
             try db.query("""
-                UPDATE pins SET status = 'failed', error = $4, updated_at = now()
-                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                UPDATE pins SET status = \(PinStatus.failed.sql), error = $4, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, reason])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
         }
     }
 
     func notifyEvent(userID: Int64, pinID: Int64) throws {
-        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(userID):\(pinID)"])
+        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
     }
 
     private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {

@@ -4,7 +4,7 @@ import Log
 import Postgres
 import Synchronization
 
-/// The worker pool that fills albums (DESIGN.md, album flow). WORKERS threads each claim a job
+/// The worker pool that fills albums (docs/architecture.md, Albums). WORKERS threads each claim a job
 /// from album_jobs (FOR UPDATE SKIP LOCKED, so every job goes to exactly one worker across all
 /// instances), search the provider once, write placeholders, then download the images
 /// concurrently and write each as it lands. Workers sleep until LISTEN album_jobs wakes them, with

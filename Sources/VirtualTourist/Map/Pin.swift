@@ -6,8 +6,8 @@ public struct Pin: Sendable, Codable, Equatable {
     public let lat: Double
     public let lon: Double
     public let placeName: String?
-    /// new, downloading, ready, empty or failed (DESIGN.md album flow).
-    public let status: String
+    /// Where its album stands (docs/architecture.md, Albums).
+    public let status: PinStatus
     /// Photos downloaded and kept.
     public let photoCount: Int
     public let createdAt: Date

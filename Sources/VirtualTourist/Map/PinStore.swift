@@ -13,7 +13,7 @@ public struct PinStore: Sendable {
 
     private static let columns = """
         p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
-        (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.status = 'ready') AS photo_count
+        (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.status = \(PhotoStatus.ready.sql)) AS photo_count
         """
 
     /// A person's pins, newest first; within a box when one is given (west may exceed east across

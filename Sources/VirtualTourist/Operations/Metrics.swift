@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 import Postgres
 import Synchronization
 
@@ -21,13 +20,13 @@ public final class Metrics: Sendable {
 
     public init() {}
 
-    /// Feeds the access log: one call per response.
-    public func record(_ entry: AccessLogEntry) {
+    /// Fed by the access log: one call per response.
+    public func recordResponse(status: Int, seconds: Double) {
         state.withLock { s in
-            s.requests[entry.status, default: 0] += 1
-            for (i, bound) in Self.buckets.enumerated() where entry.seconds <= bound { s.latencyBuckets[i] += 1 }
+            s.requests[status, default: 0] += 1
+            for (i, bound) in Self.buckets.enumerated() where seconds <= bound { s.latencyBuckets[i] += 1 }
             s.latencyCount += 1
-            s.latencySum += entry.seconds
+            s.latencySum += seconds
         }
     }
 
@@ -57,8 +56,8 @@ public final class Metrics: Sendable {
         out += "# HELP vt_db_pool_waiting Requests waiting for a database connection.\n# TYPE vt_db_pool_waiting gauge\n"
         out += "vt_db_pool_waiting \(pool.waiting)\n"
         out += "# HELP vt_album_jobs Album jobs in the database by state (all instances).\n# TYPE vt_album_jobs gauge\n"
-        for state in ["queued", "running", "done", "failed", "cancelled"] {
-            out += "vt_album_jobs{state=\"\(state)\"} \(jobs[state] ?? 0)\n"
+        for state in JobState.allCases {
+            out += "vt_album_jobs{state=\"\(state.rawValue)\"} \(jobs[state.rawValue] ?? 0)\n"
         }
         out += "# HELP vt_photo_downloads_total Image downloads by this instance by result.\n# TYPE vt_photo_downloads_total counter\n"
         out += "vt_photo_downloads_total{result=\"ok\"} \(s.downloadsOK)\nvt_photo_downloads_total{result=\"failed\"} \(s.downloadsFailed)\n"

@@ -25,7 +25,7 @@ public struct PhotoSearchPage: Sendable, Equatable {
     public let total: Int
 }
 
-/// Where album photos come from: Flickr, Wikimedia Commons, or the fixture (DESIGN.md).
+/// Where album photos come from: Flickr, Wikimedia Commons, or the fixture (docs/architecture.md, Albums).
 public protocol PhotoProvider: Sendable {
     var name: String { get }
     /// Origins the browser loads picker thumbnails from (added to the Content-Security-Policy).

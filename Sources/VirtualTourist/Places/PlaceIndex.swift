@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import Zlib
 import Synchronization
 
 /// A populated place from GeoNames (population ≥ 5,000; Public/geo/places.tsv.gz, made by

@@ -8,14 +8,14 @@ enum AlbumPages {
         let pin = album.pin
         let id = Int(pin.id)
         let csrf = chrome.csrfToken ?? ""
-        let downloading = pin.status == "downloading"
+        let downloading = pin.status == .downloading
         let head: HTML = downloading
             ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
             : "<script type=\"module\" src=\"/js/album.js\"></script>"
         let items: [HTML] = album.photos.map { photoItem($0, csrf: csrf) }
         return Layout.page(title: pin.title, chrome: chrome, bodyClass: "album-page", head: head, main: """
             <nav class="breadcrumbs"><a href="/">← Your map</a></nav>
-            <section class="album" id="album" data-pin="\(id)" data-status="\(pin.status)" data-csrf="\(csrf)">
+            <section class="album" id="album" data-pin="\(id)" data-status="\(pin.status.rawValue)" data-csrf="\(csrf)">
             <header class="album-head">
             <canvas class="album-map" id="album-map" data-lat="\(pin.lat)" data-lon="\(pin.lon)" width="160" height="120"
                     role="img" aria-label="Where the pin is: \(pin.title)"></canvas>
@@ -55,17 +55,17 @@ enum AlbumPages {
 
     static func statusBanner(_ album: Album, csrf: String) -> HTML {
         switch album.pin.status {
-        case "downloading":
+        case .downloading:
             let total = album.photos.count
-            let done = album.photos.filter { $0.status != "pending" }.count
+            let done = album.photos.filter { $0.status != .pending }.count
             if total == 0 { return "<p class=\"banner\">Searching for photos near this place…</p>" }
             return """
                 <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total)</span>
                 <progress id="album-progress" max="\(total)" value="\(done)">\(done) of \(total)</progress></p>
                 """
-        case "empty":
+        case .empty:
             return "<p class=\"banner empty\">No photos found near this place. Try a pin near a town or a landmark.</p>"
-        case "failed":
+        case .failed:
             return """
                 <div class="banner error"><p>The photos could not be downloaded: \(album.error ?? "unknown error")</p>
                 <form method="post" action="/pins/\(Int(album.pin.id))/retry">\(Layout.csrfField(csrf))
@@ -80,7 +80,7 @@ enum AlbumPages {
         let id = Int(photo.id)
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
         switch photo.status {
-        case "ready":
+        case .ready:
             let size: HTML = photo.width.flatMap { w in photo.height.map { h in " width=\"\(w)\" height=\"\(h)\"" as HTML } } ?? .empty
             let credit = [photo.ownerName, photo.license].filter { !$0.isEmpty }.joined(separator: " · ")
             return """
@@ -91,7 +91,7 @@ enum AlbumPages {
                 <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
                 </li>
                 """
-        case "failed":
+        case .failed:
             return """
                 <li class="photo failed" data-id="\(id)" data-status="failed"><div class="placeholder"><span>Could not download</span></div>
                 <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))

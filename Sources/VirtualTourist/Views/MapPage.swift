@@ -15,7 +15,9 @@ enum MapPage {
     }
 
     static func render(_ model: Model, chrome: Layout.Chrome) -> HTML {
-        let pinsJSON = model.totalPins <= PinStore.embedLimit ? (try? String(decoding: Self.encoder.encode(model.pins.map(PinJSON.init)), as: UTF8.self)) ?? "[]" : ""
+        // Every pin given (the route chose how many to embed): the script draws them at once;
+        // otherwise it asks for the pins in view.
+        let pinsJSON = model.pins.count >= model.totalPins ? (try? String(decoding: Self.encoder.encode(model.pins.map(PinJSON.init)), as: UTF8.self)) ?? "[]" : ""
         let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
         return Layout.page(title: "Your map", chrome: chrome, bodyClass: "map-page", head: head, main: """
             <div class="map" id="map"
@@ -98,7 +100,7 @@ struct PinJSON: Codable {
     let lon: Double
     let name: String
     let photos: Int
-    let status: String
+    let status: PinStatus
 
     init(_ pin: Pin) {
         id = pin.id

@@ -27,10 +27,12 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
-            let userID = context.user.id
+            let change = AlbumChange(userID: context.user.id, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
-                events.subscribe(userID: userID, pinID: id, stream)
-                stream.send(event: "change", data: "\(userID):\(id)")  // catch up on anything missed
+                let watcher = StreamWatcher(stream)
+                events.watch(change, watcher)
+                stream.onClose { events.stopWatching(change, watcher) }
+                watcher.albumChanged(change)  // catch up on anything missed
             }
             response.headers.set("Cache-Control", "no-store")
             return response
@@ -69,7 +71,7 @@ extension WebRoutes {
         signedIn("GET", "/photos/:id/view") { context in
             guard let id = Self.pinID(context.request), let found = try albums.photo(id, userID: context.user.id),
                   let album = try albums.album(pinID: found.pinID, userID: context.user.id) else { throw HTTPError.notFound }
-            let shown = album.photos.filter { $0.status == "ready" || $0.id == id }
+            let shown = album.photos.filter { $0.status == .ready || $0.id == id }
             let index = shown.firstIndex { $0.id == id } ?? 0
             return .page(AlbumPages.photoPage(found.photo, pin: album.pin,
                                               previous: index > 0 ? shown[index - 1].id : nil,
@@ -133,7 +135,7 @@ extension WebRoutes {
 
 /// The album as the page's script sees it.
 struct AlbumJSON: Codable {
-    let status: String
+    let status: PinStatus
     let error: String?
     let page: Int?
     let totalPages: Int?
@@ -141,7 +143,7 @@ struct AlbumJSON: Codable {
 
     struct Photo: Codable {
         let id: Int64
-        let status: String
+        let status: PhotoStatus
         let title: String
         let owner: String
         let license: String
@@ -156,5 +158,17 @@ struct AlbumJSON: Codable {
         totalPages = album.totalPages
         photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, owner: $0.ownerName, license: $0.license,
                                            width: $0.width, height: $0.height) }
+    }
+}
+
+/// An album page's event stream as an `AlbumWatcher`: each change is a "change" event, and the
+/// page then fetches album.json. The Albums module knows watchers, never HTTP streams.
+final class StreamWatcher: AlbumWatcher {
+    private let stream: ResponseStream
+
+    init(_ stream: ResponseStream) { self.stream = stream }
+
+    func albumChanged(_ change: AlbumChange) {
+        stream.send(event: "change", data: change.payload)
     }
 }

@@ -22,8 +22,8 @@ public struct RequestContext: Sendable {
 
 /// What a handler that needs a person gets. Its initializer is private to this file, where the
 /// only code that creates one has checked the session: a route registered with `signedIn` cannot
-/// run without a user, and a handler cannot ask for a user it was not given (STYLE.md: typed
-/// context per route group).
+/// run without a user, and a handler cannot ask for a user it was not given (docs/architecture.md:
+/// routes and typed contexts).
 public struct SignedInContext: Sendable {
     public let request: HTTPRequest
     public let user: User

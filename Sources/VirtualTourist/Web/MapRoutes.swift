@@ -120,6 +120,8 @@ extension WebRoutes {
                 response = .json(#"{"quantum":1,"fills":[],"lines":[],"labels":[]}"#)
             }
             response.headers.set("Cache-Control", "public, max-age=86400")
+            // The grid is the server's to know: the script learns it from the first cell it loads.
+            response.headers.set(Basemap.gridHeader, Basemap.gridHeaderValue)
             return response
         }
     }
@@ -142,6 +144,9 @@ extension WebRoutes {
 enum Basemap {
     /// Cell size in degrees per level.
     static let cellDegrees = [360, 360, 30, 10]
+    /// Every cell response carries the grid, so Public/js/map.js never writes it down again.
+    static let gridHeader = "Basemap-Cell-Degrees"
+    static let gridHeaderValue = cellDegrees.map(String.init).joined(separator: ",")
 
     struct Cell {
         let level: Int, x: Int, y: Int

@@ -107,7 +107,7 @@ public final class App: Sendable {
     public func attach(to configuration: inout ServerConfiguration) {
         let metrics = metrics, log = configuration.accessLog
         configuration.accessLog = { entry in
-            metrics.record(entry)
+            metrics.recordResponse(status: entry.status, seconds: entry.seconds)
             log?(entry)
         }
     }
@@ -122,8 +122,12 @@ public final class App: Sendable {
         let workers = workers, events = events
         try listener.listen(AlbumStore.jobsChannel) { _ in workers.notify() }
         try listener.listen(AlbumStore.eventsChannel) { payload in events.received(payload) }
-        // Notifications sent while the connection was down are lost: look for work at once.
-        listener.onReconnect { workers.notify() }
+        // Notifications sent while the connection was down are lost: look for work at once, and
+        // every open album page re-reads its state.
+        listener.onReconnect {
+            workers.notify()
+            events.everyoneReread()
+        }
         workers.start()
         retention.start()
     }

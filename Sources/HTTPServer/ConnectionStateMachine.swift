@@ -1,0 +1,554 @@
+/// One HTTP/1.1 connection's state and every rule about it, as a value: no socket, no Dispatch, no
+/// clock. The driver (`Connection`) reports what happened — bytes read, bytes sent, a response ready,
+/// a stream started or refused, the peer's EOF, a timer at time `now`, shutdown — and performs the
+/// `ConnectionActions` that come back. Times are monotonic nanoseconds passed in by the caller, so
+/// every timeout is tested without sleeping (Tests/HTTPServerTests/ConnectionStateMachineTests).
+///
+/// The shape follows what PostgresNIO's ConnectionStateMachine and SwiftNIO's
+/// HTTPServerPipelineHandler do for their protocols: one enum per independent axis, one mutating
+/// method per event, and the answer as data. Two axes are independent here and each is an enum:
+/// `answering` (what is owed to the client) and `input` (whether and why reading stopped). The rest is
+/// bookkeeping that belongs to them: the parser, requests parsed ahead, output not yet sent, and the
+/// instants the timeouts are measured from.
+///
+/// Rules (RFC 9112 §9.3.2): responses leave in request order, so one request is answered at a time and
+/// later pipelined ones wait parsed in `pending`; at most `maxPending` wait before reading pauses.
+struct ConnectionStateMachine {
+    struct Settings {
+        var limits = HTTPLimits()
+        var requestReadTimeout: UInt64 = 10_000_000_000
+        var idleTimeout: UInt64 = 60_000_000_000
+        var writeTimeout: UInt64 = 30_000_000_000
+        /// Pipelined requests parsed ahead of the one being answered, before reading pauses.
+        var maxPending = 16
+        /// A stream's unsent bytes past which its client is taken to have stopped reading.
+        var maxStreamBacklog = 1024 * 1024
+        var remoteAddress = ""
+        var errorPage: ErrorPageRenderer = DefaultErrorPage.render
+        /// The Date header's text (RFC 9110 §6.6.1); the driver passes `HTTPDate.now`, tests a constant.
+        var date: @Sendable () -> String = { HTTPDate.now }
+
+        init() {}
+
+        init(_ configuration: ServerConfiguration, remoteAddress: String) {
+            limits = configuration.limits
+            requestReadTimeout = Self.nanos(configuration.requestReadTimeout)
+            idleTimeout = Self.nanos(configuration.idleTimeout)
+            writeTimeout = Self.nanos(configuration.writeTimeout)
+            errorPage = configuration.errorPage
+            self.remoteAddress = remoteAddress
+        }
+
+        static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+    }
+
+    /// The request being answered: what its response needs to know.
+    struct Exchange {
+        let method: String
+        let path: String
+        let version: HTTPVersion
+        let keepAlive: Bool
+        let started: UInt64
+        var isHead: Bool { method == "HEAD" }
+    }
+
+    /// What is owed to the client.
+    enum Answering {
+        /// No handler runs and no stream owns the connection: the next request starts once the
+        /// output is flushed.
+        case idle
+        /// A handler runs for this request; `responseReady` or `handlerRefused` comes next.
+        case handling(Exchange)
+        /// The handler answered with a stream; the driver asks the executor for a slot and reports
+        /// `streamStarted` or `streamRefused`. The head waits here so a refusal can still say 503.
+        case startingStream(Exchange, head: [UInt8], status: Int, heartbeat: UInt64?)
+        /// A stream (Server-Sent Events) owns the connection until either side ends it.
+        case streaming(heartbeat: UInt64?)
+        /// The last response is queued: close once it is sent.
+        case closingAfterFlush
+        case closed
+    }
+
+    /// Whether bytes are read, and if not, why.
+    enum Input: Equatable {
+        case open
+        /// Backpressure: `maxPending` requests wait for answers; the client waits in its send buffer.
+        case paused
+        /// The peer sent EOF: answer what was received, then close.
+        case ended
+        /// A framing error: nothing after it can be trusted (request smuggling), so nothing is read.
+        case failed
+    }
+
+    private enum Pending {
+        case request(HTTPRequest)
+        case failure(HTTPParseError)
+    }
+
+    let settings: Settings
+    private(set) var answering: Answering = .idle
+    private(set) var input: Input = .open
+    /// Shutdown began: the next response is the last.
+    private(set) var draining = false
+    private var parser: RequestParser
+    private var pending: [Pending] = []
+    /// The client asked for 100 Continue for the request now arriving (RFC 9110 §10.1.1).
+    private var continueOwed = false
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    /// Set while the kernel's send buffer is full: when it was found full, or the last progress since.
+    /// Non-nil exactly while the driver waits for the socket to become writable.
+    private(set) var writeBlockedSince: UInt64?
+    /// When the request now arriving began (or the connection opened, before its first byte).
+    private var readStarted: UInt64?
+    private var lastActivity: UInt64
+
+    init(settings: Settings, now: UInt64) {
+        self.settings = settings
+        self.parser = RequestParser(limits: settings.limits)
+        self.lastActivity = now
+        self.readStarted = now
+    }
+
+    // MARK: What the driver asks
+
+    var isClosed: Bool {
+        if case .closed = answering { return true }
+        return false
+    }
+
+    /// The read source is suspended (the driver mirrors this when it cancels the source).
+    var readingPaused: Bool { input != .open }
+
+    var awaitingWritable: Bool { writeBlockedSince != nil }
+
+    var hasUnsentOutput: Bool { outputOffset < output.count }
+
+    /// Stop reading further 64 KiB chunks in one go once this much waits unparsed.
+    var wantsMoreInput: Bool {
+        input == .open && parser.bufferedBytes <= settings.limits.maxBodyBytes + 64 * 1024
+    }
+
+    /// Lends the bytes not yet sent; report what the kernel took with `sent`.
+    func withUnsentOutput<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        output.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+    }
+
+    // MARK: Events from the socket
+
+    mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard input == .open, !isClosed else { return actions }
+        if readStarted == nil && !parser.hasPartialRequest { readStarted = now }
+        parser.append(bytes)
+        lastActivity = now
+        parse(&actions, now: now)
+        advance(&actions, now: now)
+        reportReading(wasPaused: false, &actions)
+        return actions
+    }
+
+    mutating func bytesRead(_ bytes: [UInt8], now: UInt64) -> ConnectionActions {
+        bytes.withUnsafeBytes { bytesRead($0, now: now) }
+    }
+
+    /// The peer's EOF (read returned 0).
+    mutating func peerClosed(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard !isClosed else { return actions }
+        let wasPaused = readingPaused
+        input = .ended
+        advance(&actions, now: now)
+        reportReading(wasPaused: wasPaused, &actions)
+        return actions
+    }
+
+    /// Reading or sending failed (ECONNRESET, EPIPE): the client is gone.
+    mutating func socketFailed() -> ConnectionActions {
+        var actions = ConnectionActions()
+        close(&actions)
+        return actions
+    }
+
+    /// The kernel took `count` bytes of `withUnsentOutput`.
+    mutating func sent(_ count: Int, now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard !isClosed else { return actions }
+        outputOffset += count
+        if outputOffset < output.count {
+            if writeBlockedSince != nil { writeBlockedSince = now }
+            return actions
+        }
+        output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
+        outputOffset = 0
+        if writeBlockedSince != nil {
+            writeBlockedSince = nil
+            actions.writable = .stopWaiting
+        }
+        lastActivity = now
+        switch answering {
+        case .closingAfterFlush: close(&actions)
+        case .streaming: break
+        default:
+            let wasPaused = readingPaused
+            advance(&actions, now: now)
+            reportReading(wasPaused: wasPaused, &actions)
+        }
+        return actions
+    }
+
+    /// The send would block (EAGAIN): wait for the socket to become writable, then send again.
+    mutating func sendBlocked(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard !isClosed, writeBlockedSince == nil else { return actions }
+        writeBlockedSince = now
+        actions.writable = .wait
+        return actions
+    }
+
+    // MARK: Events from the handler and the executor
+
+    mutating func responseReady(_ response: HTTPResponse, now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard case .handling(let exchange) = answering else { return actions }
+        var response = response
+        switch response.body {
+        case .bytes(let body):
+            let keepAlive = exchange.keepAlive && !draining
+                && !response.headers.hasToken("close", in: "Connection")
+            let head = ResponseHead.serialize(&response, bodyCount: body.count, version: exchange.version,
+                                              keepAlive: keepAlive, date: settings.date())
+            let sendBody = !exchange.isHead && response.status.allowsBody
+            queue(head)
+            if sendBody { queue(body) }
+            actions.log = ResponseLogRecord(exchange, status: response.status.code,
+                                            bytes: sendBody ? body.count : 0)
+            answering = keepAlive ? .idle : .closingAfterFlush
+            actions.send = true
+        case .stream(let heartbeat, let start):
+            // A stream ends with the connection, so it is close-delimited (RFC 9112 §6.3, item 8).
+            let head = ResponseHead.serialize(&response, bodyCount: nil, version: exchange.version,
+                                              keepAlive: false, date: settings.date())
+            if exchange.isHead {
+                queue(head)
+                actions.log = ResponseLogRecord(exchange, status: response.status.code, bytes: 0)
+                answering = .closingAfterFlush
+                actions.send = true
+            } else {
+                let interval = heartbeat.flatMap { $0 > 0 ? Settings.nanos($0) : nil }
+                answering = .startingStream(exchange, head: head, status: response.status.code, heartbeat: interval)
+                actions.startStream = start
+            }
+        }
+        return actions
+    }
+
+    /// The executor's backlog is full: the request in hand gets 503 and the connection closes.
+    mutating func handlerRefused(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard case .handling(let exchange) = answering else { return actions }
+        refuse(exchange, &actions)
+        return actions
+    }
+
+    /// The executor took the stream's start: the head goes out and the stream owns the connection.
+    mutating func streamStarted(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard case .startingStream(let exchange, let head, let status, let heartbeat) = answering else { return actions }
+        queue(head)
+        actions.log = ResponseLogRecord(exchange, status: status, bytes: 0)
+        answering = .streaming(heartbeat: heartbeat)
+        actions.heartbeat = heartbeat
+        actions.send = true
+        if draining { finishStream(&actions) }
+        return actions
+    }
+
+    /// The executor refused the stream's start: nothing was sent yet, so the answer is 503 and close,
+    /// never a head without a body on a connection left busy.
+    mutating func streamRefused(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard case .startingStream(let exchange, _, _, _) = answering else { return actions }
+        refuse(exchange, &actions)
+        return actions
+    }
+
+    mutating func streamWrite(_ bytes: [UInt8], now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard case .streaming = answering else { return actions }
+        // A client that stops reading must not make us buffer without bound.
+        if output.count - outputOffset > settings.maxStreamBacklog {
+            close(&actions)
+            return actions
+        }
+        queue(bytes)
+        actions.send = true
+        return actions
+    }
+
+    /// The application ended the stream: close after what it wrote is sent.
+    mutating func streamFinished(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        finishStream(&actions)
+        return actions
+    }
+
+    // MARK: Events from timers and the server
+
+    /// The stream's heartbeat timer: a comment line after `heartbeat` of silence keeps proxies from
+    /// closing the connection and makes a vanished client show up as a failed send.
+    mutating func heartbeatDue(now: UInt64) -> ConnectionActions {
+        guard case .streaming(let interval?) = answering,
+              now >= lastActivity, (now - lastActivity) >= interval / 10 * 9 else { return ConnectionActions() }
+        return streamWrite(Array(": keep-alive\n\n".utf8), now: now)
+    }
+
+    /// The server's sweep timer: request read (slowloris → 408), idle keep-alive and write stall.
+    mutating func timerFired(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard !isClosed else { return actions }
+        func elapsed(_ since: UInt64) -> UInt64 { now > since ? now - since : 0 }
+        if let blocked = writeBlockedSince, elapsed(blocked) > settings.writeTimeout {
+            close(&actions)
+            return actions
+        }
+        guard case .idle = answering, pending.isEmpty, !hasUnsentOutput else { return actions }
+        if let started = readStarted {
+            guard elapsed(started) > settings.requestReadTimeout else { return actions }
+            if parser.hasPartialRequest {
+                // Slow headers or body (slowloris): say why, then hang up.
+                respondToFailure(HTTPParseError(.requestTimeout, "the request took too long to arrive"),
+                                 &actions, now: now)
+            } else {
+                close(&actions) // opened and never sent a byte
+            }
+        } else if elapsed(lastActivity) > settings.idleTimeout {
+            close(&actions) // RFC 9112 §9.8: an idle keep-alive connection may be closed at any time
+        }
+        return actions
+    }
+
+    /// Server shutdown: the request in hand (or, when idle, the one arriving) is answered with
+    /// Connection: close; nothing after it starts. A stream ends after what it wrote.
+    mutating func shutdown(now: UInt64) -> ConnectionActions {
+        var actions = ConnectionActions()
+        guard !isClosed else { return actions }
+        draining = true
+        switch answering {
+        case .streaming: finishStream(&actions)
+        case .idle:
+            let wasPaused = readingPaused
+            advance(&actions, now: now)
+            reportReading(wasPaused: wasPaused, &actions)
+        default: break
+        }
+        return actions
+    }
+
+    /// Closes at once (the grace period is over).
+    mutating func forceClose() -> ConnectionActions {
+        var actions = ConnectionActions()
+        close(&actions)
+        return actions
+    }
+
+    // MARK: Rules
+
+    /// Parses what arrived into `pending`, up to `maxPending` requests ahead.
+    private mutating func parse(_ actions: inout ConnectionActions, now: UInt64) {
+        guard input == .open else { return }
+        while pending.count < settings.maxPending {
+            do {
+                guard let event = try parser.next() else { break }
+                switch event {
+                case .request(var request):
+                    request.remoteAddress = settings.remoteAddress
+                    pending.append(.request(request))
+                    // The request the 100 was for is complete: nothing is owed any more.
+                    continueOwed = false
+                    readStarted = parser.hasPartialRequest ? now : nil
+                case .expectContinue:
+                    continueOwed = true
+                }
+            } catch {
+                pending.append(.failure(error))
+                input = .failed
+                return
+            }
+        }
+        if pending.count >= settings.maxPending { input = .paused }
+    }
+
+    /// Starts the next request if nothing is in the way; otherwise sends 100 Continue, resumes
+    /// reading, or closes when nothing is left to do.
+    private mutating func advance(_ actions: inout ConnectionActions, now: UInt64) {
+        guard case .idle = answering, !hasUnsentOutput else { return }
+        if input == .paused && pending.count < settings.maxPending / 2 {
+            input = .open
+            // Bytes already buffered would never raise another read event: parse them now.
+            parse(&actions, now: now)
+        }
+        if !pending.isEmpty {
+            switch pending.removeFirst() {
+            case .failure(let error):
+                // Everything after a framing error is unreliable: answer and close.
+                pending.removeAll()
+                respondToFailure(error, &actions, now: now)
+            case .request(let request):
+                answering = .handling(Exchange(method: request.method, path: request.path, version: request.version,
+                                               keepAlive: request.keepAlive, started: now))
+                actions.handle = request
+            }
+            return
+        }
+        if continueOwed && parser.hasPartialRequest && input == .open {
+            // RFC 9110 §10.1.1: the client waits for this before sending the body. Only now, with
+            // every earlier response sent, can it not be mistaken for an answer to an earlier request.
+            continueOwed = false
+            queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            actions.send = true
+            return
+        }
+        if input == .ended || input == .failed || (draining && !parser.hasPartialRequest) {
+            close(&actions)
+        }
+    }
+
+    /// The read source follows `input`: one suspend when reading stops, one resume when it starts
+    /// again (Dispatch counts them, so the driver must never see two of either in a row).
+    private func reportReading(wasPaused: Bool, _ actions: inout ConnectionActions) {
+        if readingPaused != wasPaused { actions.reading = readingPaused ? .pause : .resume }
+    }
+
+    private mutating func refuse(_ exchange: Exchange, _ actions: inout ConnectionActions) {
+        var response = Self.errorResponse(HTTPError(.serviceUnavailable, "The server is too busy. Please try again in a moment.",
+                                                    headers: ["Retry-After": "1"]),
+                                          request: nil, errorPage: settings.errorPage)
+        let head = ResponseHead.serialize(&response, bodyCount: response.bodyBytes.count, version: exchange.version,
+                                          keepAlive: false, date: settings.date())
+        queue(head)
+        if !exchange.isHead { queue(response.bodyBytes) }
+        actions.log = ResponseLogRecord(exchange, status: response.status.code,
+                                        bytes: exchange.isHead ? 0 : response.bodyBytes.count)
+        answering = .closingAfterFlush
+        actions.send = true
+    }
+
+    private mutating func respondToFailure(_ error: HTTPParseError, _ actions: inout ConnectionActions, now: UInt64) {
+        var response = Self.errorResponse(error, request: nil, errorPage: settings.errorPage)
+        let head = ResponseHead.serialize(&response, bodyCount: response.bodyBytes.count, version: .http11,
+                                          keepAlive: false, date: settings.date())
+        queue(head)
+        queue(response.bodyBytes)
+        actions.log = ResponseLogRecord(method: "-", path: "-", status: error.status.code,
+                                        bytes: response.bodyBytes.count, started: readStarted ?? now)
+        answering = .closingAfterFlush
+        actions.send = true
+    }
+
+    private mutating func finishStream(_ actions: inout ConnectionActions) {
+        guard case .streaming = answering else { return }
+        answering = .closingAfterFlush
+        if !hasUnsentOutput { close(&actions) }
+    }
+
+    /// Appends to the output, reusing the buffer the last response left behind when it is big
+    /// enough (no allocation per response on a keep-alive connection).
+    private mutating func queue(_ bytes: [UInt8]) {
+        if output.isEmpty && output.capacity < bytes.count {
+            output = bytes
+        } else {
+            output.append(contentsOf: bytes)
+        }
+    }
+
+    /// Leaves `input` and `writeBlockedSince` as they are: the driver reads them to undo its
+    /// suspended sources before cancelling them.
+    private mutating func close(_ actions: inout ConnectionActions) {
+        guard !isClosed else { return }
+        answering = .closed
+        pending.removeAll()
+        output = []
+        outputOffset = 0
+        actions.close = true
+    }
+
+    static func errorResponse(_ error: any HTTPResponseError, request: HTTPRequest?,
+                              errorPage: ErrorPageRenderer) -> HTTPResponse {
+        var response = errorPage(error.status, error.publicMessage, request)
+        response.status = error.status
+        for (name, value) in error.headers { response.headers.set(name, value) }
+        return response
+    }
+}
+
+/// What the driver does after an event, in this order: suspend or resume reading, wait or stop
+/// waiting for writability, run a handler or a stream's start, start the heartbeat, log, send the
+/// unsent output, close. A plain struct rather than a list: no allocation per event.
+struct ConnectionActions {
+    enum Interest: Equatable { case pause, resume }
+    enum Writable: Equatable { case wait, stopWaiting }
+
+    var reading: Interest?
+    var writable: Writable?
+    /// Run the handler for this request on the executor; report `responseReady` or `handlerRefused`.
+    var handle: HTTPRequest?
+    /// Submit this stream's start to the executor; report `streamStarted` or `streamRefused`.
+    var startStream: (@Sendable (ResponseStream) -> Void)?
+    /// Start the stream's heartbeat timer (nanoseconds between beats); report `heartbeatDue`.
+    var heartbeat: UInt64?
+    var log: ResponseLogRecord?
+    /// Output is waiting: send it (`withUnsentOutput`) and report `sent` or `sendBlocked`.
+    var send = false
+    var close = false
+}
+
+/// One access-log line before its duration is known (the driver reads the clock).
+struct ResponseLogRecord: Equatable {
+    let method: String
+    let path: String
+    let status: Int
+    let bytes: Int
+    let started: UInt64
+
+    init(method: String, path: String, status: Int, bytes: Int, started: UInt64) {
+        self.method = method
+        self.path = path
+        self.status = status
+        self.bytes = bytes
+        self.started = started
+    }
+
+    init(_ exchange: ConnectionStateMachine.Exchange, status: Int, bytes: Int) {
+        self.init(method: exchange.method, path: exchange.path, status: status, bytes: bytes, started: exchange.started)
+    }
+}
+
+enum ResponseHead {
+    /// The status line and header section. Adds Date, Content-Length and Connection as needed.
+    static func serialize(_ response: inout HTTPResponse, bodyCount: Int?, version: HTTPVersion,
+                          keepAlive: Bool, date: String) -> [UInt8] {
+        var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
+        head.reserveCapacity(256)
+        if !response.headers.contains("Date") { head += "Date: \(date)\r\n" }
+        if let bodyCount, response.status.allowsBody || response.status.code == 304 {
+            if response.status.code != 304 && !response.headers.contains("Content-Length") {
+                head += "Content-Length: \(bodyCount)\r\n"
+            }
+        }
+        if !keepAlive {
+            head += "Connection: close\r\n"
+        } else if version == .http10 {
+            head += "Connection: keep-alive\r\n"
+        }
+        // Connection is ours to set: it must agree with what the connection will actually do.
+        for (name, value) in response.headers where !name.equalsIgnoringASCIICase("Connection") {
+            head += name
+            head += ": "
+            head += value
+            head += "\r\n"
+        }
+        head += "\r\n"
+        return Array(head.utf8)
+    }
+}

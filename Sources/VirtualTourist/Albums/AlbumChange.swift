@@ -1,0 +1,21 @@
+/// "This person's album on this pin changed": the payload of NOTIFY album_events, written and read
+/// only here. The text is "userID:pinID" — ids, never content, so a payload carries nothing a
+/// listener on another instance should not see.
+public struct AlbumChange: Hashable, Sendable {
+    public let userID: Int64
+    public let pinID: Int64
+
+    public init(userID: Int64, pinID: Int64) {
+        self.userID = userID
+        self.pinID = pinID
+    }
+
+    /// Nil for anything that is not two ids (a payload from a stray NOTIFY).
+    public init?(payload: String) {
+        let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let userID = Int64(parts[0]), let pinID = Int64(parts[1]) else { return nil }
+        self.init(userID: userID, pinID: pinID)
+    }
+
+    public var payload: String { "\(userID):\(pinID)" }
+}
