@@ -29,11 +29,12 @@ import TestSupport
     }
 
     /// Polls until the album is no longer downloading.
-    static func settled(_ browser: Browser, pin: Int, timeout: Double = 30) throws -> AlbumState {
+    static func settled(_ browser: Browser, pin: Int, timeout: Double = 30, meanwhile: () -> Void = {}) throws -> AlbumState {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
             let current = try state(browser, pin: pin)
             if current.status != "downloading" || Date() > deadline { return current }
+            meanwhile()
             usleep(100_000)
         }
     }
