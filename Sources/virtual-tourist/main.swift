@@ -85,6 +85,9 @@ func serve(_ configuration: Configuration) -> Never {
     settings.commonsAPIURL = configuration.commonsAPIURL
     settings.workers.workers = configuration.workers
     settings.workers.leaseSeconds = configuration.albumLeaseSeconds
+    settings.providerCallsPerHour = configuration.providerCallsPerHour
+    settings.providerCallBurst = configuration.providerCallBurst
+    settings.commonsOriginalCap = configuration.commonsOriginalCap
     if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {
         log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
     }
