@@ -150,8 +150,10 @@ extension PhotoFixture {
             let coordinates = (request.queryValue("gscoord") ?? "").split(separator: "|").compactMap { Double($0) }
             guard coordinates.count == 2 else { return .json(#"{"error":{"code":"badcoord","info":"Invalid coordinate provided"}}"#) }
             if let recorded = rules.recordedCommonsImageInfo {
-                // Lists the files of the recorded imageinfo answer, so the app asks for exactly those.
+                // Lists the files of the recorded imageinfo answer, so the app asks for exactly those;
+                // a recorded answer that names no files (an error) is the answer to every call.
                 let titles = Self.titles(in: recorded.body)
+                if titles.isEmpty { return replay(recorded, request) }
                 let items = titles.enumerated().map { i, title in
                     #"{"pageid":\#(i + 1),"ns":6,"title":\#(Self.jsonString(title)),"lat":\#(coordinates[0]),"lon":\#(coordinates[1]),"dist":\#(i * 10)}"#
                 }

@@ -112,7 +112,7 @@ public struct CommonsProvider: PhotoProvider {
         let width = lenientInt(image["width"]) ?? 0, size = lenientInt(image["size"])
         if mime == "image/svg+xml" || width > fullViewWidth {
             guard let built = thumbURL(original: original, width: fullViewWidth, mime: mime) else {
-                return .skip("no thumbnail, and \(original) is not an upload.wikimedia.org file address")
+                return .skip("no thumbnail, and \(original) is not a Wikimedia upload address")
             }
             return .use(url: built, tile: thumbURL(original: original, width: tileWidth, mime: mime) ?? built)
         }
@@ -130,9 +130,10 @@ public struct CommonsProvider: PhotoProvider {
     static func thumbURL(original: String, width: Int, mime: String) -> String? {
         guard var components = URLComponents(string: original) else { return nil }
         var parts = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        // ["", "wikipedia", "commons", "a", "ab", "Name.jpg"]
-        guard parts.count == 6, parts[1] == "wikipedia", parts[3].count == 1, parts[4].count == 2, let file = parts.last else { return nil }
-        parts.insert("thumb", at: 3)
+        // […, "wikipedia", "commons", "a", "ab", "Name.jpg"] (behind a prefix on a mirror or the fixture)
+        guard parts.count >= 6, let file = parts.last, parts[parts.count - 5] == "wikipedia",
+              parts[parts.count - 3].count == 1, parts[parts.count - 2].count == 2 else { return nil }
+        parts.insert("thumb", at: parts.count - 3)
         let thumbName = "\(width)px-\(file)" + (mime == "image/svg+xml" ? ".png" : "")
         components.percentEncodedPath = (parts + [thumbName]).joined(separator: "/")
         return components.string
