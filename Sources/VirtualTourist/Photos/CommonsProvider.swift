@@ -15,8 +15,8 @@ public struct CommonsProvider: PhotoProvider {
     /// GeoSearch answers at most 500 results and has no paging of its own: we page through them.
     static let resultCap = 500
     public let radiusMetres = 10_000
-    /// Wikimedia asks for moderate request rates to upload.wikimedia.org.
-    public var downloadConcurrency: Int? { 4 }
+    /// Wikimedia's rate-limit best practices: 3 concurrent requests or fewer.
+    public var downloadConcurrency: Int? { 3 }
     /// Standard thumbnail steps (docs/providers.md): the picker's tiles, and the image an album
     /// stores and shows in full view. Other widths are refused by upload.wikimedia.org.
     public static let tileWidth = 330
