@@ -82,3 +82,19 @@ import Glibc
         #expect(try pool.query("SELECT count(*) AS n FROM album_jobs WHERE state = 'queued' AND attempts = 0")[0].decode("n", as: Int.self) == 3)
     }
 }
+
+extension ProviderBudgetTests {
+    /// The picker asks the provider while a person waits: with the budget spent it answers 503 with
+    /// Retry-After and the fixed phrase, and spends nothing.
+    @Test func thePickerSaysWhenTheBudgetIsSpent() throws {
+        let app = try TestApp(workers: true) { $0.providerCallBurst = 1; $0.providerCallsPerHour = 1 }
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        #expect(try AlbumTests.settled(browser, pin: pin).status == "ready")  // the one call
+        let picker = try browser.get("/pins/\(pin)/picker?page=2")
+        #expect(picker.status == 503)
+        #expect(Int(picker.header("Retry-After") ?? "") ?? 0 > 3000)
+        #expect(picker.body.contains("Waiting for Flickr: the hourly limit is reached; resumes at "))
+        #expect(app.fixture.searchCount == 1)
+    }
+}

@@ -35,6 +35,7 @@ import TestSupport
         #expect(album.count("ready") == 30)
         let sent = try #require(Self.searches(app.fixture).last)
         #expect(sent.query["min_upload_date"] != nil || sent.query["min_taken_date"] != nil, "\(sent.query)")
+        #expect(Self.searches(app.fixture).filter { $0.query["api_key"] != "k" }.count == 1)  // one call per album
     }
 
     @Test func flickrRepeatsItselfPastTheFirst4000ResultsAndTheAppStaysInside() throws {
@@ -113,6 +114,7 @@ import TestSupport
         #expect(app.fixture.largeOriginalDownloads == 0)
         #expect(album.count("failed") == 0)
         #expect(album.count("ready") >= 26)
+        #expect(app.fixture.requests.filter { $0.path == "/w/api.php" }.count == 2)  // two calls per album
     }
 
     @Test func commons429WithRetryAfterDelaysTheAlbumByAboutThatLong() throws {
