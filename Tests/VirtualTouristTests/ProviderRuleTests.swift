@@ -68,6 +68,24 @@ import TestSupport
         #expect(app.fixture.searchCount == 3)
     }
 
+    /// While an outage is retried the album says when, in a fixed phrase, not the service's words.
+    @Test func anOutageIsRetriedWithTheTimeItResumesOnThePage() throws {
+        var options = PhotoFixture.Options()
+        options.failFirstSearches = 1
+        let app = try TestApp(workers: true, fixture: options) { $0.workers.retryBaseSeconds = 2 }
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        var banner = ""
+        let album = try AlbumTests.settled(browser, pin: pin) {
+            if banner.isEmpty, let page = try? browser.get("/pins/\(pin)").body,
+               let match = page.firstMatch(of: /<p class="banner waiting">([^<]*)<\/p>/) { banner = String(match.1) }
+        }
+        #expect(album.status == "ready")
+        #expect(banner.hasPrefix("Flickr is unavailable — retrying automatically at ") && banner.hasSuffix(" UTC."), "\(banner)")
+        #expect(try AlbumTests.state(browser, pin: pin).photos.count == 30)
+        #expect(!(try browser.get("/pins/\(pin)").body.contains("banner waiting")))  // cleared once the search went through
+    }
+
     @Test func flickrXMLErrorAnswersAreReadForTheirCode() throws {
         var options = PhotoFixture.Options()
         options.failFirstSearches = 1
