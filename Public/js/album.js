@@ -64,17 +64,17 @@ function renderStatus(data) {
   const done = data.photos.filter((p) => p.status !== "pending").length;
   let content;
   if (data.status === "downloading") {
-    content = total === 0
+    content = data.waiting ? el("p", { class: "banner waiting" }, data.waiting) : total === 0
       ? el("p", { class: "banner" }, "Searching for photos near this place…")
       : el("p", { class: "banner" }, "Downloading photos… ", el("span", { id: "progress-text" }, `${done} of ${total}`), " ",
         el("progress", { id: "album-progress", max: String(total), value: String(done) }, `${done} of ${total}`));
   } else if (data.status === "empty") {
     content = el("p", { class: "banner empty" }, "No photos found near this place. Try a pin near a town or a landmark.");
   } else if (data.status === "failed") {
-    content = el("div", { class: "banner error" },
-      el("p", {}, `The photos could not be downloaded: ${data.error || "unknown error"}`),
-      el("form", { method: "post", action: `/pins/${pinID}/retry` },
-        el("input", { type: "hidden", name: "_csrf", value: csrf }), el("button", { type: "submit", class: "button" }, "Retry")));
+    // data.error is a fixed phrase; no Retry when trying again cannot help (an invalid API key).
+    content = el("div", { class: "banner error" }, el("p", {}, data.error || "The photos could not be downloaded."),
+      ...(data.retryable === false ? [] : [el("form", { method: "post", action: `/pins/${pinID}/retry` },
+        el("input", { type: "hidden", name: "_csrf", value: csrf }), el("button", { type: "submit", class: "button" }, "Retry"))]));
   } else if (total === 0) {
     content = el("p", { class: "banner empty" }, "This album is empty. Press New Collection for more photos.");
   }

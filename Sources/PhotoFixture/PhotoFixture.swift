@@ -9,6 +9,11 @@ import Synchronization
 public final class PhotoFixture: Sendable {
     public enum SearchFault: String, Sendable {
         case none, garbage, truncated, html, invalidKey
+        /// Flickr's code 201 "Sorry, the Flickr API service is not currently available." (JSON).
+        case apiUnavailable
+        /// Flickr answering XML although JSON was asked for: code 105, then code 100 (recorded answers
+        /// of this shape are in Tests/Fixtures/recorded/flickr).
+        case xmlUnavailable, xmlInvalidKey
     }
 
     public enum ImageFault: Sendable, Equatable {
@@ -35,6 +40,11 @@ public final class PhotoFixture: Sendable {
         public var errorRate: Double = 0
         /// The first N searches answer 500 (then all is well): for retry tests.
         public var failFirstSearches = 0
+        /// What those first N searches answer instead of 500 (e.g. .apiUnavailable for Flickr's 201).
+        public var firstSearchesFault: SearchFault?
+        /// The rules the real services keep (ProviderRules.swift): Flickr's limiting agent and result
+        /// window, Wikimedia's thumbnail steps, rate limits and maxlag.
+        public var rules = ProviderRules()
         public var searchFault: SearchFault = .none
         public var imageFault: ImageFault = .none
         /// Apply `imageFault` to every Nth image only (1: all of them).
@@ -54,8 +64,10 @@ public final class PhotoFixture: Sendable {
     /// The search fault in force; starts as options.searchFault and can change while running.
     private let currentSearchFault: Mutex<SearchFault>
     private let server: HTTPServer
-    private let images: [[UInt8]]
+    let images: [[UInt8]]
     private let counters = Mutex((searches: 0, images: 0))
+    /// Requests seen and rule counters (ProviderRules.swift).
+    let ruleState = Mutex(RuleState())
 
     public var port: Int { server.port }
     public var baseURL: String { "http://\(options.host):\(port)" }
@@ -81,6 +93,9 @@ public final class PhotoFixture: Sendable {
         router.get("/services/rest") { request in try fixture.value!.search(request) }
         router.get("/photos/:file") { request in try fixture.value!.image(request) }
         router.get("/w/api.php") { request in try fixture.value!.commons(request) }
+        // Wikimedia's upload layout: originals and thumbnails at /wikipedia/commons/… (ProviderRules.swift).
+        router.get("/wikipedia/*file") { request in try fixture.value!.commonsImage(request) }
+        router.get("/recorded/*file") { request in try fixture.value!.recordedImage(request) }
         server = HTTPServer(configuration: configuration, handler: router)
         fixture.value = self
         try server.start()
@@ -97,10 +112,15 @@ public final class PhotoFixture: Sendable {
 
     private func search(_ request: HTTPRequest) throws -> HTTPResponse {
         let count = counters.withLock { $0.searches += 1; return $0.searches }
+        log(request)
         wait()
+        if count <= options.failFirstSearches, let fault = options.firstSearchesFault, let answer = Self.faultAnswer(fault) {
+            return answer
+        }
         if count <= options.failFirstSearches || Double.random(in: 0..<1) < options.errorRate {
             return .text("Internal Server Error", status: .internalServerError)
         }
+        if let recorded = options.rules.recordedFlickrSearch { return replay(recorded, request) }
         guard request.queryValue("method") == "flickr.photos.search" else {
             return .json(#"{"stat":"fail","code":112,"message":"Method not found"}"#)
         }
@@ -109,7 +129,9 @@ public final class PhotoFixture: Sendable {
         if key.isEmpty || fault == .invalidKey {
             return .json(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#)
         }
+        if let answer = Self.faultAnswer(fault) { return answer }
         switch fault {
+        case .apiUnavailable, .xmlUnavailable, .xmlInvalidKey: break
         case .garbage: return .json("{\"photos\": [1, 2, ")
         case .html: return .html("<html><body>Gateway error</body></html>")
         case .truncated:
@@ -122,14 +144,24 @@ public final class PhotoFixture: Sendable {
             return .json(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled."}"#)
         }
         let perPage = min(max(Int(request.queryValue("per_page") ?? "") ?? 100, 1), 500)
-        let page = max(Int(request.queryValue("page") ?? "") ?? 1, 1)
-        let pages = lat < options.emptyBelowLatitude ? 0 : options.pages
+        let askedPage = max(Int(request.queryValue("page") ?? "") ?? 1, 1)
+        var pages = lat < options.emptyBelowLatitude ? 0 : options.pages
+        var page = askedPage
+        var shown = perPage
+        if options.rules.flickr && !Self.hasLimitingAgent(request) {
+            // Flickr: without a limiting agent a geo query returns only photos added in the last 12 hours.
+            pages = min(pages, 1)
+            shown = min(perPage, options.rules.photosOfTheLast12Hours)
+        }
+        if options.rules.flickr && (page - 1) * perPage >= ProviderRules.flickrResultWindow {
+            page = 1  // past the 4,000-result window Flickr repeats results already given
+        }
         let place = Self.placeNumber(lat: lat, lon: lon)
         // Image addresses on the host the client used, so they work behind Docker's names too.
         let origin = request.headers["Host"].map { "http://\($0)" } ?? baseURL
         var photos: [String] = []
         if page <= pages {
-            for index in 0..<perPage {
+            for index in 0..<shown {
                 let id = place * 1_000_000 + page * 1000 + index
                 let image = "\(origin)/photos/\(id)"
                 // Flickr's own quirks: numbers as strings, some extras missing.
@@ -143,9 +175,9 @@ public final class PhotoFixture: Sendable {
                     """)
             }
         }
-        let total = pages * perPage
+        let total = pages == 1 ? shown : pages * perPage
         return .json("""
-            {"photos":{"page":\(page),"pages":"\(pages)","perpage":\(perPage),"total":"\(total == 0 ? "" : String(total))","photo":[\(photos.joined(separator: ","))]},"stat":"ok"}
+            {"photos":{"page":\(askedPage),"pages":"\(pages)","perpage":\(perPage),"total":"\(total == 0 ? "" : String(total))","photo":[\(photos.joined(separator: ","))]},"stat":"ok"}
             """)
     }
 
@@ -160,33 +192,9 @@ public final class PhotoFixture: Sendable {
 
     private func commons(_ request: HTTPRequest) throws -> HTTPResponse {
         counters.withLock { $0.searches += 1 }
+        log(request)
         wait()
-        let origin = request.headers["Host"].map { "http://\($0)" } ?? baseURL
-        if request.queryValue("list") == "geosearch" {
-            let coordinates = (request.queryValue("gscoord") ?? "").split(separator: "|").compactMap { Double($0) }
-            guard coordinates.count == 2 else { return .json(#"{"error":{"code":"badcoord","info":"Invalid coordinate provided"}}"#) }
-            let limit = min(Int(request.queryValue("gslimit") ?? "") ?? 10, 500)
-            let count = coordinates[0] < options.emptyBelowLatitude ? 0 : min(limit, options.pages * 30 > 500 ? 500 : options.pages * 30)
-            let place = Self.placeNumber(lat: coordinates[0], lon: coordinates[1])
-            let items = (0..<count).map { i in
-                #"{"pageid":\#(place * 1000 + i),"ns":6,"title":"File:Fixture \#(place)-\#(i + 1).jpg","lat":\#(coordinates[0]),"lon":\#(coordinates[1]),"dist":\#(i * 10)}"#
-            }
-            return .json(#"{"batchcomplete":true,"query":{"geosearch":[\#(items.joined(separator: ","))]}}"#)
-        }
-        let titles = (request.queryValue("titles") ?? "").split(separator: "|").map(String.init)
-        let pages = titles.compactMap { title -> String? in
-            let digits = title.split(separator: " ").last?.split(separator: ".").first?.split(separator: "-")
-            guard let digits, digits.count == 2, let place = Int(digits[0]), let index = Int(digits[1]) else { return nil }
-            let id = place * 1000 + index - 1
-            let escaped = title.replacingOccurrences(of: "\"", with: "\\\"")
-            return """
-                {"pageid":\(id),"ns":6,"title":"\(escaped)","imageinfo":[{"thumburl":"\(origin)/photos/\(id)_c.jpg","thumbwidth":640,\
-                "url":"\(origin)/photos/\(id)_c.jpg","descriptionurl":"https://commons.wikimedia.org/wiki/\(escaped.replacingOccurrences(of: " ", with: "_"))",\
-                "mime":"image/jpeg","extmetadata":{"Artist":{"value":"<a href=\\"https://commons.wikimedia.org/wiki/User:Fixture\\">Fixture &amp; Friends</a>"},\
-                "LicenseShortName":{"value":"CC BY-SA 4.0"},"ObjectName":{"value":"Commons fixture \(index)"}}}]}
-                """
-        }
-        return .json(#"{"batchcomplete":true,"query":{"pages":[\#(pages.joined(separator: ","))]}}"#)
+        return commonsAnswer(request)
     }
 
     // MARK: Images
@@ -236,7 +244,7 @@ public final class PhotoFixture: Sendable {
         }
     }
 
-    private func truncatedStream(_ head: HTTPResponse, body: [UInt8], promised: Int) -> HTTPResponse {
+    func truncatedStream(_ head: HTTPResponse, body: [UInt8], promised: Int) -> HTTPResponse {
         var response = head
         response.headers.set("Content-Length", String(promised))
         response.body = .stream(heartbeat: nil) { stream in
@@ -246,7 +254,7 @@ public final class PhotoFixture: Sendable {
         return response
     }
 
-    private func wait() {
+    func wait() {
         if options.latency > 0 { usleep(UInt32(options.latency * 1_000_000)) }
     }
 }

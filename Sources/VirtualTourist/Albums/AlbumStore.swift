@@ -24,6 +24,10 @@ public struct Album: Sendable {
     public let page: Int?
     public let totalPages: Int?
     public let photos: [AlbumPhoto]
+    /// While downloading: what the album waits for and when it resumes (a fixed phrase).
+    public var waiting: String? = nil
+    /// False when Retry cannot help (an invalid API key).
+    public var retryable = true
 
     public var isComplete: Bool { pin.status != .downloading }
     public var readyCount: Int { photos.filter { $0.status == .ready }.count }
@@ -54,8 +58,9 @@ public struct AlbumStore: Sendable {
 
     public func album(pinID: Int64, userID: Int64) throws -> Album? {
         guard let pin = try PinStore(pool: pool).pin(pinID, of: userID) else { return nil }
-        let state = try pool.query("SELECT generation, error, page, total_pages FROM pins WHERE id = $1 AND user_id = $2",
-                                   [pinID, userID])[0]
+        let state = try pool.query("""
+            SELECT generation, error, page, total_pages, waiting, retryable FROM pins WHERE id = $1 AND user_id = $2
+            """, [pinID, userID])[0]
         let generation: Int = try state.decode("generation")
         let photos = try pool.query("""
             SELECT id, position, status, title, owner_name, license, page_url, date_taken, width, height, generation, remote_id
@@ -63,7 +68,8 @@ public struct AlbumStore: Sendable {
             ORDER BY position, id
             """, [pinID, userID, generation]).map(Self.photo)
         return Album(pin: pin, generation: generation, error: try state.decode("error"), page: try state.decode("page"),
-                     totalPages: try state.decode("total_pages"), photos: photos)
+                     totalPages: try state.decode("total_pages"), photos: photos, waiting: try state.decode("waiting"),
+                     retryable: try state.decode("retryable"))
     }
 
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
@@ -315,7 +321,7 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1
                 """, [job.id, reason])
             try db.query("""
-                UPDATE pins SET status = \(PinStatus.failed.sql), error = $4, updated_at = now()
+                UPDATE pins SET status = \(PinStatus.failed.sql), error = $4, waiting = NULL, retryable = true, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, reason])
             try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])

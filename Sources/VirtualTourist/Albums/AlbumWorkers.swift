@@ -30,7 +30,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     let client: HTTPClient
     let settings: Settings
     let name: String
-    private let logger = Logger(label: "albums")
+    let logger = Logger(label: "albums")
     private let wake = NSCondition()
     private let state = Mutex((running: false, wakeups: 0, active: 0))
     private var threads: [Thread] = []
@@ -111,6 +111,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             if job.kind == "collection" && search.placeholders == 0 {
                 let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
                 let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
+                try store.clearWaiting(job)
                 guard try store.storeSearchResult(job, result) else { try store.cancel(job); return }
                 if result.photos.isEmpty {
                     try store.finish(job)
@@ -121,7 +122,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             try store.finish(job)
             logger.info("album of pin \(job.pinID) complete")
         } catch let error as PhotoProviderError {
-            giveUpOrRetry(job, reason: error.description, transient: error.isTransient)
+            providerTrouble(job, error)
         } catch {
             giveUpOrRetry(job, reason: "\(error)", transient: true)
         }

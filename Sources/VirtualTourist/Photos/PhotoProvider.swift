@@ -34,23 +34,34 @@ public protocol PhotoProvider: Sendable {
     func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage
     /// Images of one album downloaded at once, when the provider asks for restraint.
     var downloadConcurrency: Int? { get }
+    /// The call budget its API calls draw from (ProviderBudget.swift).
+    var budget: ProviderBudget? { get }
 }
 
 extension PhotoProvider {
     public var downloadConcurrency: Int? { nil }
+    public var budget: ProviderBudget? { nil }
 }
 
 public enum PhotoProviderError: Error, Equatable, CustomStringConvertible {
     case invalidKey
+    /// A Flickr error code (stat "fail"), from a JSON or an XML answer.
     case service(code: Int, message: String)
+    /// A MediaWiki API error (`error.code` or `errors[0].code`).
+    case mediaWiki(code: String, info: String)
+    /// The provider named a wait (429 Retry-After, ratelimited, maxlag) or the shared budget is spent.
+    case mustWait(seconds: Int, reason: ProviderBudget.WaitReason)
     case unexpectedStatus(Int)
     case malformed(String)
     case transport(String)
 
+    /// For the log and the operator (never the page: see ProviderPhrases).
     public var description: String {
         switch self {
         case .invalidKey: return "invalid Flickr API key"
         case .service(let code, let message): return "the photo service refused the search (\(code): \(message))"
+        case .mediaWiki(let code, let info): return "the photo service refused the search (\(code): \(info))"
+        case .mustWait(let seconds, let reason): return "the photo service asks for a wait of \(seconds) s (\(reason.rawValue))"
         case .unexpectedStatus(let status): return "the photo service answered HTTP \(status)"
         case .malformed(let detail): return "the photo service sent an answer that could not be read (\(detail))"
         case .transport(let detail): return "the photo service could not be reached (\(detail))"
@@ -59,27 +70,37 @@ public enum PhotoProviderError: Error, Equatable, CustomStringConvertible {
 
     /// Worth trying again later (the service or network may recover); a bad key will not.
     public var isTransient: Bool {
-        switch self {
-        case .invalidKey: return false
-        // Flickr's 105 is "service currently unavailable"; other codes describe the request.
-        case .service(let code, _): return code == 105
-        case .unexpectedStatus(let status): return status >= 500 || status == 429
-        case .malformed, .transport: return true
+        switch failureClass {
+        case .wait, .unavailable: return true
+        case .invalidKey, .refused: return false
         }
     }
 }
 
 /// Flickr's REST API (flickr.photos.search), or anything that speaks it (the fixture).
+/// docs/providers.md gives the reason for every parameter.
 public struct FlickrProvider: PhotoProvider {
     public let name = "flickr"
     public let apiKey: String
     public let apiURL: String
     public let client: HTTPClient
+    /// The shared call budget of this key (nil: calls are not counted, e.g. in unit tests).
+    public var budget: ProviderBudget?
     /// Flickr's display guidelines ask for at most 30 photos per page of an app.
     public let photosPerPage = 30
     /// Flickr returns at most 4,000 results for a search, whatever "pages" says.
     static let resultCap = 4000
+    /// The last page inside the 4,000-result window.
+    static func lastPage(perPage: Int) -> Int { max(1, resultCap / perPage) }
+    /// Flickr's default radius; geo queries allow at most 32 km.
     public let radiusKilometres = 5
+    static let maxRadiusKilometres = 32
+    /// The limiting agent every geo search needs (without one Flickr answers only photos added in
+    /// the last 12 hours): uploads since 2004-01-01, before Flickr's first, so nothing is excluded.
+    /// Not min_taken_date: taken dates are unknown for many photos and older than 2004 for scans.
+    static let minUploadDate = "1072915200"
+    /// Most interesting first: a stable, curated order for the first album; New Collection pages on.
+    static let sort = "interestingness-desc"
 
     public static let defaultAPIURL = "https://api.flickr.com/services/rest/"
 
@@ -95,25 +116,35 @@ public struct FlickrProvider: PhotoProvider {
         return origin(of: apiURL).map { [$0] } ?? []
     }
 
-    public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
-        var components = URLComponents(string: apiURL)
-        components?.queryItems = [
+    /// The query of one search (docs/providers.md lists it with the reason for each parameter).
+    func searchParameters(lat: Double, lon: Double, page: Int) -> [(String, String)] {
+        [
             ("method", "flickr.photos.search"), ("api_key", apiKey),
             ("lat", String(format: "%.6f", lat)), ("lon", String(format: "%.6f", lon)),
-            ("radius", String(radiusKilometres)), ("radius_units", "km"),
-            ("per_page", String(photosPerPage)), ("page", String(page)),
+            ("radius", String(min(radiusKilometres, Self.maxRadiusKilometres))), ("radius_units", "km"),
+            ("min_upload_date", Self.minUploadDate), ("sort", Self.sort),
+            ("per_page", String(photosPerPage)), ("page", String(min(max(page, 1), Self.lastPage(perPage: photosPerPage)))),
             ("extras", "url_q,url_z,url_m,owner_name,license,date_taken"),
             ("safe_search", "1"), ("content_type", "1"), ("media", "photos"),
             ("format", "json"), ("nojsoncallback", "1"),
-        ].map { URLQueryItem(name: $0.0, value: $0.1) }
+        ]
+    }
+
+    public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
+        var components = URLComponents(string: apiURL)
+        components?.queryItems = searchParameters(lat: lat, lon: lon, page: page).map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        return try Self.parse(try fetchAnswer(url, client: client), perPage: photosPerPage)
+        return try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage)
     }
 
     /// Reads a photos.search answer. Flickr is loose with types ("150" or 150, "" for 0), so
-    /// numbers are read leniently.
+    /// numbers are read leniently; errors may come as XML even when JSON was asked for.
     static func parse(_ body: [UInt8], perPage: Int) throws -> PhotoSearchPage {
         guard let json = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            if let (code, message) = xmlError(body) {
+                if code == 100 { throw PhotoProviderError.invalidKey }
+                throw PhotoProviderError.service(code: code, message: message)
+            }
             throw PhotoProviderError.malformed("not JSON")
         }
         if (json["stat"] as? String) == "fail" {
@@ -125,7 +156,7 @@ public struct FlickrProvider: PhotoProvider {
             throw PhotoProviderError.malformed("no photos in the answer")
         }
         let total = lenientInt(photos["total"]) ?? list.count
-        let pages = min(lenientInt(photos["pages"]) ?? 1, max(1, resultCap / perPage))
+        let pages = min(lenientInt(photos["pages"]) ?? 1, lastPage(perPage: perPage))
         let page = lenientInt(photos["page"]) ?? 1
         let found: [RemotePhoto] = list.compactMap { item in
             guard let id = lenientString(item["id"]),
@@ -135,18 +166,28 @@ public struct FlickrProvider: PhotoProvider {
                 provider: "flickr", remoteID: id,
                 title: lenientString(item["title"]) ?? "",
                 ownerName: lenientString(item["ownername"]) ?? "",
-                license: licenseName(lenientInt(item["license"]) ?? 0),
+                license: FlickrCredits.licence(item["license"], names: knownLicenseName),
                 pageURL: owner.map { "https://www.flickr.com/photos/\($0)/\(id)" },
                 imageURL: image,
                 thumbnailURL: lenientString(item["url_q"]) ?? image,
-                dateTaken: lenientString(item["datetaken"]))
+                dateTaken: FlickrCredits.taken(item["datetaken"], granularity: item["datetakengranularity"],
+                                               unknown: item["datetakenunknown"]))
         }
         return PhotoSearchPage(photos: found, page: page, pages: max(pages, found.isEmpty ? 0 : 1), total: total)
     }
 
-    /// flickr.photos.licenses.getInfo, which rarely changes.
-    static func licenseName(_ id: Int) -> String {
+    /// Flickr's XML error form, `<rsp stat="fail"><err code="105" msg="…" /></rsp>`.
+    static func xmlError(_ body: [UInt8]) -> (Int, String)? {
+        let text = String(decoding: body.prefix(4096), as: UTF8.self)
+        guard text.contains("stat=\"fail\""), let match = text.firstMatch(of: /<err\s+code="(\d+)"\s+msg="([^"]*)"/),
+              let code = Int(match.1) else { return nil }
+        return (code, String(match.2))
+    }
+
+    /// flickr.photos.licenses.getInfo, which rarely changes; nil for an id it does not list.
+    static func knownLicenseName(_ id: Int) -> String? {
         switch id {
+        case 0: return "All rights reserved"
         case 1: return "CC BY-NC-SA 2.0"
         case 2: return "CC BY-NC 2.0"
         case 3: return "CC BY-NC-ND 2.0"
@@ -157,21 +198,9 @@ public struct FlickrProvider: PhotoProvider {
         case 8: return "United States Government Work"
         case 9: return "CC0 1.0"
         case 10: return "Public Domain Mark 1.0"
-        default: return "All rights reserved"
+        default: return nil
         }
     }
-}
-
-/// One provider request: the body of a 200 answer, or the error a provider reports.
-func fetchAnswer(_ url: String, client: HTTPClient) throws -> [UInt8] {
-    let response: HTTPClientResponse
-    do {
-        response = try client.get(url)
-    } catch {
-        throw PhotoProviderError.transport("\(error)")
-    }
-    guard response.status == 200 else { throw PhotoProviderError.unexpectedStatus(response.status) }
-    return response.body
 }
 
 /// scheme://host[:port] of an address, for the Content-Security-Policy.

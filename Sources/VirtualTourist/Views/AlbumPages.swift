@@ -58,6 +58,7 @@ enum AlbumPages {
         case .downloading:
             let total = album.photos.count
             let done = album.photos.filter { $0.status != .pending }.count
+            if let waiting = album.waiting { return "<p class=\"banner waiting\">\(waiting)</p>" }
             if total == 0 { return "<p class=\"banner\">Searching for photos near this place…</p>" }
             return """
                 <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total)</span>
@@ -66,10 +67,14 @@ enum AlbumPages {
         case .empty:
             return "<p class=\"banner empty\">No photos found near this place. Try a pin near a town or a landmark.</p>"
         case .failed:
-            return """
-                <div class="banner error"><p>The photos could not be downloaded: \(album.error ?? "unknown error")</p>
+            // The error is a fixed phrase (ProviderPhrases); no Retry when trying again cannot help.
+            let retry: HTML = album.retryable ? """
                 <form method="post" action="/pins/\(Int(album.pin.id))/retry">\(Layout.csrfField(csrf))
-                <button type="submit" class="button">Retry</button></form></div>
+                <button type="submit" class="button">Retry</button></form>
+                """ : .empty
+            return """
+                <div class="banner error"><p>\(album.error ?? "The photos could not be downloaded.")</p>
+                \(retry)</div>
                 """
         default:
             return album.photos.isEmpty ? "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>" : .empty

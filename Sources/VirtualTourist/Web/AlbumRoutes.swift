@@ -102,7 +102,7 @@ extension WebRoutes {
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
             } catch let error as PhotoProviderError {
-                throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
+                throw Self.providerPage(error, provider: provider)
             }
             let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
             return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
@@ -122,7 +122,7 @@ extension WebRoutes {
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
             } catch let error as PhotoProviderError {
-                throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
+                throw Self.providerPage(error, provider: provider)
             }
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
             guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
@@ -137,6 +137,9 @@ extension WebRoutes {
 struct AlbumJSON: Codable {
     let status: PinStatus
     let error: String?
+    /// While downloading: what the album waits for (a fixed phrase).
+    let waiting: String?
+    let retryable: Bool
     let page: Int?
     let totalPages: Int?
     let photos: [Photo]
@@ -154,6 +157,8 @@ struct AlbumJSON: Codable {
     init(_ album: Album) {
         status = album.pin.status
         error = album.error
+        waiting = album.waiting
+        retryable = album.retryable
         page = album.page
         totalPages = album.totalPages
         photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, owner: $0.ownerName, license: $0.license,

@@ -29,6 +29,11 @@ public struct AppSettings: Sendable {
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
     public var httpClient = HTTPClient.Options()
+    /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
+    public var providerCallsPerHour: Double?
+    public var providerCallBurst: Double?
+    /// Largest Commons original downloaded when no thumbnail step fits.
+    public var commonsOriginalCap = 2 * 1024 * 1024
 
     public init() {}
 
@@ -64,7 +69,8 @@ public final class App: Sendable {
             ? CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
             : FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
                              apiURL: settings.flickrAPIURL, client: client)
-        workers = AlbumWorkers(store: albums, provider: provider, client: client, settings: settings.workers, metrics: metrics)
+        let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
+        workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
 
@@ -75,7 +81,9 @@ public final class App: Sendable {
         web.plain("/readyz") { _ in
             do {
                 let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
-                return upToDate ? .text("ready") : .text("not ready: migrations are pending", status: .serviceUnavailable)
+                // A provider's trouble does not make the instance unready, but the operator reads it here.
+                let note = interactive.budget?.recentProblem().map { "\n\(interactive.name): \($0)" } ?? ""
+                return upToDate ? .text("ready" + note) : .text("not ready: migrations are pending", status: .serviceUnavailable)
             } catch {
                 return .text("not ready: the database cannot be reached", status: .serviceUnavailable)
             }
@@ -96,7 +104,7 @@ public final class App: Sendable {
         web.addAccountRoutes()
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
         web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings)
-        web.addAlbumRoutes(albums: albums, events: events, provider: provider)
+        web.addAlbumRoutes(albums: albums, events: events, provider: interactive)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)

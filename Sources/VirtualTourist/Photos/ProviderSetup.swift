@@ -1,0 +1,47 @@
+import Foundation
+import HTTPServer
+import Log
+import Postgres
+
+extension App {
+    /// The provider twice over, both drawing from one shared call budget: as pages use it (the
+    /// picker), and as album workers use it (background calls, which send maxlag to Commons).
+    static func withBudget(_ provider: any PhotoProvider, pool: PostgresPool, settings: AppSettings)
+        -> (interactive: any PhotoProvider, background: any PhotoProvider) {
+        func limits(_ defaults: ProviderBudget.Limits) -> ProviderBudget.Limits {
+            ProviderBudget.Limits(perHour: settings.providerCallsPerHour ?? defaults.perHour,
+                                  burst: settings.providerCallBurst ?? defaults.burst)
+        }
+        if var commons = provider as? CommonsProvider {
+            commons.budget = ProviderBudget(pool: pool, provider: "commons", limits: limits(.commons))
+            commons.originalCap = settings.commonsOriginalCap
+            var background = commons
+            background.background = true
+            return (commons, background)
+        }
+        if var flickr = provider as? FlickrProvider {
+            flickr.budget = ProviderBudget(pool: pool, provider: "flickr", secret: flickr.apiKey, limits: limits(.flickr))
+            return (flickr, flickr)
+        }
+        return (provider, provider)
+    }
+}
+
+extension WebRoutes {
+    /// A page that asked the provider itself (the picker) and could not: the fixed phrase of the
+    /// failure's class, 503 with Retry-After for a wait; the detail goes to the log only.
+    static func providerPage(_ error: PhotoProviderError, provider: any PhotoProvider) -> HTTPError {
+        providerLogger.notice("\(provider.name) for a page: \(error)")
+        provider.budget?.noteProblem(error.description)
+        switch error.failureClass {
+        case .wait(let seconds, let reason):
+            return HTTPError(.serviceUnavailable,
+                             ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: Double(seconds))),
+                             headers: ["Retry-After": String(seconds)])
+        case let failure:
+            return HTTPError(.badGateway, ProviderPhrases.failed(provider.name, failure))
+        }
+    }
+}
+
+private let providerLogger = Logger(label: "providers")
