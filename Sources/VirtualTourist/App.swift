@@ -29,6 +29,8 @@ public struct AppSettings: Sendable {
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
     public var httpClient = HTTPClient.Options()
+    /// How the operator can be reached; sent in the User-Agent (CONTACT_EMAIL).
+    public var contactEmail: String?
 
     public init() {}
 
@@ -57,8 +59,10 @@ public final class App: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
         var clientOptions = settings.httpClient
-        // Wikimedia's User-Agent policy: say what we are and how to reach the operator.
-        if let site = settings.publicURL { clientOptions.userAgent += " (instance: \(site))" }
+        clientOptions.userAgent = Self.userAgent(base: clientOptions.userAgent, publicURL: settings.publicURL, contact: settings.contactEmail)
+        // The provider address the operator set may be on loopback or the LAN (the fixture); any
+        // other address a provider's answer names may not (HTTPClient's address guard).
+        clientOptions.internalOrigins += [settings.flickrAPIURL, settings.commonsAPIURL]
         let client = HTTPClient(options: clientOptions)
         let provider: any PhotoProvider = settings.photoProvider == "commons"
             ? CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
@@ -101,6 +105,16 @@ public final class App: Sendable {
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
         handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
+    }
+
+    /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
+    /// and give a way to reach whoever runs it — this instance's address and the operator's email:
+    /// "VirtualTourist/1.0 (self-hosted photo map; +https://github.com/virtual-tourist) (instance:
+    /// https://photos.example.org; ops@example.org)". Documented in docs/architecture.md, "Outbound HTTP".
+    static func userAgent(base: String, publicURL: String?, contact: String?) -> String {
+        let parts = [publicURL.map { "instance: \($0)" }, contact].compactMap { $0 }.filter { !$0.isEmpty }
+        let safe = parts.joined(separator: "; ").filter { !$0.isNewline && $0 != "(" && $0 != ")" }
+        return safe.isEmpty ? base : base + " (\(safe))"
     }
 
     /// Lets /metrics report the server's open connections, and counts every response.

@@ -16,7 +16,11 @@ struct Configuration {
     var secureCookies = false
     var databasePoolSize = 16
     var tileURL = "none"
-    var photoProvider = "flickr"
+    /// nil: flickr when FLICKR_API_KEY is set, commons (keyless) otherwise.
+    var explicitPhotoProvider: String?
+    var photoProvider: String { explicitPhotoProvider ?? (flickrAPIKey.isEmpty ? "commons" : "flickr") }
+    var contactEmail: String?
+    var downloadSlots = 32
     var flickrAPIKey = ""
     var flickrAPIURL = "https://api.flickr.com/services/rest/"
     var commonsAPIURL = "https://commons.wikimedia.org/w/api.php"
@@ -48,9 +52,19 @@ struct Configuration {
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
-        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr)", { c, v in
+        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr when FLICKR_API_KEY is set, commons otherwise)", { c, v in
             guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }
-            c.photoProvider = v
+            c.explicitPhotoProvider = v
+        }),
+        ("CONTACT_EMAIL", "how the operator can be reached, sent in the User-Agent to photo providers (Wikimedia's User-Agent policy asks for it)", { c, v in
+            guard v.contains("@"), !v.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == ";" }) else {
+                throw Invalid(description: "CONTACT_EMAIL must be an email address, not \(v)")
+            }
+            c.contactEmail = v
+        }),
+        ("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums (32)", { c, v in
+            guard let n = Int(v), (1...256).contains(n) else { throw Invalid(description: "DOWNLOAD_SLOTS must be 1–256, not \(v)") }
+            c.downloadSlots = n
         }),
         ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.flickrAPIKey = $1 }),
         ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.flickrAPIURL = $1 }),

@@ -36,6 +36,7 @@ case "healthcheck":
     // For Docker's HEALTHCHECK: the slim image has no curl, so the binary asks itself.
     var options = HTTPClient.Options()
     options.totalTimeout = 3
+    options.internalOrigins = ["http://127.0.0.1:\(configuration.port)"]  // the address guard would refuse loopback
     let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/healthz")
     exit(response?.status == 200 ? 0 : 1)
 case "help", "-h", "--help":
@@ -85,8 +86,16 @@ func serve(_ configuration: Configuration) -> Never {
     settings.commonsAPIURL = configuration.commonsAPIURL
     settings.workers.workers = configuration.workers
     settings.workers.leaseSeconds = configuration.albumLeaseSeconds
+    settings.workers.downloadSlots = configuration.downloadSlots
+    settings.contactEmail = configuration.contactEmail
     if configuration.photoProvider == "flickr" && configuration.flickrAPIKey.isEmpty {
-        log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
+        log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or leave PHOTO_PROVIDER unset for Wikimedia Commons)")
+    }
+    if configuration.explicitPhotoProvider == nil {
+        log.notice("photos from \(configuration.photoProvider == "flickr" ? "Flickr (FLICKR_API_KEY is set)" : "Wikimedia Commons (no FLICKR_API_KEY)")")
+    }
+    if configuration.photoProvider == "commons" && configuration.contactEmail == nil && configuration.publicURL == nil {
+        log.warning("set CONTACT_EMAIL (or PUBLIC_URL): Wikimedia's User-Agent policy asks clients to say how to reach their operator")
     }
     let app = App(pool: pool, settings: settings)
     do {

@@ -274,6 +274,14 @@ public struct AlbumStore: Sendable {
         try notifyEvent(userID: job.userID, pinID: job.pinID)
     }
 
+    /// Takes a placeholder out of the album (its image was refused: outside the provider's image
+    /// hosts or on an internal address), so it is never shown as a broken tile.
+    func dropPhoto(photoID: Int64, job: AlbumJob) throws {
+        try pool.query("DELETE FROM photos WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending'",
+                       [photoID, job.userID, job.generation])
+        try notifyEvent(userID: job.userID, pinID: job.pinID)
+    }
+
     /// The album is complete (or empty): the pin is ready, the job done.
     func finish(_ job: AlbumJob) throws {
         try pool.transaction { db in

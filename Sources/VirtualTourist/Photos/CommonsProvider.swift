@@ -60,7 +60,7 @@ public struct CommonsProvider: PhotoProvider {
             }
             let name = title.hasPrefix("File:") ? String(title.dropFirst(5)) : title
             byTitle[title] = RemotePhoto(
-                provider: "commons", remoteID: String(lenientInt(item["pageid"]) ?? abs(title.hashValue)),
+                provider: "commons", remoteID: Self.remoteID(pageID: lenientInt(item["pageid"]), title: title),
                 title: value("ObjectName") ?? (name as NSString).deletingPathExtension,
                 ownerName: value("Artist") ?? "", license: value("LicenseShortName") ?? "see the file page",
                 pageURL: image["descriptionurl"] as? String, imageURL: url, thumbnailURL: url,
@@ -82,6 +82,12 @@ public struct CommonsProvider: PhotoProvider {
             throw PhotoProviderError.service(code: 0, message: error["info"] as? String ?? "unknown error")
         }
         return json
+    }
+
+    /// The file's page id, or its title when an answer lacks one (file names are unique on Commons).
+    /// Never `hashValue`: it changes with every process, so saved photos would not be recognised.
+    static func remoteID(pageID: Int?, title: String) -> String {
+        pageID.map(String.init) ?? title
     }
 
     /// extmetadata values are HTML fragments ("<a href=…>Jane</a>"): keep the text.

@@ -34,6 +34,10 @@ public protocol PhotoProvider: Sendable {
     func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage
     /// Images of one album downloaded at once, when the provider asks for restraint.
     var downloadConcurrency: Int? { get }
+    /// The only hosts images are fetched or shown from (ImageHosts.swift).
+    var imageHosts: HostPolicy { get }
+    /// Where connections are opened ahead of an album's images, while the search runs.
+    var warmUpOrigin: String? { get }
 }
 
 extension PhotoProvider {

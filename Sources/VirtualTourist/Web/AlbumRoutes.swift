@@ -99,6 +99,7 @@ extension WebRoutes {
             let result: PhotoSearchPage
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                    .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
             }
@@ -119,6 +120,7 @@ extension WebRoutes {
             let result: PhotoSearchPage
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                    .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw HTTPError(.badGateway, "The photo service could not be asked just now: \(error). Please try again.")
             }
