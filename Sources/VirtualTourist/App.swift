@@ -64,10 +64,16 @@ public final class App: Sendable {
         // other address a provider's answer names may not (HTTPClient's address guard).
         clientOptions.internalOrigins += [settings.flickrAPIURL, settings.commonsAPIURL]
         let client = HTTPClient(options: clientOptions)
-        let provider: any PhotoProvider = settings.photoProvider == "commons"
-            ? CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
-            : FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
-                             apiURL: settings.flickrAPIURL, client: client)
+        let provider: any PhotoProvider
+        if settings.photoProvider == "commons" {
+            provider = CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
+        } else {
+            var flickr = FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
+                                        apiURL: settings.flickrAPIURL, client: client)
+            let lister = flickr
+            flickr.licenses = LicenseStore(pool: pool, fetch: { try lister.licenseList() })
+            provider = flickr
+        }
         workers = AlbumWorkers(store: albums, provider: provider, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)

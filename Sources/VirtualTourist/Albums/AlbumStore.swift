@@ -10,6 +10,8 @@ public struct AlbumPhoto: Sendable, Codable, Equatable {
     public let title: String
     public let ownerName: String
     public let license: String
+    /// The licence deed, when the provider's licence list names one.
+    public var licenseURL: String? = nil
     public let pageURL: String?
     public let dateTaken: String?
     public let width: Int?
@@ -59,7 +61,7 @@ public struct AlbumStore: Sendable {
                                    [pinID, userID])[0]
         let generation: Int = try state.decode("generation")
         let photos = try pool.query("""
-            SELECT id, position, status, title, owner_name, license, page_url, date_taken, width, height, generation, remote_id
+            SELECT id, position, status, title, owner_name, license, license_url, page_url, date_taken, width, height, generation, remote_id
             FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3
             ORDER BY position, id
             """, [pinID, userID, generation]).map(Self.photo)
@@ -69,7 +71,7 @@ public struct AlbumStore: Sendable {
 
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
         let rows = try pool.query("""
-            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.page_url, ph.date_taken,
+            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.license_url, ph.page_url, ph.date_taken,
                    ph.width, ph.height, ph.generation, ph.remote_id, ph.pin_id
             FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = ph.generation
             WHERE ph.id = $1 AND ph.user_id = $2
@@ -140,12 +142,12 @@ public struct AlbumStore: Sendable {
             for photo in photos {
                 added += try db.query("""
                     INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    SELECT $1, $2, $3, coalesce(max(position) + 1, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12
+                                        page_url, remote_url, thumbnail_url, date_taken, license_url)
+                    SELECT $1, $2, $3, coalesce(max(position) + 1, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
                     FROM photos WHERE pin_id = $1
                     ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
                     """, [pinID, userID, generation, photo.provider, photo.remoteID, photo.title, photo.ownerName, photo.license,
-                          photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
+                          photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken, photo.licenseURL]).affectedRows
             }
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = 'downloading', error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
@@ -237,11 +239,12 @@ public struct AlbumStore: Sendable {
             for (position, photo) in result.photos.enumerated() {
                 try db.query("""
                     INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                        page_url, remote_url, thumbnail_url, date_taken)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                        page_url, remote_url, thumbnail_url, date_taken, license_url)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                     ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
                     """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
-                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken])
+                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken,
+                          photo.licenseURL])
             }
             try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
             return true
@@ -333,7 +336,7 @@ public struct AlbumStore: Sendable {
     private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {
         AlbumPhoto(id: try row.decode("id"), position: try row.decode("position"), status: try row.decode("status"),
                    title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
-                   pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
+                   licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
                    width: try row.decode("width"), height: try row.decode("height"),
                    generation: try row.decode("generation"), remoteID: try row.decode("remote_id"))
     }
