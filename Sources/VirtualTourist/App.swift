@@ -86,8 +86,13 @@ public final class App: Sendable {
             do {
                 let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
                 return upToDate ? .text("ready") : .text("not ready: migrations are pending", status: .serviceUnavailable)
+            } catch let error as PostgresError {
+                var response = HTTPResponse.text("not ready: the database cannot be reached: \(error.unavailableReason)",
+                                                 status: .serviceUnavailable)
+                response.headers.set("Retry-After", String(DatabaseUnavailable.retryAfterSeconds))
+                return response
             } catch {
-                return .text("not ready: the database cannot be reached", status: .serviceUnavailable)
+                return .text("not ready: \(error)", status: .serviceUnavailable)
             }
         }
         let counter = connectionCount, token = settings.metricsToken
@@ -110,7 +115,7 @@ public final class App: Sendable {
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
-        handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
+        handler = MiddlewareChain([headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
