@@ -29,7 +29,7 @@ extension PhotoFixture {
     ]
 
     /// Flickr's JSON form of the list: ids as numbers.
-    static var licensesAnswer: String {
+    public static var licensesAnswer: String {
         let items = licenses.map { #"{"id":\#($0.id),"name":"\#($0.name)","url":"\#($0.url)"}"# }
         return #"{"licenses":{"license":[\#(items.joined(separator: ","))]},"stat":"ok"}"#
     }
