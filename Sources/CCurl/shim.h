@@ -110,7 +110,9 @@ static curl_socket_t vt_guarded_open_socket(void *clientp, curlsocktype purpose,
         }
         return CURL_SOCKET_BAD;  // curl tries the next address, then fails with COULDNT_CONNECT
     }
-    return socket(address->family, address->socktype, address->protocol);
+    // Close-on-exec, as curl's own sockets are: child processes (pg_ctl, the app in tests) must not
+    // inherit idle connections from the shared cache.
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
 static inline void vt_curl_set_address_guard(CURL *curl, vt_address_guard *guard) {

@@ -38,10 +38,10 @@ public final class HTTPClient: @unchecked Sendable {
     public let options: Options
     private let hosts = HostSlots()
     private let internalOrigins: Set<String>
-    /// The shared caches; nil with `reuseConnections` off.
-    private let share: UnsafeMutablePointer<vt_curl_share>?
-    /// Idle easy handles, each with its address guard (touched under the mutex only).
-    private let idle = Mutex<[Handle]>([])
+    /// Idle easy handles (each with its address guard), handles lent out, and the shared caches (nil
+    /// with `reuseConnections` off, or once shut down). The share is cleaned up only when no handle
+    /// uses it.
+    private let pool: Mutex<(idle: [Handle], lent: Int, share: SharedCaches?, closed: Bool)>
     /// When each origin last answered, to skip warm-ups for origins with warm connections.
     private let lastUsed = Mutex<[String: UInt64]>([:])
 
@@ -49,12 +49,24 @@ public final class HTTPClient: @unchecked Sendable {
         _ = HTTPClient.globalInit
         self.options = options
         internalOrigins = Set(options.internalOrigins.compactMap { HostPolicy.origin(of: $0) })
-        share = options.reuseConnections ? vt_curl_share_create() : nil
+        pool = Mutex(([], 0, options.reuseConnections ? vt_curl_share_create().map(SharedCaches.init) : nil, false))
     }
 
-    deinit {
-        for handle in idle.withLock({ $0 }) { handle.destroy() }
-        if let share { vt_curl_share_destroy(share) }
+    deinit { shutdown() }
+
+    /// Closes the cached connections (when the app stops). Requests after this still work, each on
+    /// a connection of its own.
+    public func shutdown() {
+        let (handles, share) = pool.withLock { state -> ([Handle], SharedCaches?) in
+            state.closed = true
+            let handles = state.idle
+            state.idle = []
+            guard state.lent == 0, let share = state.share else { return (handles, nil) }
+            state.share = nil
+            return (handles, share)
+        }
+        for handle in handles { handle.destroy() }
+        if let share { vt_curl_share_destroy(share.pointer) }
     }
 
     /// curl_global_init is not thread-safe: run it once, before any transfer.
@@ -103,9 +115,9 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     private func perform(_ url: String, method: String, headers: [String: String]) throws -> HTTPClientResponse {
-        let handle = try takeHandle()
+        let (handle, share) = try takeHandle()
         var reusable = true
-        defer { if reusable { giveBack(handle) } else { handle.destroy() } }
+        defer { giveBack(handle, reusable: reusable) }
         let curl = handle.curl
         let guardState = handle.guardState
         guardState.pointee.allow_internal = HostPolicy.origin(of: url).map { internalOrigins.contains($0) } == true ? 1 : 0
@@ -139,8 +151,8 @@ public final class HTTPClient: @unchecked Sendable {
             vt_curl_set_string(curl, CURLOPT_ACCEPT_ENCODING, "")  // whatever curl can decode
             if let headerList { vt_curl_set_pointer(curl, CURLOPT_HTTPHEADER, headerList) }
             vt_curl_set_address_guard(curl, guardState)
-            if let share {
-                vt_curl_use_share(curl, share)
+            if let share, !pool.withLock({ $0.closed }) {
+                vt_curl_use_share(curl, share.pointer)
                 // With a shared cache this caps the cache, not the handle (curl_easy_perform copies
                 // it to the handle's internal multi, whose default of 4 would close the rest).
                 vt_curl_set_long(curl, CURLOPT_MAXCONNECTS, options.maxCachedConnections)
@@ -191,18 +203,34 @@ public final class HTTPClient: @unchecked Sendable {
                                   redirectURL: redirect.map { String(cString: $0) })
     }
 
-    private func takeHandle() throws -> Handle {
-        if options.reuseConnections, let handle = idle.withLock({ $0.popLast() }) {
-            curl_easy_reset(handle.curl)  // options back to defaults; the shared caches stay
-            return handle
+    /// An easy handle and the share it joins (nil: a connection of its own).
+    private func takeHandle() throws -> (Handle, SharedCaches?) {
+        let (idle, share) = pool.withLock { state -> (Handle?, SharedCaches?) in
+            state.lent += 1
+            return (state.idle.popLast(), state.share)
         }
-        guard let handle = Handle() else { throw HTTPClientError.transport("curl_easy_init failed") }
-        return handle
+        if let idle {
+            curl_easy_reset(idle.curl)  // options back to defaults; the shared caches stay
+            return (idle, share)
+        }
+        guard let handle = Handle() else {
+            giveBack(nil, reusable: false)
+            throw HTTPClientError.transport("curl_easy_init failed")
+        }
+        return (handle, share)
     }
 
-    private func giveBack(_ handle: Handle) {
-        guard options.reuseConnections else { return handle.destroy() }
-        idle.withLock { $0.append(handle) }
+    private func giveBack(_ handle: Handle?, reusable: Bool) {
+        let (keep, orphanedShare) = pool.withLock { state -> (Bool, SharedCaches?) in
+            state.lent -= 1
+            let keep = reusable && state.share != nil && !state.closed
+            if keep, let handle { state.idle.append(handle) }
+            guard state.closed, state.lent == 0, let share = state.share else { return (keep, nil) }
+            state.share = nil
+            return (keep, share)
+        }
+        if !keep { handle?.destroy() }
+        if let orphanedShare { vt_curl_share_destroy(orphanedShare.pointer) }
     }
 
     private static func now() -> UInt64 {
@@ -210,6 +238,11 @@ public final class HTTPClient: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
+}
+
+/// The share handle, passed between threads under HTTPClient's mutex (libcurl locks its insides).
+private struct SharedCaches: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<vt_curl_share>
 }
 
 /// An easy handle and the address guard its open-socket callback writes to. Used by one thread at

@@ -62,7 +62,7 @@ public final class PhotoFixture: Sendable {
     private let currentSearchFault: Mutex<SearchFault>
     private let server: HTTPServer
     private let images: [[UInt8]]
-    private let counters = Mutex((searches: 0, images: 0))
+    private let counters = Mutex((searches: 0, images: 0, licenseLists: 0))
 
     public var port: Int { server.port }
     public var baseURL: String { "http://\(options.host):\(port)" }
@@ -70,6 +70,8 @@ public final class PhotoFixture: Sendable {
     public var apiURL: String { baseURL + "/services/rest/" }
     public var searchCount: Int { counters.withLock { $0.searches } }
     public var imageCount: Int { counters.withLock { $0.images } }
+    /// flickr.photos.licenses.getInfo calls (not searches).
+    public var licenseListCount: Int { counters.withLock { $0.licenseLists } }
     /// Connections accepted so far: with keep-alive and a shared connection cache, far fewer than requests.
     public var connectionCount: Int { server.acceptedConnections }
 
@@ -107,13 +109,15 @@ public final class PhotoFixture: Sendable {
     // MARK: Search
 
     private func search(_ request: HTTPRequest) throws -> HTTPResponse {
+        if request.queryValue("method") == "flickr.photos.licenses.getInfo" {
+            counters.withLock { $0.licenseLists += 1 }
+            wait()
+            return .json(Self.licensesAnswer)
+        }
         let count = counters.withLock { $0.searches += 1; return $0.searches }
         wait()
         if count <= options.failFirstSearches || Double.random(in: 0..<1) < options.errorRate {
             return .text("Internal Server Error", status: .internalServerError)
-        }
-        if request.queryValue("method") == "flickr.photos.licenses.getInfo" {
-            return .json(Self.licensesAnswer)
         }
         guard request.queryValue("method") == "flickr.photos.search" else {
             return .json(#"{"stat":"fail","code":112,"message":"Method not found"}"#)

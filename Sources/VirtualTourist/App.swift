@@ -151,12 +151,17 @@ public final class App: Sendable {
         listener.onReconnect { workers.notify() }
         workers.start()
         retention.start()
+        // The licence list before the first album needs it (one call a day; see LicenseStore).
+        if let licenses = (workers.provider as? FlickrProvider)?.licenses {
+            DispatchQueue.global().async { _ = licenses.licenses() }
+        }
     }
 
     public func stopBackgroundWork() {
         retention.stop()
         workers.stop()
         listener.stop()
+        workers.client.shutdown()  // closes the idle connections of the shared cache
     }
 
     /// Error pages in the site's look, with the same security headers as every other page.
