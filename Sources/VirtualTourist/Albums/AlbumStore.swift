@@ -261,13 +261,18 @@ public struct AlbumStore: Sendable {
 
     /// Stores an image; dropped when the album has moved on to a newer generation.
     func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
+        // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
+        // each statement costs a round trip on a busy pool).
         try pool.query("""
-            UPDATE photos ph SET status = 'ready', bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
-            FROM pins p
-            WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
-              AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
-            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height])
-        try notifyEvent(userID: job.userID, pinID: job.pinID)
+            WITH stored AS (
+                UPDATE photos ph SET status = 'ready', bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+                FROM pins p
+                WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
+                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
+                RETURNING ph.id)
+            SELECT pg_notify($8, $9) FROM stored
+            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height,
+                  Self.eventsChannel, "\(job.userID):\(job.pinID)"])
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {

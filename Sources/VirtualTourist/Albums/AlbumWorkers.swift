@@ -178,6 +178,9 @@ public final class AlbumWorkers: @unchecked Sendable {
         let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
         let hosts = provider.imageHosts
         let outage = Mutex<PostgresError?>(nil)
+        // The lease is renewed at most once a second rather than after every image: an album's
+        // images land together, and the renewal was a third of their database round trips.
+        let renewed = Mutex(Date())
         downloads.run(count: pending.count, width: width) { [self] index in
             let photo = pending[index]
             do {
@@ -194,8 +197,13 @@ public final class AlbumWorkers: @unchecked Sendable {
                     metrics?.download(succeeded: false)
                     try store.dropPhoto(photoID: photo.id, job: job)
                 }
+                let due = renewed.withLock { last -> Bool in
+                    guard Date().timeIntervalSince(last) >= 1 else { return false }
+                    last = Date()
+                    return true
+                }
                 // Cancelled or taken over: stop spending effort.
-                return try store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds)
+                return try !due || store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds)
             } catch let error as PostgresError where error.meansDatabaseUnavailable {
                 outage.withLock { $0 = error }
                 return false  // the rest waits for the database (resumeAfterOutage)
