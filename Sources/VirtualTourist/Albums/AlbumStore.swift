@@ -236,19 +236,36 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
             guard updated == 1 else { return false }
-            for (position, photo) in result.photos.enumerated() {
-                try db.query("""
+            // All placeholders and the announcement in one statement: one round trip instead of one
+            // per photo (the rows travel as a JSON array, values still bound, never in the SQL).
+            try db.query("""
+                WITH placed AS (
                     INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
                                         page_url, remote_url, thumbnail_url, date_taken, license_url)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-                    """, [job.pinID, job.userID, job.generation, position, photo.provider, photo.remoteID, photo.title,
-                          photo.ownerName, photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken,
-                          photo.licenseURL])
-            }
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+                    SELECT $1, $2, $3, (e.n - 1)::int, e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
+                           e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'thumbnailURL', e.p->>'dateTaken',
+                           e.p->>'licenseURL'
+                    FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS e(p, n)
+                    ORDER BY e.n
+                    ON CONFLICT (pin_id, provider, remote_id) DO NOTHING)
+                SELECT pg_notify($5, $6)
+                """, [job.pinID, job.userID, job.generation, try Self.placeholderRows(result.photos),
+                      Self.eventsChannel, "\(job.userID):\(job.pinID)"])
             return true
         }
+    }
+
+    /// The search result as a JSON array for storeSearchResult. NUL characters are dropped: jsonb
+    /// refuses \u0000, and text parameters never carried them anyway.
+    static func placeholderRows(_ photos: [RemotePhoto]) throws -> String {
+        func clean(_ text: String?) -> String? { text.map { $0.replacingOccurrences(of: "\u{0}", with: "") } }
+        let rows: [[String: String?]] = photos.map { photo in
+            ["provider": clean(photo.provider), "remoteID": clean(photo.remoteID), "title": clean(photo.title),
+             "ownerName": clean(photo.ownerName), "license": clean(photo.license), "pageURL": clean(photo.pageURL),
+             "imageURL": clean(photo.imageURL), "thumbnailURL": clean(photo.thumbnailURL), "dateTaken": clean(photo.dateTaken),
+             "licenseURL": clean(photo.licenseURL)]
+        }
+        return String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
     }
 
     /// Placeholders of this job's generation still waiting for their image.
