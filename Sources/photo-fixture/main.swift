@@ -1,5 +1,6 @@
 // A Flickr-compatible photo service for offline demos and benchmarks (script/server --demo,
-// script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--connect-latency SECONDS] [--photos DIR]
+// script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--connect-latency SECONDS]
+// [--hostile CANARY_PORT] [--photos DIR]
 import Dispatch
 import Foundation
 import PhotoFixture
@@ -14,6 +15,7 @@ while let argument = arguments.next() {
     case "--host": options.host = value
     case "--latency": options.latency = Double(value) ?? 0
     case "--connect-latency": options.connectLatency = Double(value) ?? 0
+    case "--hostile": options.hostileCanaryPort = Int(value)
     case "--pages": options.pages = Int(value) ?? options.pages
     case "--photos": options.photosDirectory = value
     default:
