@@ -221,6 +221,25 @@ import TestSupport
             throw PhotoProviderError.transport("down")
         }
         #expect(failing.credit(page).photos.map(\.license) == Array(repeating: "see the photo page", count: 3))
+        // Cached in PostgreSQL: another instance reads it without asking Flickr; a day later (here a
+        // fifth of a second) the list is fetched again.
+        let calls = Mutex(0)
+        let shared = try TestDatabase.migrated("sharedlicences")
+        func counting(maxAge: Double) -> LicenseStore {
+            LicenseStore(pool: PostgresPool(url: shared, maxConnections: 1), maxAge: maxAge) {
+                calls.withLock { $0 += 1 }
+                return ["11": .init(name: "CC BY 4.0", url: nil)]
+            }
+        }
+        let first = counting(maxAge: 0.2)
+        #expect(first.licenses().count == 1)
+        #expect(first.licenses().count == 1)
+        #expect(calls.withLock { $0 } == 1)
+        #expect(counting(maxAge: 0.2).licenses()["11"]?.name == "CC BY 4.0")
+        #expect(calls.withLock { $0 } == 1)
+        usleep(300_000)
+        #expect(first.licenses().count == 1)
+        #expect(calls.withLock { $0 } == 2)
         // The answer as Flickr sends it: numeric ids, the CC 4.0 family included.
         let parsed = try FlickrProvider.parseLicenses(Array(PhotoFixture.licensesAnswer.utf8))
         #expect(parsed.count == 17)

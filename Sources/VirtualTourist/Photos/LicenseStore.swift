@@ -27,8 +27,10 @@ public final class LicenseStore: Sendable {
     let maxAge: Double
     private let fetch: @Sendable () throws -> [String: License]
     private let logger = Logger(label: "licenses")
-    /// The list in memory and when it was fetched from the provider; when a fetch was last tried.
-    private let cache = Mutex<(licenses: [String: License], fetchedAt: Date?, lastAttempt: Date?, refreshing: Bool)>(([:], nil, nil, false))
+    /// The list in memory and when it was fetched from the provider; when a fetch last failed.
+    private let cache = Mutex<(licenses: [String: License], fetchedAt: Date?, lastFailure: Date?)>(([:], nil, nil))
+    /// Held while the list is loaded or fetched, so concurrent searches wait for one fetch.
+    private let refreshing = NSLock()
 
     /// `fetch` asks the provider for its list (e.g. `FlickrProvider.licenseList`).
     public init(pool: PostgresPool, provider: String = "flickr", maxAge: Double = 86_400,
@@ -56,46 +58,50 @@ public final class LicenseStore: Sendable {
     /// The current list: from memory while fresh, else from the database, else from the provider.
     /// A stale list is still used while a new one cannot be had.
     public func licenses() -> [String: License] {
-        let now = Date()
-        let (current, fresh) = cache.withLock { ($0.licenses, $0.fetchedAt.map { now.timeIntervalSince($0) < maxAge } ?? false) }
-        if fresh { return current }
-        if let stored = try? load(), !stored.licenses.isEmpty, now.timeIntervalSince(stored.fetchedAt) < maxAge {
+        if let fresh = freshInMemory() { return fresh }
+        // One caller fetches; the others wait for its list rather than crediting with none.
+        refreshing.lock()
+        defer { refreshing.unlock() }
+        if let fresh = freshInMemory() { return fresh }
+        if let stored = try? load(), !stored.licenses.isEmpty, Date().timeIntervalSince(stored.fetchedAt) < maxAge {
             cache.withLock { $0.licenses = stored.licenses; $0.fetchedAt = stored.fetchedAt }
             return stored.licenses
         }
-        return refresh() ?? current
+        let (current, failed) = cache.withLock { ($0.licenses, $0.lastFailure) }
+        if let failed, Date().timeIntervalSince(failed) < 60 { return current }  // one try a minute while it fails
+        return fetchAndStore() ?? cache.withLock { $0.licenses }
     }
 
-    /// Fetches the list from the provider and stores it; at most one fetch at a time and one try a
-    /// minute while the provider fails. Returns nil when nothing new was fetched.
-    @discardableResult
-    public func refresh(force: Bool = false) -> [String: License]? {
-        let go = cache.withLock { state -> Bool in
-            guard !state.refreshing else { return false }
-            if !force, let last = state.lastAttempt, Date().timeIntervalSince(last) < 60 { return false }
-            state.refreshing = true
-            state.lastAttempt = Date()
-            return true
+    private func freshInMemory() -> [String: License]? {
+        cache.withLock { state in
+            guard let fetched = state.fetchedAt, Date().timeIntervalSince(fetched) < maxAge else { return nil }
+            return state.licenses
         }
-        guard go else { return nil }
-        defer { cache.withLock { $0.refreshing = false } }
+    }
+
+    /// Fetches the list from the provider and stores it (called with `refreshing` held). Nil when
+    /// nothing new was fetched; the list in hand (the database's, even if old) is then kept.
+    private func fetchAndStore() -> [String: License]? {
         do {
             let list = try fetch()
             guard !list.isEmpty else { throw PhotoProviderError.malformed("an empty licence list") }
             try pool.transaction { db in
+                // Instances refreshing at once take turns, so one's inserts never meet the other's.
+                try db.query("SELECT pg_advisory_xact_lock(hashtext('provider_licenses:' || $1))", [provider])
                 try db.query("DELETE FROM provider_licenses WHERE provider = $1", [provider])
                 for (code, license) in list {
                     try db.query("INSERT INTO provider_licenses (provider, code, name, url) VALUES ($1, $2, $3, $4)",
                                  [provider, code, license.name, license.url])
                 }
             }
-            cache.withLock { $0.licenses = list; $0.fetchedAt = Date() }
+            cache.withLock { $0.licenses = list; $0.fetchedAt = Date(); $0.lastFailure = nil }
             logger.info("\(provider) licence list: \(list.count) licences")
             return list
         } catch {
-            // Keep whatever list we had (the database's, even if old); unknown ids say "see the photo page".
-            if let stored = try? load(), !stored.licenses.isEmpty {
-                cache.withLock { if $0.licenses.isEmpty { $0.licenses = stored.licenses } }
+            let stored = try? load()
+            cache.withLock { state in
+                state.lastFailure = Date()
+                if state.licenses.isEmpty, let stored { state.licenses = stored.licenses }
             }
             logger.warning("fetching the \(provider) licence list failed: \(error)")
             return nil
