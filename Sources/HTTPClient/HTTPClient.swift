@@ -4,11 +4,15 @@ import Synchronization
 
 /// Outbound HTTP through libcurl, for photo providers and image downloads.
 ///
-/// Each request runs `curl_easy_perform` on the calling thread. Callers are already a bounded set
-/// of worker threads, so a bounded set of easy handles is simpler than driving curl's multi
-/// interface from Dispatch, and just as concurrent for our handful of transfers; a per-host cap
-/// keeps many albums from hammering one server (docs/architecture.md).
-public final class HTTPClient: Sendable {
+/// Each request runs `curl_easy_perform` on the calling thread; callers are a fixed set of threads
+/// (the album workers and the download slots, docs/architecture.md). Every easy handle joins one
+/// share handle, so the connection cache, DNS cache and TLS sessions are common to all of them: an
+/// album's downloads reuse the connections the previous album (or the warm-up) opened. A per-host
+/// cap keeps many albums from hammering one server. Two guards stand between a provider's answer
+/// and our own network: an optional `HostPolicy` checked on the first request and every redirect
+/// (redirects are followed here, not by curl, so each hop is checked), and the address guard in
+/// the C shim, which refuses internal addresses whatever name led to them.
+public final class HTTPClient: @unchecked Sendable {
     public struct Options: Sendable {
         public var connectTimeout: Double = 5
         public var totalTimeout: Double = 30
@@ -16,37 +20,108 @@ public final class HTTPClient: Sendable {
         public var maxResponseBytes = 8 * 1024 * 1024
         public var maxRedirects = 3
         public var userAgent = "VirtualTourist/1.0 (self-hosted photo map; +https://github.com/virtual-tourist)"
-        /// Concurrent requests to one host (across all albums of this instance): about what a
-        /// browser opens to a photo CDN over HTTP/2.
+        /// Concurrent requests to one host (across all albums of this instance), and so the most
+        /// connections opened to it.
         public var perHostConcurrency = 32
+        /// Keep connections (and DNS answers and TLS sessions) for the next request. false is the
+        /// old client, one connection per request; kept so `script/bench album` can compare.
+        public var reuseConnections = true
+        /// Idle connections kept in the shared cache, over all hosts.
+        public var maxCachedConnections = 64
+        /// Origins ("http://127.0.0.1:8090") the operator configured, which may live on loopback
+        /// or a private network (the fixture in tests and demos, a provider on the LAN). Every
+        /// other origin is refused when it resolves to an internal address.
+        public var internalOrigins: [String] = []
         public init() {}
     }
 
     public let options: Options
     private let hosts = HostSlots()
+    private let internalOrigins: Set<String>
+    /// Idle easy handles (each with its address guard), handles lent out, and the shared caches (nil
+    /// with `reuseConnections` off, or once shut down). The share is cleaned up only when no handle
+    /// uses it.
+    private let pool: Mutex<(idle: [Handle], lent: Int, share: SharedCaches?, closed: Bool)>
+    /// When each origin last answered, to skip warm-ups for origins with warm connections.
+    private let lastUsed = Mutex<[String: UInt64]>([:])
 
     public init(options: Options = Options()) {
         _ = HTTPClient.globalInit
         self.options = options
+        internalOrigins = Set(options.internalOrigins.compactMap { HostPolicy.origin(of: $0) })
+        pool = Mutex(([], 0, options.reuseConnections ? vt_curl_share_create().map(SharedCaches.init) : nil, false))
+    }
+
+    deinit { shutdown() }
+
+    /// Closes the cached connections (when the app stops). Requests after this still work, each on
+    /// a connection of its own.
+    public func shutdown() {
+        let (handles, share) = pool.withLock { state -> ([Handle], SharedCaches?) in
+            state.closed = true
+            let handles = state.idle
+            state.idle = []
+            guard state.lent == 0, let share = state.share else { return (handles, nil) }
+            state.share = nil
+            return (handles, share)
+        }
+        for handle in handles { handle.destroy() }
+        if let share { vt_curl_share_destroy(share.pointer) }
     }
 
     /// curl_global_init is not thread-safe: run it once, before any transfer.
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
-    /// GET `url`. Throws for transport failures; HTTP error statuses come back as responses.
-    public func get(_ url: String, headers: [String: String] = [:]) throws -> HTTPClientResponse {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = parsed.host, !host.isEmpty else {
-            throw HTTPClientError.unsupportedURL(url)
-        }
-        return try hosts.withSlot(host.lowercased(), limit: options.perHostConcurrency) {
-            try perform(url, headers: headers)
+    /// GET `url`, following redirects. With `hosts`, the address and every redirect must be one of
+    /// its hosts, or `HTTPClientError.refused` is thrown before anything is sent there. Throws for
+    /// transport failures; HTTP error statuses come back as responses.
+    public func get(_ url: String, headers: [String: String] = [:], hosts policy: HostPolicy? = nil) throws -> HTTPClientResponse {
+        var current = url
+        var redirects = 0
+        while true {
+            guard let parsed = URL(string: current), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                  let host = parsed.host, !host.isEmpty else {
+                throw HTTPClientError.unsupportedURL(current)
+            }
+            if let policy, !policy.admits(current) {
+                throw HTTPClientError.refused("\(HostPolicy.origin(of: current) ?? current) is not one of the provider's image hosts"
+                                              + (redirects > 0 ? " (reached by a redirect)" : ""))
+            }
+            let response = try hosts.withSlot(host.lowercased(), limit: options.perHostConcurrency) {
+                try perform(current, method: "GET", headers: headers)
+            }
+            guard [301, 302, 303, 307, 308].contains(response.status), let next = response.redirectURL else { return response }
+            redirects += 1
+            guard redirects <= options.maxRedirects else { throw HTTPClientError.tooManyRedirects }
+            current = next
         }
     }
 
-    private func perform(_ url: String, headers: [String: String]) throws -> HTTPClientResponse {
-        guard let curl = curl_easy_init() else { throw HTTPClientError.transport("curl_easy_init failed") }
-        defer { curl_easy_cleanup(curl) }
+    /// Opens a connection to `origin` ahead of need (a HEAD of "/", answer ignored), so the next
+    /// requests there find it warm. Errors are ignored: the real request will report them.
+    public func preconnect(_ origin: String) {
+        guard let host = URL(string: origin)?.host?.lowercased() else { return }
+        _ = try? hosts.withSlot(host, limit: options.perHostConcurrency) {
+            try perform(origin + "/", method: "HEAD", headers: [:])
+        }
+    }
+
+    /// True when a request to `origin` finished within `seconds`: its connections are likely still
+    /// open (curl keeps idle connections for about two minutes; servers often less).
+    public func isWarm(_ origin: String, within seconds: Double = 20) -> Bool {
+        guard options.reuseConnections, let key = HostPolicy.origin(of: origin),
+              let last = lastUsed.withLock({ $0[key] }) else { return false }
+        return Double(Self.now() &- last) / 1e9 < seconds
+    }
+
+    private func perform(_ url: String, method: String, headers: [String: String]) throws -> HTTPClientResponse {
+        let (handle, share) = try takeHandle()
+        var reusable = true
+        defer { giveBack(handle, reusable: reusable) }
+        let curl = handle.curl
+        let guardState = handle.guardState
+        guardState.pointee.allow_internal = HostPolicy.origin(of: url).map { internalOrigins.contains($0) } == true ? 1 : 0
+        guardState.pointee.refused = 0
         let sink = ResponseSink(limit: options.maxResponseBytes)
         let sinkPointer = Unmanaged.passRetained(sink)
         defer { sinkPointer.release() }
@@ -58,20 +133,33 @@ public final class HTTPClient: Sendable {
 
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
             vt_curl_set_string(curl, CURLOPT_URL, url)
+            if method == "HEAD" { vt_curl_set_long(curl, CURLOPT_NOBODY, 1) }
             vt_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)  // threads: no SIGALRM for DNS timeouts
             vt_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
             vt_curl_set_long(curl, CURLOPT_TIMEOUT_MS, Int(options.totalTimeout * 1000))
-            vt_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 1)
-            vt_curl_set_long(curl, CURLOPT_MAXREDIRS, options.maxRedirects)
-            // http and https only, for the first request and every redirect (no file://, gopher://…).
+            // Redirects are followed by get(), which checks each hop against the host policy.
+            vt_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
+            // http and https only (no file://, gopher://…); get() checks redirect targets too.
             vt_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
             vt_curl_set_string(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
             vt_curl_set_long(curl, CURLOPT_SSL_VERIFYPEER, 1)
             vt_curl_set_long(curl, CURLOPT_SSL_VERIFYHOST, 2)
+            // HTTP/2 over TLS where the server offers it (ALPN), HTTP/1.1 otherwise.
+            vt_curl_set_long(curl, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             vt_curl_set_offset(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maxResponseBytes))
             vt_curl_set_string(curl, CURLOPT_USERAGENT, options.userAgent)
             vt_curl_set_string(curl, CURLOPT_ACCEPT_ENCODING, "")  // whatever curl can decode
             if let headerList { vt_curl_set_pointer(curl, CURLOPT_HTTPHEADER, headerList) }
+            vt_curl_set_address_guard(curl, guardState)
+            if let share, !pool.withLock({ $0.closed }) {
+                vt_curl_use_share(curl, share.pointer)
+                // With a shared cache this caps the cache, not the handle (curl_easy_perform copies
+                // it to the handle's internal multi, whose default of 4 would close the rest).
+                vt_curl_set_long(curl, CURLOPT_MAXCONNECTS, options.maxCachedConnections)
+            } else {
+                vt_curl_set_long(curl, CURLOPT_FORBID_REUSE, 1)
+                vt_curl_set_long(curl, CURLOPT_FRESH_CONNECT, 1)
+            }
             vt_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errors.baseAddress)
             vt_curl_set_write_function(curl, CURLOPT_WRITEFUNCTION, { data, size, count, userdata in
                 let sink = Unmanaged<ResponseSink>.fromOpaque(userdata!).takeUnretainedValue()
@@ -84,10 +172,17 @@ public final class HTTPClient: Sendable {
                 return size * count
             })
             vt_curl_set_pointer(curl, CURLOPT_HEADERDATA, sinkPointer.toOpaque())
-            return curl_easy_perform(curl)
+            let code = curl_easy_perform(curl)
+            vt_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, nil)  // the buffer dies with this closure
+            return code
         }
 
         if code != CURLE_OK {
+            if guardState.pointee.refused != 0 {
+                let address = withUnsafeBytes(of: &guardState.pointee.refused_address) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                throw HTTPClientError.refused("\(HostPolicy.origin(of: url) ?? url) resolves to an internal address (\(address))")
+            }
+            reusable = code != CURLE_OUT_OF_MEMORY
             let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
             switch code {
@@ -99,12 +194,73 @@ public final class HTTPClient: Sendable {
             default: throw HTTPClientError.transport(message)
             }
         }
+        if let key = HostPolicy.origin(of: url) { lastUsed.withLock { $0[key] = Self.now() } }
         var status = 0
         vt_curl_get_long(curl, CURLINFO_RESPONSE_CODE, &status)
-        var effective: UnsafeMutablePointer<CChar>?
-        vt_curl_get_string(curl, CURLINFO_EFFECTIVE_URL, &effective)
-        return HTTPClientResponse(status: status, headers: sink.headers, body: sink.body,
-                                  url: effective.map { String(cString: $0) } ?? url)
+        var redirect: UnsafeMutablePointer<CChar>?
+        vt_curl_get_string(curl, CURLINFO_REDIRECT_URL, &redirect)
+        return HTTPClientResponse(status: status, headers: sink.headers, body: sink.body, url: url,
+                                  redirectURL: redirect.map { String(cString: $0) })
+    }
+
+    /// An easy handle and the share it joins (nil: a connection of its own).
+    private func takeHandle() throws -> (Handle, SharedCaches?) {
+        let (idle, share) = pool.withLock { state -> (Handle?, SharedCaches?) in
+            state.lent += 1
+            return (state.idle.popLast(), state.share)
+        }
+        if let idle {
+            curl_easy_reset(idle.curl)  // options back to defaults; the shared caches stay
+            return (idle, share)
+        }
+        guard let handle = Handle() else {
+            giveBack(nil, reusable: false)
+            throw HTTPClientError.transport("curl_easy_init failed")
+        }
+        return (handle, share)
+    }
+
+    private func giveBack(_ handle: Handle?, reusable: Bool) {
+        let (keep, orphanedShare) = pool.withLock { state -> (Bool, SharedCaches?) in
+            state.lent -= 1
+            let keep = reusable && state.share != nil && !state.closed
+            if keep, let handle { state.idle.append(handle) }
+            guard state.closed, state.lent == 0, let share = state.share else { return (keep, nil) }
+            state.share = nil
+            return (keep, share)
+        }
+        if !keep { handle?.destroy() }
+        if let orphanedShare { vt_curl_share_destroy(orphanedShare.pointer) }
+    }
+
+    private static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
+/// The share handle, passed between threads under HTTPClient's mutex (libcurl locks its insides).
+private struct SharedCaches: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<vt_curl_share>
+}
+
+/// An easy handle and the address guard its open-socket callback writes to. Used by one thread at
+/// a time (taken from and returned to HTTPClient's idle list under its mutex).
+private final class Handle: @unchecked Sendable {
+    let curl: UnsafeMutableRawPointer
+    let guardState: UnsafeMutablePointer<vt_address_guard>
+
+    init?() {
+        guard let curl = curl_easy_init() else { return nil }
+        self.curl = curl
+        guardState = .allocate(capacity: 1)
+        guardState.initialize(to: vt_address_guard())
+    }
+
+    func destroy() {
+        curl_easy_cleanup(curl)  // detaches from the share; its connections stay in the cache
+        guardState.deallocate()
     }
 }
 
@@ -115,6 +271,8 @@ public struct HTTPClientResponse: Sendable {
     public let body: [UInt8]
     /// Where the body came from, after redirects.
     public let url: String
+    /// The Location of a redirect (resolved against `url`), which get() checks and follows.
+    public var redirectURL: String? = nil
 }
 
 public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
@@ -123,6 +281,8 @@ public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
     case tooLarge(limit: Int)
     case tooManyRedirects
     case transport(String)
+    /// Not fetched: the address is outside the allowed hosts or resolves to an internal address.
+    case refused(String)
 
     public var description: String {
         switch self {
@@ -131,6 +291,7 @@ public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
         case .tooLarge(let limit): return "the response was larger than \(limit / (1024 * 1024)) MB"
         case .tooManyRedirects: return "too many redirects"
         case .transport(let message): return message
+        case .refused(let reason): return "refused: \(reason)"
         }
     }
 }

@@ -30,6 +30,7 @@ public final class HTTPServer: Sendable {
         var sweeper: (any DispatchSourceTimer)?
         var connections: [Int: Connection] = [:]
         var nextID = 0
+        var accepted = 0
         var stopping = false
         var acceptPaused = false
     }
@@ -45,6 +46,9 @@ public final class HTTPServer: Sendable {
     public var port: Int { state.withLock { $0.port } }
 
     public var openConnections: Int { state.withLock { $0.connections.count } }
+
+    /// Connections accepted since start (fixtures count them to show connection reuse).
+    public var acceptedConnections: Int { state.withLock { $0.accepted } }
 
     /// Binds and starts accepting. Returns at once; the server runs on Dispatch.
     public func start() throws {
@@ -162,6 +166,7 @@ public final class HTTPServer: Sendable {
         let connection: Connection? = state.withLock { s in
             guard s.connections.count < configuration.maxConnections, !s.stopping else { return nil }
             s.nextID += 1
+            s.accepted += 1
             let c = Connection(id: s.nextID, fd: fd, remoteAddress: remote, server: self)
             s.connections[c.id] = c
             return c
@@ -175,7 +180,11 @@ public final class HTTPServer: Sendable {
             serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnections) already open")
             return
         }
-        connection.start()
+        if configuration.connectionSetupDelay > 0 {
+            acceptQueue.asyncAfter(deadline: .now() + configuration.connectionSetupDelay) { connection.start() }
+        } else {
+            connection.start()
+        }
     }
 
     func connectionClosed(_ connection: Connection) {

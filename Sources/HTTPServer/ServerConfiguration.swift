@@ -22,6 +22,9 @@ public struct ServerConfiguration: Sendable {
     /// Called once per response; nil to log nothing.
     public var accessLog: (@Sendable (AccessLogEntry) -> Void)? = AccessLogEntry.standardLogger
     public var listenBacklog: Int32 = 1024
+    /// Seconds before a new connection's first byte is read: the cost of a TCP + TLS handshake,
+    /// simulated by test fixtures (photo-fixture --connect-latency). 0 in production.
+    public var connectionSetupDelay: Double = 0
 
     public init() {}
 }

@@ -52,6 +52,13 @@ public final class PhotoFixture: Sendable {
         public var photosDirectory = PhotoFixture.bundledPhotos
         public var host = "127.0.0.1"
         public var port = 0
+        /// Seconds charged once per new connection, before its first request is read (a TCP + TLS
+        /// handshake), next to `latency`, which every request pays.
+        public var connectLatency: Double = 0
+        /// A hostile provider: when set, the first photos of every search page point at this port
+        /// on loopback (and at other internal or non-http addresses, or redirect there); the rest
+        /// of the page is good. Tests listen on the port and count hits (HostileImages.swift).
+        public var hostileCanaryPort: Int?
         public init() {}
     }
 
@@ -65,7 +72,7 @@ public final class PhotoFixture: Sendable {
     private let currentSearchFault: Mutex<SearchFault>
     private let server: HTTPServer
     let images: [[UInt8]]
-    private let counters = Mutex((searches: 0, images: 0))
+    private let counters = Mutex((searches: 0, images: 0, licenseLists: 0))
     /// Requests seen and rule counters (ProviderRules.swift).
     let ruleState = Mutex(RuleState())
 
@@ -75,6 +82,10 @@ public final class PhotoFixture: Sendable {
     public var apiURL: String { baseURL + "/services/rest/" }
     public var searchCount: Int { counters.withLock { $0.searches } }
     public var imageCount: Int { counters.withLock { $0.images } }
+    /// flickr.photos.licenses.getInfo calls (not searches).
+    public var licenseListCount: Int { counters.withLock { $0.licenseLists } }
+    /// Connections accepted so far: with keep-alive and a shared connection cache, far fewer than requests.
+    public var connectionCount: Int { server.acceptedConnections }
 
     public init(options: Options = Options()) throws {
         self.options = options
@@ -88,6 +99,7 @@ public final class PhotoFixture: Sendable {
         configuration.port = options.port
         configuration.accessLog = nil
         configuration.handlerConcurrency = 64
+        configuration.connectionSetupDelay = options.connectLatency
         var router = Router()
         let fixture = Unchecked()
         router.get("/services/rest") { request in try fixture.value!.search(request) }
@@ -96,6 +108,7 @@ public final class PhotoFixture: Sendable {
         // Wikimedia's upload layout: originals and thumbnails at /wikipedia/commons/… (ProviderRules.swift).
         router.get("/wikipedia/*file") { request in try fixture.value!.commonsImage(request) }
         router.get("/recorded/*file") { request in try fixture.value!.recordedImage(request) }
+        router.get("/hostile-redirect/:file") { request in try fixture.value!.hostileRedirect(request) }
         server = HTTPServer(configuration: configuration, handler: router)
         fixture.value = self
         try server.start()
@@ -111,6 +124,11 @@ public final class PhotoFixture: Sendable {
     // MARK: Search
 
     private func search(_ request: HTTPRequest) throws -> HTTPResponse {
+        if request.queryValue("method") == "flickr.photos.licenses.getInfo" {
+            counters.withLock { $0.licenseLists += 1 }
+            wait()
+            return .json(Self.licensesAnswer)
+        }
         let count = counters.withLock { $0.searches += 1; return $0.searches }
         log(request)
         wait()
@@ -164,11 +182,15 @@ public final class PhotoFixture: Sendable {
             for index in 0..<shown {
                 let id = place * 1_000_000 + page * 1000 + index
                 let image = "\(origin)/photos/\(id)"
+                if let port = options.hostileCanaryPort, index < Self.hostileAddresses(canaryPort: port, origin: origin, id: id).count {
+                    photos.append(hostilePhoto(id: id, index: index, page: page, canaryPort: port, origin: origin))
+                    continue
+                }
                 // Flickr's own quirks: numbers as strings, some extras missing.
                 photos.append("""
                     {"id":"\(id)","owner":"\(10_000 + id % 97)@N0\(id % 7)","secret":"f1x","server":"65535","farm":66,\
                     "title":"Fixture photo \(page)-\(index + 1)","ispublic":1,"isfriend":0,"isfamily":0,\
-                    "license":"\(id % 11)","ownername":"Fixture Photographer \(id % 13)",\
+                    "license":"\(id % 18)","ownername":"Fixture Photographer \(id % 13)",\
                     "datetaken":"2019-0\(1 + id % 9)-1\(id % 10) 12:00:00","datetakengranularity":"0",\
                     "url_q":"\(image)_q.jpg","height_q":150,"width_q":"150",\
                     "url_m":"\(image)_m.jpg"\(index % 3 == 0 ? "" : ",\"url_z\":\"\(image)_z.jpg\"")}

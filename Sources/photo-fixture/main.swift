@@ -1,5 +1,6 @@
 // A Flickr-compatible photo service for offline demos and benchmarks (script/server --demo,
-// script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--photos DIR]
+// script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--connect-latency SECONDS]
+// [--hostile CANARY_PORT] [--photos DIR]
 import Dispatch
 import Foundation
 import PhotoFixture
@@ -13,6 +14,8 @@ while let argument = arguments.next() {
     case "--port": options.port = Int(value) ?? options.port
     case "--host": options.host = value
     case "--latency": options.latency = Double(value) ?? 0
+    case "--connect-latency": options.connectLatency = Double(value) ?? 0
+    case "--hostile": options.hostileCanaryPort = Int(value)
     case "--pages": options.pages = Int(value) ?? options.pages
     case "--photos": options.photosDirectory = value
     default:

@@ -15,6 +15,9 @@ struct Configuration {
     var logLevel = Logger.Level.info
     var databasePoolSize = 16
     var app = AppSettings()
+    /// nil: flickr when FLICKR_API_KEY is set, commons (keyless) otherwise.
+    var explicitPhotoProvider: String?
+    var photoProvider: String { explicitPhotoProvider ?? (app.flickrAPIKey.isEmpty ? "commons" : "flickr") }
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -38,9 +41,9 @@ struct Configuration {
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.app.tileAttribution = $1 }),
-        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr)", { c, v in
+        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr when FLICKR_API_KEY is set, commons otherwise)", { c, v in
             guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }
-            c.app.photoProvider = v
+            c.explicitPhotoProvider = v
         }),
         ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.app.flickrAPIKey = $1 }),
         ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.app.flickrAPIURL = $1 }),
@@ -56,6 +59,16 @@ struct Configuration {
         ("COMMONS_ORIGINAL_CAP", "largest Commons original (bytes) downloaded when no thumbnail step fits (2097152)", { c, v in
             guard let n = Int(v), n >= 10_000, n <= 8 * 1024 * 1024 else { throw Invalid(description: "COMMONS_ORIGINAL_CAP must be 10000–8388608 bytes, not \(v)") }
             c.app.commonsOriginalCap = n
+        }),
+        ("CONTACT_EMAIL", "how the operator can be reached, sent in the User-Agent to photo providers (Wikimedia's User-Agent policy asks for it)", { c, v in
+            guard v.contains("@"), !v.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == ";" }) else {
+                throw Invalid(description: "CONTACT_EMAIL must be an email address, not \(v)")
+            }
+            c.app.contactEmail = v
+        }),
+        ("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums (32)", { c, v in
+            guard let n = Int(v), (1...256).contains(n) else { throw Invalid(description: "DOWNLOAD_SLOTS must be 1–256, not \(v)") }
+            c.app.workers.downloadSlots = n
         }),
         ("WORKERS", "album download workers per instance (2)", { c, v in
             guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }

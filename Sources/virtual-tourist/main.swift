@@ -36,6 +36,7 @@ case "healthcheck":
     // For Docker's HEALTHCHECK: the slim image has no curl, so the binary asks itself.
     var options = HTTPClient.Options()
     options.totalTimeout = 3
+    options.internalOrigins = ["http://127.0.0.1:\(configuration.port)"]  // the address guard would refuse loopback
     let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/healthz")
     exit(response?.status == 200 ? 0 : 1)
 case "help", "-h", "--help":
@@ -70,9 +71,16 @@ func serve(_ configuration: Configuration) -> Never {
     serverConfiguration.handlerConcurrency = configuration.databasePoolSize
     serverConfiguration.errorPage = App.errorPage
     let pool = PostgresPool(url: url, maxConnections: configuration.databasePoolSize)
-    let settings = configuration.app
+    var settings = configuration.app
+    settings.photoProvider = configuration.photoProvider
     if settings.photoProvider == "flickr" && settings.flickrAPIKey.isEmpty {
-        log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or use PHOTO_PROVIDER=fixture for a demo)")
+        log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or leave PHOTO_PROVIDER unset for Wikimedia Commons)")
+    }
+    if configuration.explicitPhotoProvider == nil {
+        log.notice("photos from \(settings.photoProvider == "flickr" ? "Flickr (FLICKR_API_KEY is set)" : "Wikimedia Commons (no FLICKR_API_KEY)")")
+    }
+    if settings.photoProvider == "commons" && settings.contactEmail == nil && settings.publicURL == nil {
+        log.warning("set CONTACT_EMAIL (or PUBLIC_URL): Wikimedia's User-Agent policy asks clients to say how to reach their operator")
     }
     let app = App(pool: pool, settings: settings)
     do {

@@ -86,6 +86,11 @@ public final class TemporaryCluster {
                 "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "start")
     }
 
+    /// Stops the server the way an administrator would (fast: sessions are ended), for outage tests.
+    public func stop() throws {
+        try run("pg_ctl", "-D", directory, "-m", "fast", "-w", "stop")
+    }
+
     public func restart() throws {
         try run("pg_ctl", "-D", directory, "-m", "fast", "-w",
                 "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off", "restart")

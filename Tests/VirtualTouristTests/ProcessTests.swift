@@ -55,4 +55,33 @@ import Glibc
         #expect(try pool.query("SELECT count(*) AS n FROM photos")[0].decode("n", as: Int.self) == 30)
         #expect(try pool.query("SELECT count(*) AS n FROM album_jobs WHERE state = 'done'")[0].decode("n", as: Int.self) == 1)
     }
+
+    /// PHOTO_PROVIDER left unset: Wikimedia Commons without a Flickr key, Flickr with one (issue 12).
+    @Test(arguments: [("", "commons"), ("a-flickr-key", "flickr")])
+    func theDefaultProviderFollowsTheFlickrKey(key: String, expected: String) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the app first (script/test does)")
+        let fixture = try PhotoFixture()
+        defer { fixture.stop() }
+        let database = try TestDatabase.migrated("default")
+        let pool = PostgresPool(url: database, maxConnections: 2)
+        defer { pool.close() }
+        let user = try AccountStore(pool: pool).createUser(email: "d@example.org", displayName: "D", password: "a long password")
+        let pin = try PinStore(pool: pool).create(for: user.id, lat: 35.0116, lon: 135.7681, placeName: "Kyoto, Japan")
+        #expect(try AlbumStore(pool: pool).startCollection(pinID: pin.id, userID: user.id) == .started)
+        var environment = Self.environment(database: database, fixture: fixture)
+        environment["PHOTO_PROVIDER"] = ""
+        environment["FLICKR_API_KEY"] = key
+        environment["COMMONS_API_URL"] = fixture.baseURL + "/w/api.php"
+        let log = NSTemporaryDirectory() + "vt-default-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try ChildProcess([Self.binary, "serve"], environment: environment, logPath: log)
+        defer { process.kill(SIGTERM) }
+        let finished = eventually(timeout: 30) {
+            (try? pool.query("SELECT status FROM pins")[0].decode("status", as: String.self)) == "ready"
+        }
+        #expect(finished, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        let providers = try pool.query("SELECT DISTINCT provider FROM photos").map { try $0.decode("provider", as: String.self) }
+        #expect(providers == [expected])
+        #expect(try pool.query("SELECT count(*) AS n FROM photos WHERE status = 'ready'")[0].decode("n", as: Int.self) == 30)
+    }
 }

@@ -9,6 +9,8 @@ public struct AlbumPhoto: Sendable, Codable, Equatable {
     public let title: String
     public let ownerName: String
     public let license: String
+    /// The licence deed, when the provider's licence list names one.
+    public var licenseURL: String? = nil
     public let pageURL: String?
     public let dateTaken: String?
     public let width: Int?
@@ -63,7 +65,7 @@ public struct AlbumStore: Sendable {
             """, [pinID, userID])[0]
         let generation: Int = try state.decode("generation")
         let photos = try pool.query("""
-            SELECT id, position, status, title, owner_name, license, page_url, date_taken, width, height, generation, remote_id
+            SELECT id, position, status, title, owner_name, license, license_url, page_url, date_taken, width, height, generation, remote_id
             FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3
             ORDER BY position, id
             """, [pinID, userID, generation]).map(Self.photo)
@@ -74,7 +76,7 @@ public struct AlbumStore: Sendable {
 
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
         let rows = try pool.query("""
-            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.page_url, ph.date_taken,
+            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.license_url, ph.page_url, ph.date_taken,
                    ph.width, ph.height, ph.generation, ph.remote_id, ph.pin_id
             FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = ph.generation
             WHERE ph.id = $1 AND ph.user_id = $2
@@ -143,8 +145,8 @@ public struct AlbumStore: Sendable {
             let generation: Int = try row.decode("generation")
             var added = 0
             for photo in photos {
-                added += try Self.insertPlaceholder(db, pinID: pinID, userID: userID, generation: generation,
-                                                    position: nil, photo)
+                added += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
+                                                     firstPosition: nil, [photo])
             }
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
@@ -170,16 +172,23 @@ public struct AlbumStore: Sendable {
     /// `position`, or after the album's last photo when nil. A photo already in the album (same
     /// provider and remote id) is skipped. Returns the rows added (0 or 1).
     @discardableResult
-    private static func insertPlaceholder(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
-                                          position: Int?, _ photo: RemotePhoto) throws -> Int {
+    /// The one photo INSERT: placeholders for `photos`, numbered from `firstPosition` (nil: after the
+    /// album's last photo). The rows travel as one JSON array, values still bound, never in the SQL.
+    @discardableResult
+    private static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
+                                           firstPosition: Int?, _ photos: [RemotePhoto]) throws -> Int {
         try db.query("""
             INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                page_url, remote_url, thumbnail_url, date_taken)
-            VALUES ($1, $2, $3, coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)),
-                    $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                page_url, remote_url, thumbnail_url, date_taken, license_url)
+            SELECT $1, $2, $3,
+                   coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
+                   e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
+                   e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'thumbnailURL', e.p->>'dateTaken',
+                   e.p->>'licenseURL'
+            FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
+            ORDER BY e.n
             ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-            """, [pinID, userID, generation, position, photo.provider, photo.remoteID, photo.title, photo.ownerName,
-                  photo.license, photo.pageURL, photo.imageURL, photo.thumbnailURL, photo.dateTaken]).affectedRows
+            """, [pinID, userID, generation, firstPosition, try placeholderRows(photos)]).affectedRows
     }
 
     /// Remote ids already in the album (the picker marks them).
@@ -249,13 +258,25 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
             guard updated == 1 else { return false }
-            for (position, photo) in result.photos.enumerated() {
-                try Self.insertPlaceholder(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
-                                           position: position, photo)
-            }
+            // All placeholders in one statement: one round trip instead of one per photo.
+            try Self.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
+                                        firstPosition: 0, result.photos)
             try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
             return true
         }
+    }
+
+    /// The search result as a JSON array for storeSearchResult. NUL characters are dropped: jsonb
+    /// refuses \u0000, and text parameters never carried them anyway.
+    static func placeholderRows(_ photos: [RemotePhoto]) throws -> String {
+        func clean(_ text: String?) -> String? { text.map { $0.replacingOccurrences(of: "\u{0}", with: "") } }
+        let rows: [[String: String?]] = photos.map { photo in
+            ["provider": clean(photo.provider), "remoteID": clean(photo.remoteID), "title": clean(photo.title),
+             "ownerName": clean(photo.ownerName), "license": clean(photo.license), "pageURL": clean(photo.pageURL),
+             "imageURL": clean(photo.imageURL), "thumbnailURL": clean(photo.thumbnailURL), "dateTaken": clean(photo.dateTaken),
+             "licenseURL": clean(photo.licenseURL)]
+        }
+        return String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
     }
 
     /// Placeholders of this job's generation still waiting for their image.
@@ -268,19 +289,32 @@ public struct AlbumStore: Sendable {
 
     /// Stores an image; dropped when the album has moved on to a newer generation.
     func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
+        // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
+        // each statement costs a round trip on a busy pool).
         try pool.query("""
-            UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
-            FROM pins p
-            WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
-              AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
-            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height])
-        try notifyEvent(userID: job.userID, pinID: job.pinID)
+            WITH stored AS (
+                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+                FROM pins p
+                WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
+                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
+                RETURNING ph.id)
+            SELECT pg_notify($8, $9) FROM stored
+            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height,
+                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
         try pool.query("""
             UPDATE photos SET status = \(PhotoStatus.failed.sql), error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
             """, [photoID, job.userID, job.generation, reason])
+        try notifyEvent(userID: job.userID, pinID: job.pinID)
+    }
+
+    /// Takes a placeholder out of the album (its image was refused: outside the provider's image
+    /// hosts or on an internal address), so it is never shown as a broken tile.
+    func dropPhoto(photoID: Int64, job: AlbumJob) throws {
+        try pool.query("DELETE FROM photos WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending'",
+                       [photoID, job.userID, job.generation])
         try notifyEvent(userID: job.userID, pinID: job.pinID)
     }
 
@@ -335,7 +369,7 @@ public struct AlbumStore: Sendable {
     private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {
         AlbumPhoto(id: try row.decode("id"), position: try row.decode("position"), status: try row.decode("status"),
                    title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
-                   pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
+                   licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
                    width: try row.decode("width"), height: try row.decode("height"),
                    generation: try row.decode("generation"), remoteID: try row.decode("remote_id"))
     }

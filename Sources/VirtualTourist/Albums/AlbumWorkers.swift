@@ -15,6 +15,13 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Images of one album downloading at once: a whole page, so an album takes about two
         /// round trips (one search, one image) however many photos it has (script/bench album).
         public var downloadsPerAlbum = 30
+        /// Download slots shared by every album of this instance (threads, curl handles, and so
+        /// the most connections open at once). DOWNLOAD_SLOTS.
+        public var downloadSlots = 32
+        /// Open connections to the image host while the search runs, so a cold album pays the
+        /// handshakes in parallel with the search instead of after it. Off reproduces the old client
+        /// for script/bench album.
+        public var warmUpConnections = true
         public var maxAttempts = 5
         public var leaseSeconds = 60
         /// How often idle workers look for due jobs without being woken.
@@ -34,6 +41,9 @@ public final class AlbumWorkers: @unchecked Sendable {
     private let wake = NSCondition()
     private let state = Mutex((running: false, wakeups: 0, active: 0))
     private var threads: [Thread] = []
+    let downloads: DownloadPool
+    /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
+    private let outage = Mutex<Date?>(nil)
 
     let metrics: Metrics?
 
@@ -44,6 +54,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         self.provider = provider
         self.client = client
         self.settings = settings
+        downloads = DownloadPool(slots: settings.downloadSlots)
         name = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))"
     }
 
@@ -61,6 +72,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     public func stop() {
         state.withLock { $0.running = false }
         notify()
+        downloads.stop()
     }
 
     /// A job was queued (LISTEN album_jobs): wake a sleeping worker.
@@ -83,6 +95,13 @@ public final class AlbumWorkers: @unchecked Sendable {
             var job: AlbumJob?
             do {
                 job = try store.claimJob(worker: worker, leaseSeconds: settings.leaseSeconds)
+                databaseAnswered()
+            } catch let error as PostgresError where error.meansDatabaseUnavailable {
+                // Back off quietly (one line per outage) and look again soon: work resumes within
+                // a fraction of a second of the database's return, LISTEN or not.
+                databaseUnavailable(error)
+                usleep(250_000)
+                continue
             } catch {
                 logger.warning("claiming a job failed: \(error)")
             }
@@ -101,6 +120,13 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     func process(_ job: AlbumJob, worker: String) {
+        // While the search runs, open connections to the image host, so a cold album pays its
+        // handshakes alongside the search rather than after it (skipped when they are warm).
+        if settings.warmUpConnections, job.kind == "collection", let origin = provider.warmUpOrigin, !client.isWarm(origin) {
+            let count = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max, provider.photosPerPage,
+                            downloads.slots, client.options.perHostConcurrency - 1)
+            for _ in 0..<max(0, count) { downloads.submit { [client] in client.preconnect(origin) } }
+        }
         do {
             guard let search = try store.searchState(job), search.current else {
                 try store.cancel(job)  // a newer collection (or a deleted pin) superseded it
@@ -111,6 +137,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             if job.kind == "collection" && search.placeholders == 0 {
                 let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
                 let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
+                    .keepingImages(from: provider.imageHosts, provider: provider.name)
                 try store.clearWaiting(job)
                 guard try store.storeSearchResult(job, result) else { try store.cancel(job); return }
                 if result.photos.isEmpty {
@@ -123,6 +150,8 @@ public final class AlbumWorkers: @unchecked Sendable {
             logger.info("album of pin \(job.pinID) complete")
         } catch let error as PhotoProviderError {
             providerTrouble(job, error)
+        } catch let error as PostgresError where error.meansDatabaseUnavailable {
+            resumeAfterOutage(job, worker: worker, error: error)
         } catch {
             giveUpOrRetry(job, reason: "\(error)", transient: true)
         }
@@ -143,58 +172,63 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    /// Downloads the pending placeholders, several at once. Each download blocks in curl, so
-    /// they run on threads of their own: libdispatch's global queues do not grow for threads
-    /// blocked in system calls and would run only a few at a time.
+    /// Downloads the pending placeholders on the shared download slots, a whole page at once
+    /// (fewer when the provider asks for restraint), writing each image as it lands.
     private func download(_ job: AlbumJob, worker: String) throws {
         let pending = try store.pendingPhotos(job)
-        let next = Mutex(0)
-        let stale = Mutex(false)
-        let group = DispatchGroup()
         let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
-        for _ in 0..<min(pending.count, width) {
-            group.enter()
-            let thread = Thread { [self] in
-                defer { group.leave() }
-                while !stale.withLock({ $0 }) {
-                    let index = next.withLock { value -> Int in value += 1; return value - 1 }
-                    guard index < pending.count else { return }
-                    let photo = pending[index]
-                    do {
-                        switch fetchImage(photo.url) {
-                        case .success(let (bytes, info)):
-                            metrics?.download(succeeded: true)
-                            try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
-                        case .failure(let reason):
-                            metrics?.download(succeeded: false)
-                            try store.failPhoto(photoID: photo.id, job: job, reason: reason)
-                        }
-                        if try !store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) {
-                            stale.withLock { $0 = true }  // cancelled or taken over: stop spending effort
-                        }
-                    } catch {
-                        logger.warning("storing photo \(photo.id) failed: \(error)")
-                    }
+        let hosts = provider.imageHosts
+        let outage = Mutex<PostgresError?>(nil)
+        // The lease is renewed at most once a second rather than after every image: an album's
+        // images land together, and the renewal was a third of their database round trips.
+        let renewed = Mutex(Date())
+        downloads.run(count: pending.count, width: width) { [self] index in
+            let photo = pending[index]
+            do {
+                switch fetchImage(photo.url, hosts: hosts) {
+                case .success(let (bytes, info)):
+                    metrics?.download(succeeded: true)
+                    try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
+                case .failure(let reason):
+                    metrics?.download(succeeded: false)
+                    try store.failPhoto(photoID: photo.id, job: job, reason: reason)
+                case .refused(let reason):
+                    // Never shown as a broken tile: the photo leaves the album, the log says why.
+                    logger.warning("album of pin \(job.pinID): photo \(photo.id) dropped, \(reason)")
+                    metrics?.download(succeeded: false)
+                    try store.dropPhoto(photoID: photo.id, job: job)
                 }
+                let due = renewed.withLock { last -> Bool in
+                    guard Date().timeIntervalSince(last) >= 1 else { return false }
+                    last = Date()
+                    return true
+                }
+                // Cancelled or taken over: stop spending effort.
+                return try !due || store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds)
+            } catch let error as PostgresError where error.meansDatabaseUnavailable {
+                outage.withLock { $0 = error }
+                return false  // the rest waits for the database (resumeAfterOutage)
+            } catch {
+                logger.warning("storing photo \(photo.id) failed: \(error)")
+                return true
             }
-            thread.name = "album-download"
-            thread.stackSize = 1024 * 1024
-            thread.start()
         }
-        group.wait()
+        if let error = outage.withLock({ $0 }) { throw error }
     }
 
     enum Fetch {
         case success(([UInt8], ImageInfo))
         case failure(String)
+        /// Outside the provider's image hosts or on an internal address (first request or a redirect).
+        case refused(String)
     }
 
     /// One image, retried on transient failures; never trusts the Content-Type.
-    func fetchImage(_ url: String) -> Fetch {
+    func fetchImage(_ url: String, hosts: HostPolicy? = nil) -> Fetch {
         var lastReason = "not downloaded"
         for attempt in 1...settings.imageAttempts {
             do {
-                let response = try client.get(url)
+                let response = try client.get(url, hosts: hosts ?? provider.imageHosts)
                 if response.status == 200 {
                     guard let info = ImageInspector.inspect(response.body) else {
                         return .failure("not an image (JPEG, PNG, GIF or WebP)")
@@ -206,6 +240,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             } catch let error as HTTPClientError {
                 lastReason = error.description
                 switch error {
+                case .refused(let reason): return .refused("\(reason) (\(url))")
                 case .unsupportedURL, .tooLarge, .tooManyRedirects: return .failure(lastReason)
                 case .timedOut, .transport: break
                 }
@@ -215,6 +250,45 @@ public final class AlbumWorkers: @unchecked Sendable {
             if attempt < settings.imageAttempts { usleep(UInt32(200_000 * attempt)) }
         }
         return .failure(lastReason)
+    }
+
+    // MARK: Database outages
+
+    private func databaseUnavailable(_ error: PostgresError) {
+        let first = outage.withLock { since -> Bool in
+            guard since == nil else { return false }
+            since = Date()
+            return true
+        }
+        if first { logger.warning("the database is unavailable (\(error)); album workers wait for it") }
+    }
+
+    private func databaseAnswered() {
+        guard let since = outage.withLock({ since -> Date? in defer { since = nil }; return since }) else { return }
+        logger.notice(String(format: "the database is back after %.1f s; album workers resume", Date().timeIntervalSince(since)))
+    }
+
+    /// The database went away in the middle of a job. The job is still ours (its lease runs on),
+    /// so wait for the database and carry on where it stopped: placeholders already written are
+    /// kept and only pending images are fetched, so nothing is lost or done twice. Past the
+    /// lease, the job is left for whichever worker claims it next.
+    private func resumeAfterOutage(_ job: AlbumJob, worker: String, error: PostgresError) {
+        databaseUnavailable(error)
+        let deadline = Date(timeIntervalSinceNow: Double(settings.leaseSeconds) * 0.8)
+        while running && Date() < deadline {
+            usleep(250_000)
+            do {
+                guard try store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) else { return }
+                databaseAnswered()
+                process(job, worker: worker)
+                return
+            } catch let error as PostgresError where error.meansDatabaseUnavailable {
+                continue
+            } catch {
+                logger.warning("album of pin \(job.pinID): \(error)")
+                return
+            }
+        }
     }
 
     /// The first collection shows page 1; New Collection a random page not yet shown (all pages

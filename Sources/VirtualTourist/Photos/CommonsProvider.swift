@@ -84,7 +84,7 @@ public struct CommonsProvider: PhotoProvider {
             }
             let name = title.hasPrefix("File:") ? String(title.dropFirst(5)) : title
             byTitle[title] = RemotePhoto(
-                provider: "commons", remoteID: String(lenientInt(item["pageid"]) ?? abs(title.hashValue)),
+                provider: "commons", remoteID: Self.remoteID(pageID: lenientInt(item["pageid"]), title: title),
                 title: value("ObjectName") ?? (name as NSString).deletingPathExtension,
                 ownerName: value("Artist") ?? "", license: value("LicenseShortName") ?? "see the file page",
                 pageURL: image["descriptionurl"] as? String, imageURL: url, thumbnailURL: tile,
@@ -177,6 +177,12 @@ public struct CommonsProvider: PhotoProvider {
             return (first["code"] as? String ?? "unknown", first["text"] as? String ?? first["html"] as? String ?? "unknown error")
         }
         return nil
+    }
+
+    /// The file's page id, or its title when an answer lacks one (file names are unique on Commons).
+    /// Never `hashValue`: it changes with every process, so saved photos would not be recognised.
+    static func remoteID(pageID: Int?, title: String) -> String {
+        pageID.map(String.init) ?? title
     }
 
     /// extmetadata values are HTML fragments ("<a href=…>Jane</a>"): keep the text.

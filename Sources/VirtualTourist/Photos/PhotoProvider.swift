@@ -7,7 +7,7 @@ public struct RemotePhoto: Sendable, Codable, Equatable {
     public let remoteID: String
     public let title: String
     public let ownerName: String
-    public let license: String
+    public var license: String
     /// The photo's page at the provider (attribution links here).
     public let pageURL: String?
     /// The image we download for the album (medium size).
@@ -15,6 +15,11 @@ public struct RemotePhoto: Sendable, Codable, Equatable {
     /// A small square for the picker.
     public let thumbnailURL: String
     public let dateTaken: String?
+    /// The licence deed, from the provider's licence list (LicenseStore.swift); nil when unknown.
+    public var licenseURL: String? = nil
+    /// The provider's own id for the licence (Flickr's "license" field), resolved to `license` and
+    /// `licenseURL` through the provider's licence list; nil when the answer carried none.
+    public var licenseCode: String? = nil
 }
 
 public struct PhotoSearchPage: Sendable, Equatable {
@@ -36,6 +41,10 @@ public protocol PhotoProvider: Sendable {
     var downloadConcurrency: Int? { get }
     /// The call budget its API calls draw from (ProviderBudget.swift).
     var budget: ProviderBudget? { get }
+    /// The only hosts images are fetched or shown from (ImageHosts.swift).
+    var imageHosts: HostPolicy { get }
+    /// Where connections are opened ahead of an album's images, while the search runs.
+    var warmUpOrigin: String? { get }
 }
 
 extension PhotoProvider {
@@ -103,6 +112,8 @@ public struct FlickrProvider: PhotoProvider {
     static let sort = "interestingness-desc"
 
     public static let defaultAPIURL = "https://api.flickr.com/services/rest/"
+    /// Names and deeds of the licences, as flickr.photos.licenses.getInfo gives them (LicenseStore.swift).
+    public var licenses: LicenseStore?
 
     public init(apiKey: String, apiURL: String = FlickrProvider.defaultAPIURL, client: HTTPClient) {
         self.apiKey = apiKey
@@ -134,7 +145,8 @@ public struct FlickrProvider: PhotoProvider {
         var components = URLComponents(string: apiURL)
         components?.queryItems = searchParameters(lat: lat, lon: lon, page: page).map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        return try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage)
+        let page = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage)
+        return licenses.map { $0.credit(page) } ?? page
     }
 
     /// Reads a photos.search answer. Flickr is loose with types ("150" or 150, "" for 0), so
@@ -171,7 +183,8 @@ public struct FlickrProvider: PhotoProvider {
                 imageURL: image,
                 thumbnailURL: lenientString(item["url_q"]) ?? image,
                 dateTaken: FlickrCredits.taken(item["datetaken"], granularity: item["datetakengranularity"],
-                                               unknown: item["datetakenunknown"]))
+                                               unknown: item["datetakenunknown"]),
+                licenseCode: lenientString(item["license"]))
         }
         return PhotoSearchPage(photos: found, page: page, pages: max(pages, found.isEmpty ? 0 : 1), total: total)
     }

@@ -119,6 +119,9 @@ enum AlbumPages {
         let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\($0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site")</a>" } ?? .empty
         let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(photo.ownerName)</dd>"
         let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\($0)</dd>" } ?? .empty
+        // The deed, as the provider's licence list links it (rel=license, HTML's link type for it).
+        let license: HTML = safeURL(photo.licenseURL).map { "<a href=\"\($0)\" rel=\"license noopener noreferrer\">\(photo.license)</a>" }
+            ?? "\(photo.license)"
         return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
                            head: "<script type=\"module\" src=\"/js/photo.js\"></script>", main: """
             <nav class="breadcrumbs"><a href="/pins/\(Int(pin.id))">← \(pin.title)</a></nav>
@@ -126,7 +129,7 @@ enum AlbumPages {
             <img src="/photos/\(id)" alt="\(title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
             <figcaption>
             <h1>\(title)</h1>
-            <dl class="photo-facts">\(owner)<dt>Licence</dt><dd>\(photo.license)</dd>\(taken)</dl>
+            <dl class="photo-facts">\(owner)<dt>Licence</dt><dd>\(license)</dd>\(taken)</dl>
             <p>\(source)</p>
             </figcaption>
             </figure>

@@ -101,6 +101,7 @@ extension WebRoutes {
             let result: PhotoSearchPage
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                    .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw Self.providerPage(error, provider: provider)
             }
@@ -121,6 +122,7 @@ extension WebRoutes {
             let result: PhotoSearchPage
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                    .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw Self.providerPage(error, provider: provider)
             }

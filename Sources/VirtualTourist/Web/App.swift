@@ -34,6 +34,8 @@ public struct AppSettings: Sendable {
     public var providerCallBurst: Double?
     /// Largest Commons original downloaded when no thumbnail step fits.
     public var commonsOriginalCap = 2 * 1024 * 1024
+    /// How the operator can be reached; sent in the User-Agent (CONTACT_EMAIL).
+    public var contactEmail: String?
 
     public init() {}
 
@@ -62,13 +64,21 @@ public final class App: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
         var clientOptions = settings.httpClient
-        // Wikimedia's User-Agent policy: say what we are and how to reach the operator.
-        if let site = settings.publicURL { clientOptions.userAgent += " (instance: \(site))" }
+        clientOptions.userAgent = Self.userAgent(base: clientOptions.userAgent, publicURL: settings.publicURL, contact: settings.contactEmail)
+        // The provider address the operator set may be on loopback or the LAN (the fixture); any
+        // other address a provider's answer names may not (HTTPClient's address guard).
+        clientOptions.internalOrigins += [settings.flickrAPIURL, settings.commonsAPIURL]
         let client = HTTPClient(options: clientOptions)
-        let provider: any PhotoProvider = settings.photoProvider == "commons"
-            ? CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
-            : FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
-                             apiURL: settings.flickrAPIURL, client: client)
+        let provider: any PhotoProvider
+        if settings.photoProvider == "commons" {
+            provider = CommonsProvider(apiURL: settings.commonsAPIURL, client: client)
+        } else {
+            var flickr = FlickrProvider(apiKey: settings.photoProvider == "fixture" && settings.flickrAPIKey.isEmpty ? "fixture" : settings.flickrAPIKey,
+                                        apiURL: settings.flickrAPIURL, client: client)
+            let lister = flickr
+            flickr.licenses = LicenseStore(pool: pool, fetch: { try lister.licenseList() })
+            provider = flickr
+        }
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
@@ -84,8 +94,13 @@ public final class App: Sendable {
                 // A provider's trouble does not make the instance unready, but the operator reads it here.
                 let note = interactive.budget?.recentProblem().map { "\n\(interactive.name): \($0)" } ?? ""
                 return upToDate ? .text("ready" + note) : .text("not ready: migrations are pending", status: .serviceUnavailable)
+            } catch let error as PostgresError {
+                var response = HTTPResponse.text("not ready: the database cannot be reached: \(error.unavailableReason)",
+                                                 status: .serviceUnavailable)
+                response.headers.set("Retry-After", String(DatabaseUnavailable.retryAfterSeconds))
+                return response
             } catch {
-                return .text("not ready: the database cannot be reached", status: .serviceUnavailable)
+                return .text("not ready: \(error)", status: .serviceUnavailable)
             }
         }
         let counter = connectionCount, token = settings.metricsToken
@@ -108,7 +123,17 @@ public final class App: Sendable {
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
-        handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
+        handler = MiddlewareChain([headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
+    }
+
+    /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
+    /// and give a way to reach whoever runs it — this instance's address and the operator's email:
+    /// "VirtualTourist/1.0 (self-hosted photo map; +https://github.com/virtual-tourist) (instance:
+    /// https://photos.example.org; ops@example.org)". Documented in docs/architecture.md, "Outbound HTTP".
+    static func userAgent(base: String, publicURL: String?, contact: String?) -> String {
+        let parts = [publicURL.map { "instance: \($0)" }, contact].compactMap { $0 }.filter { !$0.isEmpty }
+        let safe = parts.joined(separator: "; ").filter { !$0.isNewline && $0 != "(" && $0 != ")" }
+        return safe.isEmpty ? base : base + " (\(safe))"
     }
 
     /// Lets /metrics report the server's open connections, and counts every response.
@@ -138,12 +163,17 @@ public final class App: Sendable {
         }
         workers.start()
         retention.start()
+        // The licence list before the first album needs it (one call a day; see LicenseStore).
+        if let licenses = (workers.provider as? FlickrProvider)?.licenses {
+            DispatchQueue.global().async { _ = licenses.licenses() }
+        }
     }
 
     public func stopBackgroundWork() {
         retention.stop()
         workers.stop()
         listener.stop()
+        workers.client.shutdown()  // closes the idle connections of the shared cache
     }
 
     /// Error pages in the site's look, with the same security headers as every other page.

@@ -1,0 +1,108 @@
+import Foundation
+import Synchronization
+
+/// The download slots: a fixed number of threads shared by every album of this instance
+/// (docs/architecture.md, "Albums"). An album hands over its images as one batch and waits; a
+/// batch runs at most `width` of its images at once (a provider may ask for restraint), and
+/// batches from several albums share the slots first come, first served. Threads rather than
+/// Dispatch because each download blocks in curl, and libdispatch does not add threads for work
+/// blocked in system calls. Fixed rather than per album, so a hundred albums cost the same number
+/// of threads (and curl handles, and connections) as one.
+final class DownloadPool: Sendable {
+    let slots: Int
+    private let condition = NSCondition()
+    /// Guarded by `condition`'s lock; the Mutex only satisfies Sendable checking.
+    private let queue = Mutex<(tasks: [@Sendable () -> Void], started: Bool, stopping: Bool)>(([], false, false))
+
+    init(slots: Int) { self.slots = max(1, slots) }
+
+    /// Runs `body(0..<count)`, at most `width` at once, on the slots; returns when all have run.
+    /// `body` returning false stops the batch (e.g. the album was superseded).
+    func run(count: Int, width: Int, _ body: @escaping @Sendable (Int) -> Bool) {
+        guard count > 0 else { return }
+        guard startIfNeeded() else {
+            // Stopped (shutting down): what is left runs on the caller, one at a time.
+            for index in 0..<count where body(index) == false { return }
+            return
+        }
+        let next = Mutex((index: 0, stopped: false))
+        let group = DispatchGroup()
+        for _ in 0..<min(count, max(1, width)) {
+            group.enter()
+            enqueue {
+                defer { group.leave() }
+                while true {
+                    let index: Int? = next.withLock { state in
+                        guard !state.stopped, state.index < count else { return nil }
+                        state.index += 1
+                        return state.index - 1
+                    }
+                    guard let index else { return }
+                    if !body(index) { next.withLock { $0.stopped = true } }
+                }
+            }
+        }
+        group.wait()
+    }
+
+    /// Runs `task` on a slot without waiting for it (connection warm-ups).
+    func submit(_ task: @escaping @Sendable () -> Void) {
+        if startIfNeeded() { enqueue(task) }
+    }
+
+    /// Lets the slots finish what they hold and exit; the pool does not start again.
+    func stop() {
+        condition.lock()
+        queue.withLock { $0.stopping = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func enqueue(_ task: @escaping @Sendable () -> Void) {
+        condition.lock()
+        queue.withLock { $0.tasks.append(task) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Starts the slots on first use; false once stopped.
+    private func startIfNeeded() -> Bool {
+        condition.lock()
+        let (start, stopping) = queue.withLock { state -> (Bool, Bool) in
+            guard !state.stopping else { return (false, true) }
+            guard !state.started else { return (false, false) }
+            state.started = true
+            return (true, false)
+        }
+        condition.unlock()
+        if stopping { return false }
+        guard start else { return true }
+        for index in 0..<slots {
+            let thread = Thread { [self] in work() }
+            thread.name = "download-\(index)"
+            thread.stackSize = 1024 * 1024
+            thread.start()
+        }
+        return true
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            var task: (@Sendable () -> Void)?
+            while true {
+                let (next, stopping) = queue.withLock { state -> ((@Sendable () -> Void)?, Bool) in
+                    state.tasks.isEmpty ? (nil, state.stopping) : (state.tasks.removeFirst(), false)
+                }
+                if let next { task = next; break }
+                if stopping {
+                    condition.unlock()
+                    return
+                }
+                condition.wait()
+            }
+            condition.unlock()
+            task?()
+        }
+    }
+}
