@@ -41,11 +41,11 @@ import TestSupport
         #expect(album.status == "ready")
         #expect(album.count("ready") == 10)
         let grid = try browser.get("/pins/\(pin)").body
-        #expect(grid.contains("<span class=\"credit\">George · All rights reserved</span>"))
+        #expect(grid.contains("<span class=\"credit\">George · All Rights Reserved</span>"))
         let page = try Self.photoPage(browser, album, 0)
         #expect(page.contains("<h1>Guess where</h1>"))
         #expect(page.contains("<dt>By</dt><dd>George</dd>"))
-        #expect(page.contains("<dt>Licence</dt><dd>All rights reserved</dd>"))
+        #expect(page.contains("rel=\"license noopener noreferrer\">All Rights Reserved</a></dd>"))
         #expect(page.contains("<dt>Taken</dt><dd>2024-04-07 16:09:01</dd>"))
         #expect(page.contains("href=\"https://www.flickr.com/photos/34427469121@N01/53637883806\""))
         #expect(try Self.photoPage(browser, album, 1).contains("<h1>Day Out: Maritime Museum &amp; Lifeboats</h1>"))
@@ -83,9 +83,9 @@ import TestSupport
         #expect(album.count("ready") == 2)
         let first = try Self.photoPage(browser, album, 0), second = try Self.photoPage(browser, album, 1)
         #expect(!first.contains("<dt>Taken</dt>"))  // before: "Taken 2016-03-21 16:15:39", the upload time
-        #expect(first.contains("<dt>Licence</dt><dd>All rights reserved</dd>"))
+        #expect(first.contains("rel=\"license noopener noreferrer\">All Rights Reserved</a></dd>"))
         #expect(second.contains("<dt>Taken</dt><dd>1950</dd>"))  // before: 1950-01-01 00:00:00
-        #expect(second.contains("<dt>Licence</dt><dd>No known copyright restrictions</dd>"))
+        #expect(second.contains("rel=\"license noopener noreferrer\">No known copyright restrictions</a></dd>"))
         #expect(second.contains("<dt>By</dt><dd>The National Archives UK</dd>"))
     }
 

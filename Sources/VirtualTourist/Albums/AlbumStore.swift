@@ -168,12 +168,10 @@ public struct AlbumStore: Sendable {
         try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
     }
 
-    /// The one INSERT of a photo placeholder (status pending, its image still to download): at
-    /// `position`, or after the album's last photo when nil. A photo already in the album (same
-    /// provider and remote id) is skipped. Returns the rows added (0 or 1).
-    @discardableResult
-    /// The one photo INSERT: placeholders for `photos`, numbered from `firstPosition` (nil: after the
-    /// album's last photo). The rows travel as one JSON array, values still bound, never in the SQL.
+    /// The one photo INSERT: placeholders (status pending, the image still to download) for `photos`,
+    /// numbered from `firstPosition` (nil: after the album's last photo). A photo already in the album
+    /// (same provider and remote id) is skipped; returns the rows added. The rows travel as one JSON
+    /// array, values still bound, never in the SQL: one round trip for a whole page of results.
     @discardableResult
     private static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
                                            firstPosition: Int?, _ photos: [RemotePhoto]) throws -> Int {

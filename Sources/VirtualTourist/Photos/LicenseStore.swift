@@ -130,7 +130,7 @@ extension FlickrProvider {
         components?.queryItems = [("method", "flickr.photos.licenses.getInfo"), ("api_key", apiKey),
                                   ("format", "json"), ("nojsoncallback", "1")].map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        return try Self.parseLicenses(try fetchAnswer(url, client: client))
+        return try Self.parseLicenses(try ProviderCall(client: client, budget: budget).get(url).body)
     }
 
     static func parseLicenses(_ body: [UInt8]) throws -> [String: LicenseStore.License] {
