@@ -13,6 +13,8 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", exact: "2.1.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         .executableTarget(name: "bench-ours", dependencies: [
@@ -20,6 +22,12 @@ let package = Package(
         ]),
         .executableTarget(name: "bench-hummingbird", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+        // The app's five hot routes on Hummingbird 2 + PostgresNIO + swift-mustache (script/bench app).
+        .executableTarget(name: "bench-app-peer", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .executableTarget(name: "bench-album", dependencies: [
             .product(name: "VirtualTourist", package: root),

@@ -103,6 +103,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         defer { storage.forEach { $0?.deallocate() } }
         let values = storage.map { $0.map { UnsafePointer<CChar>($0.assumingMemoryBound(to: CChar.self)) } }
+        RoundTrips.count()
         let result = PQexecParams(conn, sql, Int32(bindings.count), types, values, lengths, formats, 1)
         return try consume(result)
     }
@@ -111,6 +112,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// For migrations and fixed administrative statements only.
     public func execute(_ sql: String) throws {
         guard let conn else { throw PostgresError.connection("connection is closed") }
+        RoundTrips.count()
         _ = try consume(PQexec(conn, sql))
     }
 

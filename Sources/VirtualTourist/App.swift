@@ -29,6 +29,8 @@ public struct AppSettings: Sendable {
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
     public var httpClient = HTTPClient.Options()
+    /// Report each request's database round trips in a Server-Timing header (SERVER_TIMING=1).
+    public var serverTiming = false
 
     public init() {}
 
@@ -68,7 +70,7 @@ public final class App: Sendable {
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
 
-        var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure)
+        var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
         // Ready for traffic: the database answers and every migration is applied.
         let migrations = settings.migrationsDirectory
@@ -100,7 +102,7 @@ public final class App: Sendable {
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
-        handler = MiddlewareChain([headers, DatabaseBusy()], handler: web.router)
+        handler = MiddlewareChain([Compression(), headers, DatabaseBusy()], handler: web.router)
     }
 
     /// Lets /metrics report the server's open connections, and counts every response.

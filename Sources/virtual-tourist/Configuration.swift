@@ -25,6 +25,7 @@ struct Configuration {
     var metricsToken: String?
     var photoRetentionDays = 0
     var tileAttribution = ""
+    var serverTiming = false
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -66,6 +67,9 @@ struct Configuration {
         ("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", { c, v in
             guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
             c.photoRetentionDays = n
+        }),
+        ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
+            c.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),
         ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.metricsToken = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in

@@ -79,6 +79,7 @@ func serve(_ configuration: Configuration) -> Never {
     settings.secureCookies = configuration.secureCookies
     settings.tileURL = configuration.tileURL
     settings.tileAttribution = configuration.tileAttribution
+    settings.serverTiming = configuration.serverTiming
     settings.photoProvider = configuration.photoProvider
     settings.flickrAPIKey = configuration.flickrAPIKey
     settings.flickrAPIURL = configuration.flickrAPIURL

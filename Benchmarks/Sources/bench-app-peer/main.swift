@@ -1,0 +1,4 @@
+import Hummingbird
+import Mustache
+import PostgresNIO
+print("stub")
