@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", exact: "2.1.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", exact: "1.5.0"),
     ],
     targets: [
         .executableTarget(name: "bench-ours", dependencies: [
@@ -28,6 +29,12 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Mustache", package: "swift-mustache"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "CompressNIO", package: "compress-nio"),
+        ]),
+        .executableTarget(name: "bench-app-ours", dependencies: [
+            .product(name: "VirtualTourist", package: root),
+            .product(name: "HTTPServer", package: root),
+            .product(name: "Postgres", package: root),
         ]),
         .executableTarget(name: "bench-album", dependencies: [
             .product(name: "VirtualTourist", package: root),
