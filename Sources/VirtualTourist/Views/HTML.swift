@@ -14,10 +14,6 @@ public struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConv
 
     public private(set) var bytes: [UInt8]
 
-    /// Markup that is trusted as it is: an operator's configured attribution, say. Never for
-    /// anything a person or a provider sent.
-    public init(trusted markup: String) { bytes = Array(markup.utf8) }
-
     public init(stringLiteral value: StaticString) {
         bytes = []
         Self.append(value, to: &bytes)
