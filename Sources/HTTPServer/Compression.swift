@@ -1,4 +1,9 @@
 import CZlib
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// gzip for responses built in memory (pages, JSON), as a middleware: text of 1 KiB or more is
 /// compressed when the request accepts gzip (RFC 9110 §12.5.3), and every such response says
@@ -33,7 +38,7 @@ public struct Compression: Middleware {
         if !response.headers.values("Vary").contains(where: { $0.lowercased().contains("accept-encoding") }) {
             response.headers.add("Vary", "Accept-Encoding")
         }
-        guard acceptsGzip(request.headers["Accept-Encoding"]), let compressed = Gzip.compress(body, level: level),
+        guard acceptsGzip(request.headers["Accept-Encoding"]), let compressed = Deflater.forThisThread(level: level).gzip(body),
               compressed.count < body.count else { return }
         response.body = .bytes(compressed)
         response.headers.set("Content-Encoding", "gzip")
@@ -63,6 +68,56 @@ public struct Compression: Middleware {
             if !refused { return true }
         }
         return false
+    }
+}
+
+/// One zlib stream per handler thread, reset between responses: deflateInit allocates about 256 KiB
+/// of window and hash tables, which per response cost more than compressing a small page.
+final class Deflater {
+    private var stream = z_stream()
+    let level: Int32
+    private let ready: Bool
+
+    private init(level: Int32) {
+        self.level = level
+        // windowBits 15 + 16: a gzip wrapper (RFC 1952) instead of zlib's.
+        ready = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                              ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK
+    }
+
+    deinit { if ready { deflateEnd(&stream) } }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in if let pointer { Unmanaged<Deflater>.fromOpaque(pointer).release() } }
+        return key
+    }()
+
+    static func forThisThread(level: Int32) -> Deflater {
+        if let pointer = pthread_getspecific(key) {
+            let deflater = Unmanaged<Deflater>.fromOpaque(pointer).takeUnretainedValue()
+            if deflater.level == level { return deflater }
+            Unmanaged<Deflater>.fromOpaque(pointer).release()
+        }
+        let deflater = Deflater(level: level)
+        pthread_setspecific(key, Unmanaged.passRetained(deflater).toOpaque())
+        return deflater
+    }
+
+    func gzip(_ input: [UInt8]) -> [UInt8]? {
+        guard ready, deflateReset(&stream) == Z_OK else { return nil }
+        let bound = Int(deflateBound(&stream, uLong(input.count)))
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            let status: Int32 = input.withUnsafeBufferPointer { inBuf in
+                stream.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress)
+                stream.avail_in = uInt(inBuf.count)
+                stream.next_out = buffer.baseAddress
+                stream.avail_out = uInt(bound)
+                return deflate(&stream, Z_FINISH)
+            }
+            count = status == Z_STREAM_END ? Int(stream.total_out) : 0
+        }
+        return output.isEmpty ? nil : output
     }
 }
 
