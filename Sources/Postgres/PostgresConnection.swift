@@ -149,21 +149,33 @@ public final class PostgresConnection: @unchecked Sendable {
         for c in 0..<columnCount {
             columns.append(.init(name: String(cString: PQfname(result, Int32(c))), type: TypeOID(PQftype(result, Int32(c)))))
         }
-        var cells: [[UInt8]?] = []
-        cells.reserveCapacity(rowCount * columnCount)
+        var starts: [Int] = [], lengths: [Int] = []
+        starts.reserveCapacity(rowCount * columnCount)
+        lengths.reserveCapacity(rowCount * columnCount)
+        var total = 0
         for r in 0..<Int32(rowCount) {
             for c in 0..<Int32(columnCount) {
                 if PQgetisnull(result, r, c) == 1 {
-                    cells.append(nil)
+                    starts.append(-1)
+                    lengths.append(0)
                 } else {
                     let length = Int(PQgetlength(result, r, c))
-                    let pointer = UnsafeRawPointer(PQgetvalue(result, r, c)!)
-                    cells.append(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
+                    starts.append(total)
+                    lengths.append(length)
+                    total += length
                 }
             }
         }
+        var storage: [UInt8] = []
+        storage.reserveCapacity(total)
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) where PQgetisnull(result, r, c) == 0 {
+                let length = Int(PQgetlength(result, r, c))
+                storage.append(contentsOf: UnsafeRawBufferPointer(start: UnsafeRawPointer(PQgetvalue(result, r, c)!), count: length))
+            }
+        }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-        return PostgresResult(columns: columns, cells: cells, affectedRows: affected)
+        return PostgresResult(columns: columns, storage: storage, starts: starts, lengths: lengths, affectedRows: affected)
     }
 
     private func serverError(_ result: OpaquePointer) -> PostgresError {
