@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", exact: "2.1.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
         .package(url: "https://github.com/adam-fowler/compress-nio.git", exact: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         .executableTarget(name: "bench-ours", dependencies: [
@@ -30,6 +31,7 @@ let package = Package(
             .product(name: "Mustache", package: "swift-mustache"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "CompressNIO", package: "compress-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .executableTarget(name: "bench-app-ours", dependencies: [
             .product(name: "VirtualTourist", package: root),

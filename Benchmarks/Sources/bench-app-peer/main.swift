@@ -6,6 +6,7 @@
 // Usage: bench-app-peer PORT POSTGRES_SOCKET_DIR
 import CompressNIO
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Mustache
 import NIOCore
