@@ -333,6 +333,19 @@ import TestSupport
         #expect(css.header("Content-Encoding") == "gzip")
     }
 
+    @Test func coordinatesReadAsPrintfWould() {
+        for value in [0, 35.0116, -33.92, 135.76815, -179.99995, 90, -0.00004, 0.00005, 1e-7, 12.3456789, -85.0511287798, 0.03125, 0.09375, -0.03125, 179.96875] {
+            #expect(Pin.fourDecimals(value) == String(format: "%.4f", value), "\(value)")
+        }
+        // Values near a half of the last digit, where rounding the product alone would differ.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let value = (Double(Int.random(in: -1_800_000...1_800_000, using: &generator)) + 0.5) / 10_000
+                + Double.random(in: -1e-9...1e-9, using: &generator)
+            #expect(Pin.fourDecimals(value) == String(format: "%.4f", value), "\(value)")
+        }
+    }
+
     @Test func handWrittenPinJSONMatchesTheEncoder() throws {
         let pins = [Pin(id: 7, lat: 35.0116, lon: -135.5, placeName: "Quote \" back\\slash \n tab\t \u{1} é 😀 </script>",
                         status: "ready", photoCount: 3, createdAt: Date()),
