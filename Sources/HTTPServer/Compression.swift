@@ -9,10 +9,11 @@ import Darwin
 /// compressed when the request accepts gzip (RFC 9110 §12.5.3), and every such response says
 /// `Vary: Accept-Encoding` so a cache never hands the compressed form to a client that did not ask.
 ///
-/// The level is 1. Measured on our own pages with this zlib (docs/architecture.md, "Compression"):
-/// the map page with 1,000 pins is 5 % larger at level 1 than at 6 and compresses about 3 times
-/// faster; at 20 pins the difference in size is under 100 bytes. Level 1 keeps compression a small
-/// share of a page's CPU time, and the bytes it gives up are few.
+/// The level is 1, chosen by measurement on our own responses (`script/bench app` prints the table;
+/// docs/architecture.md quotes it): on the pages people open most (the map with 20 pins, 15 KB; an
+/// album, 19 KB) level 1 took 20–40 µs against 70–190 µs at level 6, for about 200 bytes more
+/// (2.4 KB against 2.2 KB). On the largest answers (1,000 pins) level 6 saves 20–30 % more bytes
+/// (1–3 KB) at similar cost, but those are rare and already 8–10 times smaller than plain.
 public struct Compression: Middleware {
     public static let minimumSize = 1024
     public let level: Int32
