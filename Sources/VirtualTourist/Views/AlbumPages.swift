@@ -161,7 +161,8 @@ enum AlbumPages {
         let nextPage: HTML = result.page < result.pages
             ? "<a class=\"button\" rel=\"next\" href=\"/pins/\(id)/picker?page=\(result.page + 1)\">Next page →</a>"
             : "<span class=\"button disabled\" aria-disabled=\"true\">Next page →</span>"
-        return Layout.page(title: "Choose photos", chrome: chrome, bodyClass: "picker-page", main: """
+        return Layout.page(title: "Choose photos", chrome: chrome, bodyClass: "picker-page",
+                           head: "<script type=\"module\" src=\"/js/picker.js\"></script>", main: """
             <nav class="breadcrumbs"><a href="/pins/\(id)">← \(text: pin.title)</a></nav>
             <h1>Choose photos near \(text: pin.title)</h1>
             <div class="picker-nav">\(previousPage)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(nextPage)</div>
