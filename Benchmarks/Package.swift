@@ -13,6 +13,10 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", exact: "2.1.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", exact: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         .executableTarget(name: "bench-ours", dependencies: [
@@ -20,6 +24,19 @@ let package = Package(
         ]),
         .executableTarget(name: "bench-hummingbird", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+        // The app's five hot routes on Hummingbird 2 + PostgresNIO + swift-mustache (script/bench app).
+        .executableTarget(name: "bench-app-peer", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "CompressNIO", package: "compress-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        .executableTarget(name: "bench-app-ours", dependencies: [
+            .product(name: "VirtualTourist", package: root),
+            .product(name: "HTTPServer", package: root),
+            .product(name: "Postgres", package: root),
         ]),
         .executableTarget(name: "bench-album", dependencies: [
             .product(name: "VirtualTourist", package: root),

@@ -21,65 +21,34 @@ pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Numb
 small.layers.push(pinLayer);
 small.redraw();
 
-// ----- rendering the grid from album.json -----
+// ----- patching the page with the server's fragment -----
+// The server draws the banner and the grid (GET /pins/:id/album.html, the same code as the page);
+// this script only swaps in what changed, so images already shown do not flicker.
 
-function removeButton(photo) {
-  const label = photo.title || "Untitled photo";
-  return el("form", { class: "remove", method: "post", action: `/photos/${photo.id}/delete` },
-    el("input", { type: "hidden", name: "_csrf", value: csrf }),
-    el("button", { type: "submit", "aria-label": `Remove ${label}`, title: "Remove" }, "×"));
-}
-
-function photoItem(photo) {
-  const title = photo.title || "Untitled photo";
-  if (photo.status === "ready") {
-    const img = el("img", { src: `/photos/${photo.id}`, alt: title, loading: "lazy" });
-    if (photo.width) { img.width = photo.width; img.height = photo.height; }
-    const credit = [photo.owner, photo.license].filter(Boolean).join(" · ");
-    return el("li", { class: "photo", "data-id": photo.id, "data-status": "ready" },
-      el("a", { href: `/photos/${photo.id}/view`, title: `${title} — ${credit}` }, img, el("span", { class: "credit" }, credit)),
-      removeButton(photo));
-  }
-  if (photo.status === "failed") {
-    return el("li", { class: "photo failed", "data-id": photo.id, "data-status": "failed" },
-      el("div", { class: "placeholder" }, el("span", {}, "Could not download")), removeButton(photo));
-  }
-  return el("li", { class: "photo pending", "data-id": photo.id, "data-status": "pending" },
-    el("div", { class: "placeholder", role: "img", "aria-label": "Photo loading" }));
-}
-
-/** Changes only the items whose state changed, so images already shown do not flicker. */
-function renderGrid(photos) {
+function patch(markup) {
+  const template = document.createElement("template");
+  template.innerHTML = markup;
+  const fresh = template.content;
+  const freshStatus = fresh.getElementById("album-status");
+  const freshGrid = fresh.getElementById("photo-grid");
+  if (!freshStatus || !freshGrid) return false;
   const existing = new Map([...grid.children].map((li) => [li.dataset.id, li]));
-  const items = photos.map((photo) => {
-    const li = existing.get(String(photo.id));
-    return li && li.dataset.status === photo.status ? li : photoItem(photo);
+  const items = [...freshGrid.children].map((li) => {
+    const old = existing.get(li.dataset.id);
+    return old && old.dataset.status === li.dataset.status ? old : li;
   });
   grid.replaceChildren(...items);
+  statusBox.replaceChildren(...freshStatus.childNodes);
+  album.dataset.status = freshStatus.dataset.status;
+  newCollection.disabled = album.dataset.status === "downloading";
+  return true;
 }
 
-function renderStatus(data) {
-  album.dataset.status = data.status;
-  const total = data.photos.length;
-  const done = data.photos.filter((p) => p.status !== "pending").length;
-  let content;
-  if (data.status === "downloading") {
-    content = data.waiting ? el("p", { class: "banner waiting" }, data.waiting) : total === 0
-      ? el("p", { class: "banner" }, "Searching for photos near this place…")
-      : el("p", { class: "banner" }, "Downloading photos… ", el("span", { id: "progress-text" }, `${done} of ${total}`), " ",
-        el("progress", { id: "album-progress", max: String(total), value: String(done) }, `${done} of ${total}`));
-  } else if (data.status === "empty") {
-    content = el("p", { class: "banner empty" }, "No photos found near this place. Try a pin near a town or a landmark.");
-  } else if (data.status === "failed") {
-    // data.error is a fixed phrase; no Retry when trying again cannot help (an invalid API key).
-    content = el("div", { class: "banner error" }, el("p", {}, data.error || "The photos could not be downloaded."),
-      ...(data.retryable === false ? [] : [el("form", { method: "post", action: `/pins/${pinID}/retry` },
-        el("input", { type: "hidden", name: "_csrf", value: csrf }), el("button", { type: "submit", class: "button" }, "Retry"))]));
-  } else if (total === 0) {
-    content = el("p", { class: "banner empty" }, "This album is empty. Press New Collection for more photos.");
-  }
-  statusBox.replaceChildren(...(content ? [content] : []));
-  newCollection.disabled = data.status === "downloading";
+function showError(message) {
+  const banner = document.createElement("p");
+  banner.className = "banner error";
+  banner.textContent = message;
+  statusBox.replaceChildren(banner);
 }
 
 let refreshing = false;
@@ -88,13 +57,8 @@ async function refresh() {
   if (refreshing) { again = true; return; }
   refreshing = true;
   try {
-    const response = await fetch(`/pins/${pinID}/album.json`, { credentials: "same-origin" });
-    if (response.ok) {
-      const data = await response.json();
-      renderGrid(data.photos);
-      renderStatus(data);
-      album.dataset.ready = "true";
-    }
+    const response = await fetch(`/pins/${pinID}/album.html`, { credentials: "same-origin" });
+    if (response.ok && patch(await response.text())) album.dataset.ready = "true";
   } catch { /* the next event or poll tries again */ }
   refreshing = false;
   if (again) { again = false; refresh(); }
@@ -158,6 +122,6 @@ grid.addEventListener("submit", async (event) => {
     li.remove();
   } catch {
     li.classList.remove("removing");
-    statusBox.replaceChildren(el("p", { class: "banner error" }, "The photo could not be removed. Please try again."));
+    showError("The photo could not be removed. Please try again.");
   }
 });

@@ -49,10 +49,12 @@ function showToast(message, kind = "info") {
 // ----- pins -----
 
 if (embedded) {
+  // The pins the first frame needs came with the page.
   pins.set(embedded);
   map.redraw();
-} else {
-  // Many pins: only those in (or near) the view, refreshed as the map moves.
+}
+if (root.dataset.pinsComplete !== "true") {
+  // Not every pin is in the page: those in (or near) the view, refreshed as the map moves.
   const loadInView = async () => {
     const b = map.bounds(map.width / 2);
     try {
@@ -64,7 +66,7 @@ if (embedded) {
     } catch { /* the next move tries again */ }
   };
   map.on("moveend", loadInView);
-  loadInView();
+  if (!embedded) loadInView();
 }
 root.dataset.ready = "true";
 

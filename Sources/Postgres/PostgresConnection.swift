@@ -10,6 +10,17 @@ import Foundation
 public final class PostgresConnection: @unchecked Sendable {
     private var conn: OpaquePointer?
     public let url: String
+    /// Statements prepared on this connection, by SQL text and parameter types (the types are
+    /// fixed at PREPARE). The app's SQL is a fixed set of literals, so this stays small; the cap
+    /// keeps a caller that builds SQL text from growing it without end.
+    private var prepared: [PreparedKey: String] = [:]
+    private static let maxPrepared = 200
+    private var preparedCount = 0
+
+    private struct PreparedKey: Hashable {
+        let sql: String
+        let types: [Oid]
+    }
 
     /// Connection options applied to every connection of a pool.
     public struct Options: Sendable {
@@ -121,14 +132,74 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         defer { storage.forEach { $0?.deallocate() } }
         let values = storage.map { $0.map { UnsafePointer<CChar>($0.assumingMemoryBound(to: CChar.self)) } }
-        let result = PQexecParams(conn, sql, Int32(bindings.count), types, values, lengths, formats, 1)
-        return try consume(result)
+        // Named prepared statements: the server parses and plans a statement once per connection
+        // instead of on every call (the map page's statement took longer to plan than to run). The
+        // first use sends PREPARE and EXECUTE together in libpq's pipeline mode, so it is still one
+        // round trip.
+        let key = PreparedKey(sql: sql, types: types)
+        RoundTrips.count()
+        let result: OpaquePointer?
+        if let name = prepared[key] {
+            result = PQexecPrepared(conn, name, Int32(bindings.count), values, lengths, formats, 1)
+        } else if prepared.count < Self.maxPrepared, PQpipelineStatus(conn) == PQ_PIPELINE_OFF {
+            preparedCount += 1
+            let name = "vt_\(preparedCount)"
+            return try prepareAndRun(conn, name: name, key: key, values: values, lengths: lengths, formats: formats)
+        } else {
+            result = PQexecParams(conn, sql, Int32(bindings.count), types, values, lengths, formats, 1)
+        }
+        do {
+            return try consume(result)
+        } catch let error as PostgresError where error.sqlState == .featureNotSupported {
+            // "cached plan must not change result type": the schema changed under a prepared
+            // statement. Forget it; the next call prepares it again.
+            prepared[key] = nil
+            throw error
+        }
+    }
+
+    /// PREPARE and EXECUTE in one pipeline (libpq ≥ 14), then back to normal mode.
+    private func prepareAndRun(_ conn: OpaquePointer, name: String, key: PreparedKey, values: [UnsafePointer<CChar>?],
+                               lengths: [Int32], formats: [Int32]) throws -> PostgresResult {
+        guard PQenterPipelineMode(conn) == 1 else {
+            return try consume(PQexecParams(conn, key.sql, Int32(values.count), key.types, values, lengths, formats, 1))
+        }
+        defer { PQexitPipelineMode(conn) }
+        guard PQsendPrepare(conn, name, key.sql, Int32(key.types.count), key.types) == 1,
+              PQsendQueryPrepared(conn, name, Int32(values.count), values, lengths, formats, 1) == 1,
+              PQpipelineSync(conn) == 1 else {
+            throw PostgresError.connection(String(cString: PQerrorMessage(conn)))
+        }
+        // Results: the PREPARE's, a NULL; the EXECUTE's, a NULL; the sync point.
+        let preparation = PQgetResult(conn)
+        _ = PQgetResult(conn)
+        let execution = PQgetResult(conn)
+        if execution != nil { _ = PQgetResult(conn) }
+        var sync = PQgetResult(conn)
+        while let current = sync, PQresultStatus(current) != PGRES_PIPELINE_SYNC {
+            PQclear(current)
+            sync = PQgetResult(conn)
+        }
+        if let sync { PQclear(sync) }
+        guard let preparation else {
+            if let execution { PQclear(execution) }
+            throw PostgresError.connection(String(cString: PQerrorMessage(conn)))
+        }
+        if PQresultStatus(preparation) != PGRES_COMMAND_OK {
+            if let execution { PQclear(execution) }
+            _ = try consume(preparation)  // throws the server's error
+            throw PostgresError.connection("PREPARE failed")
+        }
+        PQclear(preparation)
+        prepared[key] = name
+        return try consume(execution)
     }
 
     /// Runs SQL text through the simple query protocol: several statements allowed, no parameters.
     /// For migrations and fixed administrative statements only.
     public func execute(_ sql: String) throws {
         guard let conn else { throw PostgresError.connection("connection is closed") }
+        RoundTrips.count()
         _ = try consume(PQexec(conn, sql))
     }
 
@@ -165,21 +236,33 @@ public final class PostgresConnection: @unchecked Sendable {
         for c in 0..<columnCount {
             columns.append(.init(name: String(cString: PQfname(result, Int32(c))), type: TypeOID(PQftype(result, Int32(c)))))
         }
-        var cells: [[UInt8]?] = []
-        cells.reserveCapacity(rowCount * columnCount)
+        var starts: [Int] = [], lengths: [Int] = []
+        starts.reserveCapacity(rowCount * columnCount)
+        lengths.reserveCapacity(rowCount * columnCount)
+        var total = 0
         for r in 0..<Int32(rowCount) {
             for c in 0..<Int32(columnCount) {
                 if PQgetisnull(result, r, c) == 1 {
-                    cells.append(nil)
+                    starts.append(-1)
+                    lengths.append(0)
                 } else {
                     let length = Int(PQgetlength(result, r, c))
-                    let pointer = UnsafeRawPointer(PQgetvalue(result, r, c)!)
-                    cells.append(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
+                    starts.append(total)
+                    lengths.append(length)
+                    total += length
                 }
             }
         }
+        var storage: [UInt8] = []
+        storage.reserveCapacity(total)
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) where PQgetisnull(result, r, c) == 0 {
+                let length = Int(PQgetlength(result, r, c))
+                storage.append(contentsOf: UnsafeRawBufferPointer(start: UnsafeRawPointer(PQgetvalue(result, r, c)!), count: length))
+            }
+        }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-        return PostgresResult(columns: columns, cells: cells, affectedRows: affected)
+        return PostgresResult(columns: columns, storage: storage, starts: starts, lengths: lengths, affectedRows: affected)
     }
 
     private func serverError(_ result: OpaquePointer) -> PostgresError {

@@ -21,6 +21,7 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let syntaxError = SQLState(rawValue: "42601")
     public static let invalidTextRepresentation = SQLState(rawValue: "22P02")
     public static let lockNotAvailable = SQLState(rawValue: "55P03")
+    public static let featureNotSupported = SQLState(rawValue: "0A000")
 }
 
 public enum PostgresError: Error, CustomStringConvertible, Sendable {

@@ -6,14 +6,20 @@ public struct PostgresResult: Sendable, RandomAccessCollection {
     }
 
     public let columns: [Column]
-    let cells: [[UInt8]?]          // row-major, columns.count per row
+    /// Every value's bytes, one after another: one allocation per result, not one per value.
+    let storage: [UInt8]
+    /// Row-major, columns.count per row: where each value starts in `storage`, -1 for NULL.
+    let starts: [Int]
+    let lengths: [Int]
     let columnIndex: [String: Int]
     /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), 0 otherwise.
     public let affectedRows: Int
 
-    init(columns: [Column], cells: [[UInt8]?], affectedRows: Int) {
+    init(columns: [Column], storage: [UInt8], starts: [Int], lengths: [Int], affectedRows: Int) {
         self.columns = columns
-        self.cells = cells
+        self.storage = storage
+        self.starts = starts
+        self.lengths = lengths
         self.affectedRows = affectedRows
         var index: [String: Int] = [:]
         for (i, c) in columns.enumerated() where index[c.name] == nil { index[c.name] = i }
@@ -21,7 +27,12 @@ public struct PostgresResult: Sendable, RandomAccessCollection {
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { columns.isEmpty ? 0 : cells.count / columns.count }
+    public var endIndex: Int { columns.isEmpty ? 0 : starts.count / columns.count }
+
+    func cell(_ index: Int) -> ArraySlice<UInt8>? {
+        let start = starts[index]
+        return start < 0 ? nil : storage[start..<(start + lengths[index])]
+    }
     public subscript(position: Int) -> PostgresRow { PostgresRow(result: self, row: position) }
 }
 
@@ -41,12 +52,11 @@ public struct PostgresRow: Sendable {
 
     public func decode<T: PostgresDecodable>(at index: Int, as type: T.Type = T.self) throws -> T {
         let column = result.columns[index]
-        let cell = result.cells[row * result.columns.count + index]
-        return try T.decode(cell.map { $0[...] }, type: column.type, column: column.name)
+        return try T.decode(result.cell(row * result.columns.count + index), type: column.type, column: column.name)
     }
 
     public func isNull(_ name: String) -> Bool {
         guard let index = result.columnIndex[name] else { return true }
-        return result.cells[row * result.columns.count + index] == nil
+        return result.starts[row * result.columns.count + index] < 0
     }
 }

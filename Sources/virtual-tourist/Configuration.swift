@@ -82,6 +82,9 @@ struct Configuration {
             guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
             c.app.photoRetentionDays = n
         }),
+        ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
+            c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
+        }),
         ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.app.metricsToken = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }

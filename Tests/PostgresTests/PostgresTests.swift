@@ -142,6 +142,40 @@ import TestSupport
         }
     }
 
+    @Test func preparedStatementsCostOneRoundTripAndSurviveErrorsAndSchemaChanges() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("prep"))
+        try c.execute("CREATE TABLE t (id int PRIMARY KEY, name text)")
+        try c.query("INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+        // First use prepares and runs in one pipeline: one round trip, as every later use.
+        for _ in 0..<3 {
+            let before = RoundTrips.onThisThread
+            #expect(try c.query("SELECT name FROM t WHERE id = $1", [2])[0].decode("name") == "two")
+            #expect(RoundTrips.onThisThread - before == 1)
+        }
+        // The same text with other parameter types is another statement.
+        #expect(try c.query("SELECT $1::text AS v", ["a"])[0].decode("v") == "a")
+        #expect(try c.query("SELECT $1::text AS v", [Int64(7)])[0].decode("v") == "7")
+        // A statement that cannot be prepared reports its own error, and the connection goes on.
+        #expect(throws: PostgresError.self) { try c.query("SELEC 1") }
+        #expect(throws: PostgresError.self) { try c.query("SELECT nope FROM t WHERE id = $1", [1]) }
+        #expect(c.isHealthy)
+        #expect(try c.query("SELECT name FROM t WHERE id = $1", [1])[0].decode("name") == "one")
+        // Inside a transaction, an aborted one included.
+        #expect(throws: PostgresError.self) {
+            try c.transaction { db in
+                try db.query("INSERT INTO t VALUES ($1, 'three')", [3])
+                try db.query("SELECT 1/0 AS x WHERE $1", [true])
+            }
+        }
+        #expect(try c.query("SELECT count(*) AS n FROM t WHERE id > $1", [0])[0].decode("n") == 2)
+        // The schema changes under a prepared statement: one clear error at most, then it works again.
+        try c.execute("ALTER TABLE t ALTER COLUMN name TYPE varchar(10)")
+        _ = try? c.query("SELECT * FROM t WHERE id = $1", [1])
+        try c.execute("ALTER TABLE t ADD COLUMN extra int")
+        _ = try? c.query("SELECT * FROM t WHERE id = $1", [1])
+        #expect(try c.query("SELECT * FROM t WHERE id = $1", [1]).columns.count == 3)
+    }
+
     @Test func affectedRowsAreCounted() throws {
         let c = try PostgresConnection(url: try TestDatabase.create("aff"))
         try c.execute("CREATE TABLE t (v int)")

@@ -16,6 +16,8 @@ public final class Browser {
         public let status: Int
         public let headers: [(name: String, value: String)]
         public let body: String
+        /// The body as it came (gzip stays gzip).
+        public var bodyBytes: [UInt8] = []
 
         public func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
@@ -105,7 +107,7 @@ public final class Browser {
         if headers.contains(where: { $0.0.lowercased() == "transfer-encoding" && $0.1.lowercased().contains("chunked") }) {
             body = dechunk(body)
         }
-        return Page(status: status, headers: headers, body: String(decoding: body, as: UTF8.self))
+        return Page(status: status, headers: headers, body: String(decoding: body, as: UTF8.self), bodyBytes: body)
     }
 
     static func dechunk(_ bytes: [UInt8]) -> [UInt8] {

@@ -249,14 +249,18 @@ import TestSupport
         #expect(echoed.body.contains("&quot;&gt;&lt;img"))
     }
 
-    @Test func htmlInterpolationEscapesStringsButNotFragments() {
+    @Test func htmlInterpolationEscapesTextButNotFragments() {
         let text = "<b>\"Tom\" & 'Jerry'</b>"
-        let fragment: HTML = "<em>\(text)</em>"
-        #expect(fragment.rendered == "<em>&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</em>")
+        let fragment: HTML = "<em>\(text: text)</em>"
+        #expect(String(decoding: fragment.bytes, as: UTF8.self) == "<em>&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</em>")
         let nested: HTML = "<p>\(fragment)</p>"
-        #expect(nested.rendered == "<p>" + fragment.rendered + "</p>")
+        #expect(nested.bytes == Array("<p>".utf8) + fragment.bytes + Array("</p>".utf8))
         #expect(HTML.escape("plain") == "plain")
         #expect(HTML.escape("😀 < ü") == "😀 &lt; ü")
+        // Runs of safe bytes around every special character, at both ends.
+        #expect(HTML.escape("&a<b>c\"d'") == "&amp;a&lt;b&gt;c&quot;d&#39;")
+        let numbers: HTML = "\(-12)|\(0)|\(Int64(9_007_199_254_740_993))|\(Int.min)|\(decimal: 35.0116)|\(decimal: Double.nan)"
+        #expect(String(decoding: numbers.bytes, as: UTF8.self) == "-12|0|9007199254740993|\(Int.min)|35.0116|0")
     }
 
     @Test func securityHeadersOnPagesFilesAndErrors() throws {

@@ -58,20 +58,45 @@ public struct AlbumStore: Sendable {
 
     // MARK: Reading
 
+    /// The album of a pin: the pin and its current photos in one statement (one round trip).
     public func album(pinID: Int64, userID: Int64) throws -> Album? {
-        guard let pin = try PinStore(pool: pool).pin(pinID, of: userID) else { return nil }
-        let state = try pool.query("""
-            SELECT generation, error, page, total_pages, waiting, retryable FROM pins WHERE id = $1 AND user_id = $2
-            """, [pinID, userID])[0]
-        let generation: Int = try state.decode("generation")
-        let photos = try pool.query("""
-            SELECT id, position, status, title, owner_name, license, license_url, page_url, date_taken, width, height, generation, remote_id
-            FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3
-            ORDER BY position, id
-            """, [pinID, userID, generation]).map(Self.photo)
-        return Album(pin: pin, generation: generation, error: try state.decode("error"), page: try state.decode("page"),
-                     totalPages: try state.decode("total_pages"), photos: photos, waiting: try state.decode("waiting"),
-                     retryable: try state.decode("retryable"))
+        try album(pinSQL: "$1", id: pinID, userID: userID)
+    }
+
+    /// The album a photo belongs to (the photo page), also in one statement.
+    public func album(containingPhoto photoID: Int64, userID: Int64) throws -> Album? {
+        try album(pinSQL: "(SELECT pin_id FROM photos WHERE id = $1 AND user_id = $2)", id: photoID, userID: userID)
+    }
+
+    private func album(pinSQL: String, id: Int64, userID: Int64) throws -> Album? {
+        let rows = try pool.query("""
+            SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
+                   ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name, ph.license, ph.license_url,
+                   ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id
+            FROM pins p
+            LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
+            WHERE p.id = \(pinSQL) AND p.user_id = $2
+            ORDER BY ph.position, ph.id
+            """, [id, userID])
+        guard let first = rows.first else { return nil }
+        let generation: Int = try first.decode("generation")
+        var photos: [AlbumPhoto] = []
+        photos.reserveCapacity(rows.count)
+        for row in rows where !row.isNull("photo_id") {
+            photos.append(AlbumPhoto(
+                id: try row.decode("photo_id"), position: try row.decode("position"), status: try row.decode("photo_status"),
+                title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
+                licenseURL: try row.decode("license_url"),
+                pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken"),
+                width: try row.decode("width"), height: try row.decode("height"),
+                generation: generation, remoteID: try row.decode("remote_id")))
+        }
+        let pin = Pin(id: try first.decode("id"), lat: try first.decode("lat"), lon: try first.decode("lon"),
+                      placeName: try first.decode("place_name"), status: try first.decode("status"),
+                      photoCount: photos.reduce(0) { $0 + ($1.status == .ready ? 1 : 0) }, createdAt: try first.decode("created_at"))
+        return Album(pin: pin, generation: generation, error: try first.decode("error"), page: try first.decode("page"),
+                     totalPages: try first.decode("total_pages"), photos: photos, waiting: try first.decode("waiting"),
+                     retryable: try first.decode("retryable"))
     }
 
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
@@ -83,6 +108,11 @@ public struct AlbumStore: Sendable {
             """, [id, userID])
         guard let row = rows.first else { return nil }
         return (try Self.photo(row), try row.decode("pin_id"))
+    }
+
+    /// True when a ready photo with this id is the person's (a 304 needs no bytes).
+    public func imageExists(_ id: Int64, userID: Int64) throws -> Bool {
+        !(try pool.query("SELECT 1 FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).isEmpty)
     }
 
     /// The bytes of a ready photo, with what the browser needs to cache it.

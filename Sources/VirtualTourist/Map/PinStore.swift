@@ -6,15 +6,73 @@ import Postgres
 public struct PinStore: Sendable {
     let pool: PostgresPool
 
-    /// More pins than this and the map page asks for the pins in view only.
-    public static let embedLimit = 1000
 
     public init(pool: PostgresPool) { self.pool = pool }
 
     private static let columns = """
         p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
-        (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.status = \(PhotoStatus.ready.sql)) AS photo_count
+        \(photoCount) AS photo_count
         """
+
+    /// Ready photos of the pin's current album: an index-only scan of photos_pin_generation_idx
+    /// (pin_id, generation, status), about 30 entries per pin, never a pass over the person's photos.
+    static let photoCount = """
+        (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.generation = p.generation AND ph.status = \(PhotoStatus.ready.sql))
+        """
+
+    /// Everything the map page shows, in one statement (one round trip after the session's): the
+    /// saved region, the number of pins, one page of the plain list, and the pins inside the view
+    /// the first frame draws (a 2560 × 1600 screen at the saved zoom, Web Mercator), newest first.
+    public struct MapPageData: Sendable {
+        public var region: MapRegion?
+        public var total: Int
+        public var listed: [Pin]
+        public var inView: [Pin]
+    }
+
+    public func mapPage(of userID: Int64, listOffset: Int, listLimit: Int, viewLimit: Int,
+                        defaultRegion: MapRegion) throws -> MapPageData {
+        let rows = try pool.query("""
+            WITH region AS (
+                SELECT r.user_id IS NOT NULL AS saved, coalesce(r.center_lat, $5) AS lat,
+                       coalesce(r.center_lon, $6) AS lon, coalesce(r.zoom, $7) AS zoom
+                FROM (SELECT 1) one LEFT JOIN map_regions r ON r.user_id = $1),
+            box AS (
+                SELECT lon, 1280 * 360 / (256 * power(2, zoom)) AS dx,
+                       degrees(2 * atan(exp(yc - dy)) - pi() / 2) AS south, degrees(2 * atan(exp(yc + dy)) - pi() / 2) AS north
+                FROM (SELECT lon, zoom, ln(tan(pi() / 4 + radians(lat) / 2)) AS yc,
+                             800 * 2 * pi() / (256 * power(2, zoom)) AS dy FROM region) v),
+            listed AS (SELECT id FROM pins WHERE user_id = $1 ORDER BY id DESC LIMIT $3 OFFSET $2),
+            shown AS (
+                SELECT p.id FROM pins p, box
+                WHERE p.user_id = $1 AND p.lat BETWEEN box.south AND box.north
+                  AND (box.dx >= 180 OR abs(p.lon - box.lon - 360 * round((p.lon - box.lon) / 360)) <= box.dx)
+                ORDER BY p.id DESC LIMIT $4),
+            chosen AS (
+                SELECT id, bool_or(in_list) AS in_list, bool_or(in_view) AS in_view
+                FROM (SELECT id, true AS in_list, false AS in_view FROM listed
+                      UNION ALL SELECT id, false, true FROM shown) both_parts
+                GROUP BY id)
+            SELECT region.saved, region.lat AS region_lat, region.lon AS region_lon, region.zoom AS region_zoom,
+                   (SELECT count(*) FROM pins WHERE user_id = $1) AS total, x.*
+            FROM region LEFT JOIN (
+                SELECT c.in_list, c.in_view, \(Self.columns)
+                FROM chosen c JOIN pins p ON p.id = c.id AND p.user_id = $1) x ON true
+            ORDER BY x.id DESC
+            """, [userID, listOffset, listLimit, viewLimit, defaultRegion.lat, defaultRegion.lon, defaultRegion.zoom])
+        guard let first = rows.first else { throw PostgresError.connection("the map page query returned no row") }
+        var data = MapPageData(region: nil, total: try first.decode("total"), listed: [], inView: [])
+        if try first.decode("saved", as: Bool.self) {
+            data.region = MapRegion(lat: try first.decode("region_lat"), lon: try first.decode("region_lon"),
+                                    zoom: try first.decode("region_zoom"))
+        }
+        for row in rows where !row.isNull("id") {
+            let pin = try Self.pin(row)
+            if try row.decode("in_list", as: Bool.self) { data.listed.append(pin) }
+            if try row.decode("in_view", as: Bool.self) { data.inView.append(pin) }
+        }
+        return data
+    }
 
     /// A person's pins, newest first; within a box when one is given (west may exceed east across
     /// the antimeridian).

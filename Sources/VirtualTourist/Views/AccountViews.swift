@@ -32,8 +32,8 @@ enum AccountViews {
     }
 
     static func signIn(_ form: SignInForm, chrome: Layout.Chrome) -> HTML {
-        let error: HTML = form.error.map { "<p class=\"form-error\" role=\"alert\" id=\"sign-in-error\">\($0)</p>" } ?? .empty
-        let nextField: HTML = form.next.isEmpty ? .empty : "<input type=\"hidden\" name=\"next\" value=\"\(form.next)\">"
+        let error: HTML = form.error.map { "<p class=\"form-error\" role=\"alert\" id=\"sign-in-error\">\(text: $0)</p>" } ?? .empty
+        let nextField: HTML = form.next.isEmpty ? .empty : "<input type=\"hidden\" name=\"next\" value=\"\(text: form.next)\">"
         return Layout.page(title: "Sign in", chrome: chrome, bodyClass: "account-page", main: """
             <section class="card narrow">
             <h1>Sign in</h1>
@@ -53,14 +53,14 @@ enum AccountViews {
     static func field(_ name: String, label: String, type: String, value: String, autocomplete: String,
                       error: String?, hint: String? = nil) -> HTML {
         let describedBy = [error.map { _ in "\(name)-error" }, hint.map { _ in "\(name)-hint" }].compactMap { $0 }
-        let aria: HTML = describedBy.isEmpty ? .empty : " aria-describedby=\"\(describedBy.joined(separator: " "))\""
+        let aria: HTML = describedBy.isEmpty ? .empty : " aria-describedby=\"\(text: describedBy.joined(separator: " "))\""
         let invalid: HTML = error == nil ? .empty : " aria-invalid=\"true\""
-        let hintHTML: HTML = hint.map { "<small id=\"\(name)-hint\" class=\"hint\">\($0)</small>" } ?? .empty
-        let errorHTML: HTML = error.map { "<small id=\"\(name)-error\" class=\"field-error\">\($0)</small>" } ?? .empty
+        let hintHTML: HTML = hint.map { "<small id=\"\(text: name)-hint\" class=\"hint\">\(text: $0)</small>" } ?? .empty
+        let errorHTML: HTML = error.map { "<small id=\"\(text: name)-error\" class=\"field-error\">\(text: $0)</small>" } ?? .empty
         return """
-            <div class="field\(error == nil ? "" : " has-error")">
-            <label for="\(name)">\(label)</label>
-            <input id="\(name)" name="\(name)" type="\(type)" value="\(value)" autocomplete="\(autocomplete)" required\(aria)\(invalid)>
+            <div class="field\(error == nil ? HTML.empty : " has-error")">
+            <label for="\(text: name)">\(text: label)</label>
+            <input id="\(text: name)" name="\(text: name)" type="\(text: type)" value="\(text: value)" autocomplete="\(text: autocomplete)" required\(aria)\(invalid)>
             \(hintHTML)\(errorHTML)
             </div>
             """

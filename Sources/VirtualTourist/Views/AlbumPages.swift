@@ -6,22 +6,21 @@ enum AlbumPages {
 
     static func album(_ album: Album, chrome: Layout.Chrome, providerName: String) -> HTML {
         let pin = album.pin
-        let id = Int(pin.id)
+        let id = pin.id
         let csrf = chrome.csrfToken ?? ""
         let downloading = pin.status == .downloading
         let head: HTML = downloading
             ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
             : "<script type=\"module\" src=\"/js/album.js\"></script>"
-        let items: [HTML] = album.photos.map { photoItem($0, csrf: csrf) }
         return Layout.page(title: pin.title, chrome: chrome, bodyClass: "album-page", head: head, main: """
             <nav class="breadcrumbs"><a href="/">← Your map</a></nav>
-            <section class="album" id="album" data-pin="\(id)" data-status="\(pin.status.rawValue)" data-csrf="\(csrf)">
+            <section class="album" id="album" data-pin="\(id)" data-status="\(text: pin.status.rawValue)" data-csrf="\(text: csrf)">
             <header class="album-head">
-            <canvas class="album-map" id="album-map" data-lat="\(pin.lat)" data-lon="\(pin.lon)" width="160" height="120"
-                    role="img" aria-label="Where the pin is: \(pin.title)"></canvas>
+            <canvas class="album-map" id="album-map" data-lat="\(decimal: pin.lat)" data-lon="\(decimal: pin.lon)" width="160" height="120"
+                    role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
             <div class="album-title">
-            <h1>\(pin.title)</h1>
-            <p class="muted">\(pin.coordinates)\(pageInfo(album))</p>
+            <h1>\(text: pin.title)</h1>
+            <p class="muted">\(text: pin.coordinates)\(text: pageInfo(album))</p>
             </div>
             <div class="album-actions">
             <form method="post" action="/pins/\(id)/collection" id="new-collection-form">
@@ -40,12 +39,21 @@ enum AlbumPages {
             </details>
             </div>
             </header>
-            <div id="album-status" role="status" aria-live="polite">\(statusBanner(album, csrf: csrf))</div>
-            <ul class="photo-grid" id="photo-grid">\(items)</ul>
+            \(fragment(album, csrf: csrf))
             </section>
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
             \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
+    }
+
+    /// The part of the album page that changes while it downloads: the status banner and the grid.
+    /// The page includes it and album.js fetches it (GET /pins/:id/album.html) to patch the page,
+    /// so the grid has one renderer, this one.
+    static func fragment(_ album: Album, csrf: String) -> HTML {
+        """
+        <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status)">\(statusBanner(album, csrf: csrf))</div>
+        <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf) })</ul>
+        """
     }
 
     static func pageInfo(_ album: Album) -> String {
@@ -58,7 +66,7 @@ enum AlbumPages {
         case .downloading:
             let total = album.photos.count
             let done = album.photos.filter { $0.status != .pending }.count
-            if let waiting = album.waiting { return "<p class=\"banner waiting\">\(waiting)</p>" }
+            if let waiting = album.waiting { return "<p class=\"banner waiting\">\(text: waiting)</p>" }
             if total == 0 { return "<p class=\"banner\">Searching for photos near this place…</p>" }
             return """
                 <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total)</span>
@@ -69,11 +77,11 @@ enum AlbumPages {
         case .failed:
             // The error is a fixed phrase (ProviderPhrases); no Retry when trying again cannot help.
             let retry: HTML = album.retryable ? """
-                <form method="post" action="/pins/\(Int(album.pin.id))/retry">\(Layout.csrfField(csrf))
+                <form method="post" action="/pins/\(album.pin.id)/retry">\(Layout.csrfField(csrf))
                 <button type="submit" class="button">Retry</button></form>
                 """ : .empty
             return """
-                <div class="banner error"><p>\(album.error ?? "The photos could not be downloaded.")</p>
+                <div class="banner error"><p>\(text: album.error ?? "The photos could not be downloaded.")</p>
                 \(retry)</div>
                 """
         default:
@@ -82,7 +90,7 @@ enum AlbumPages {
     }
 
     static func photoItem(_ photo: AlbumPhoto, csrf: String) -> HTML {
-        let id = Int(photo.id)
+        let id = photo.id
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
         switch photo.status {
         case .ready:
@@ -90,17 +98,17 @@ enum AlbumPages {
             let credit = [photo.ownerName, photo.license].filter { !$0.isEmpty }.joined(separator: " · ")
             return """
                 <li class="photo" data-id="\(id)" data-status="ready">
-                <a href="/photos/\(id)/view" title="\(title) — \(credit)"><img src="/photos/\(id)" alt="\(title)"\(size) loading="lazy">
-                <span class="credit">\(credit)</span></a>
+                <a href="/photos/\(id)/view" title="\(text: title) — \(text: credit)"><img src="/photos/\(id)" alt="\(text: title)"\(size) loading="lazy">
+                <span class="credit">\(text: credit)</span></a>
                 <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
-                <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
+                <button type="submit" aria-label="Remove \(text: title)" title="Remove">×</button></form>
                 </li>
                 """
         case .failed:
             return """
                 <li class="photo failed" data-id="\(id)" data-status="failed"><div class="placeholder"><span>Could not download</span></div>
                 <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
-                <button type="submit" aria-label="Remove \(title)" title="Remove">×</button></form>
+                <button type="submit" aria-label="Remove \(text: title)" title="Remove">×</button></form>
                 </li>
                 """
         default:
@@ -110,25 +118,25 @@ enum AlbumPages {
 
     static func photoPage(_ photo: AlbumPhoto, pin: Pin, previous: Int64?, next: Int64?, index: Int, count: Int,
                           chrome: Layout.Chrome, providerName: String) -> HTML {
-        let id = Int(photo.id)
+        let id = photo.id
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
-        let prev: HTML = previous.map { "<a class=\"button\" rel=\"prev\" id=\"previous-photo\" href=\"/photos/\(Int($0))/view\">← Previous</a>" }
+        let prev: HTML = previous.map { "<a class=\"button\" rel=\"prev\" id=\"previous-photo\" href=\"/photos/\($0)/view\">← Previous</a>" }
             ?? "<span class=\"button disabled\" aria-disabled=\"true\">← Previous</span>"
-        let nextLink: HTML = next.map { "<a class=\"button\" rel=\"next\" id=\"next-photo\" href=\"/photos/\(Int($0))/view\">Next →</a>" }
+        let nextLink: HTML = next.map { "<a class=\"button\" rel=\"next\" id=\"next-photo\" href=\"/photos/\($0)/view\">Next →</a>" }
             ?? "<span class=\"button disabled\" aria-disabled=\"true\">Next →</span>"
-        let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\($0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site")</a>" } ?? .empty
-        let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(photo.ownerName)</dd>"
-        let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\($0)</dd>" } ?? .empty
+        let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
+        let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(text: photo.ownerName)</dd>"
+        let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\(text: $0)</dd>" } ?? .empty
         // The deed, as the provider's licence list links it (rel=license, HTML's link type for it).
-        let license: HTML = safeURL(photo.licenseURL).map { "<a href=\"\($0)\" rel=\"license noopener noreferrer\">\(photo.license)</a>" }
-            ?? "\(photo.license)"
+        let license: HTML = safeURL(photo.licenseURL).map { "<a href=\"\(text: $0)\" rel=\"license noopener noreferrer\">\(text: photo.license)</a>" }
+            ?? "\(text: photo.license)"
         return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
                            head: "<script type=\"module\" src=\"/js/photo.js\"></script>", main: """
-            <nav class="breadcrumbs"><a href="/pins/\(Int(pin.id))">← \(pin.title)</a></nav>
+            <nav class="breadcrumbs"><a href="/pins/\(pin.id)">← \(text: pin.title)</a></nav>
             <figure class="photo-large">
-            <img src="/photos/\(id)" alt="\(title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
+            <img src="/photos/\(id)" alt="\(text: title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
             <figcaption>
-            <h1>\(title)</h1>
+            <h1>\(text: title)</h1>
             <dl class="photo-facts">\(owner)<dt>Licence</dt><dd>\(license)</dd>\(taken)</dl>
             <p>\(source)</p>
             </figcaption>
@@ -141,16 +149,16 @@ enum AlbumPages {
     }
 
     static func picker(pin: Pin, result: PhotoSearchPage, saved: Set<String>, chrome: Layout.Chrome, providerName: String) -> HTML {
-        let id = Int(pin.id)
+        let id = pin.id
         let items: [HTML] = result.photos.map { photo in
             let title = photo.title.isEmpty ? "Untitled photo" : photo.title
             let isSaved = saved.contains(photo.remoteID)
-            let preview: HTML = safeURL(photo.imageURL).map { "<a href=\"\($0)\" class=\"preview-link\" target=\"_blank\" rel=\"noopener noreferrer\">Preview<span class=\"visually-hidden\"> \(title)</span></a>" } ?? .empty
+            let preview: HTML = safeURL(photo.imageURL).map { "<a href=\"\(text: $0)\" class=\"preview-link\" target=\"_blank\" rel=\"noopener noreferrer\">Preview<span class=\"visually-hidden\"> \(text: title)</span></a>" } ?? .empty
             return """
-                <li class="pick\(isSaved ? " saved" : "")">
-                <label><input type="checkbox" name="photo" value="\(photo.remoteID)"\(isSaved ? " checked disabled" : "")>
-                <img src="\(safeURL(photo.thumbnailURL) ?? "")" alt="\(title)" width="150" height="150" loading="lazy">
-                <span class="pick-title">\(title)\(isSaved ? " (in the album)" : "")</span></label>
+                <li class="pick\(isSaved ? " saved" : HTML.empty)">
+                <label><input type="checkbox" name="photo" value="\(text: photo.remoteID)"\(isSaved ? " checked disabled" : HTML.empty)>
+                <img src="\(text: safeURL(photo.thumbnailURL) ?? "")" alt="\(text: title)" width="150" height="150" loading="lazy">
+                <span class="pick-title">\(text: title)\(isSaved ? " (in the album)" : HTML.empty)</span></label>
                 \(preview)
                 </li>
                 """
@@ -163,8 +171,8 @@ enum AlbumPages {
             : "<span class=\"button disabled\" aria-disabled=\"true\">Next page →</span>"
         return Layout.page(title: "Choose photos", chrome: chrome, bodyClass: "picker-page",
                            head: "<script type=\"module\" src=\"/js/picker.js\"></script>", main: """
-            <nav class="breadcrumbs"><a href="/pins/\(id)">← \(pin.title)</a></nav>
-            <h1>Choose photos near \(pin.title)</h1>
+            <nav class="breadcrumbs"><a href="/pins/\(id)">← \(text: pin.title)</a></nav>
+            <h1>Choose photos near \(text: pin.title)</h1>
             <div class="picker-nav">\(previousPage)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(nextPage)</div>
             \(items.isEmpty ? "<p class=\"banner empty\">No photos on this page.</p>" : HTML.empty)
             <form method="post" action="/pins/\(id)/picker">

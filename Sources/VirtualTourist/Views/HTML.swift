@@ -1,53 +1,167 @@
-import HTTPServer
-
-/// A fragment of HTML. Interpolating a String escapes it; interpolating HTML inserts it as it is.
-/// Escaping is therefore the default and trusted markup has to say so by type, which is why the
-/// views use this rather than a template language (docs/architecture.md).
+/// A fragment of HTML as UTF-8 bytes. Only three things can be interpolated into one: other HTML
+/// (inserted as it is), text (`\(text: name)`, escaped) and numbers (integers as they are,
+/// doubles through `\(decimal: x)`). A String without the `text:` label, an optional, a Double or any
+/// other value does not compile, so markup cannot be built by accident from a String whose type
+/// was inferred (the map list once printed `[HTML(rendered: …)]` that way: docs/architecture.md).
 ///
 ///     let name = "<script>"
-///     let page: HTML = "<p>Hello, \(name)</p>"   // <p>Hello, &lt;script&gt;</p>
-public struct HTML: Sendable, ExpressibleByStringInterpolation {
-    public private(set) var rendered: String
+///     let page: HTML = "<p>Hello, \(text: name)</p>"   // <p>Hello, &lt;script&gt;</p>
+///
+/// Literal segments are copied straight from the binary's read-only data; escaping works on bytes
+/// (a run of safe bytes is copied at once, each of the five special characters becomes an entity).
+public struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    public typealias StringLiteralType = StaticString
 
-    /// Markup that is trusted as it is: only for literals and already-built fragments.
-    public init(unsafeRaw: String) { rendered = unsafeRaw }
+    public private(set) var bytes: [UInt8]
 
-    public init(stringLiteral value: String) { rendered = value }
+    public init(stringLiteral value: StaticString) {
+        bytes = []
+        Self.append(value, to: &bytes)
+    }
 
-    public init(stringInterpolation: StringInterpolation) { rendered = stringInterpolation.output }
+    public init(stringInterpolation: StringInterpolation) { bytes = stringInterpolation.bytes }
 
-    public static let empty = HTML(unsafeRaw: "")
+    public static let empty: HTML = ""
 
-    public static func + (lhs: HTML, rhs: HTML) -> HTML { HTML(unsafeRaw: lhs.rendered + rhs.rendered) }
+    public var count: Int { bytes.count }
+    public var isEmpty: Bool { bytes.isEmpty }
+
+    public static func + (lhs: HTML, rhs: HTML) -> HTML {
+        var result = lhs
+        result.bytes.append(contentsOf: rhs.bytes)
+        return result
+    }
+
+    /// What a String interpolation of an HTML value would print. Interpolating HTML into a String
+    /// is always a mistake (the markup would be escaped, or printed with its type name), and the
+    /// compiler cannot forbid it: debug builds stop here, so every page test that reaches such a
+    /// path fails; release builds print a marker the page tests also look for.
+    public var description: String {
+        assertionFailure("HTML interpolated into a String: build HTML instead")
+        return "[HTML in a String]"
+    }
 
     public struct StringInterpolation: StringInterpolationProtocol {
-        var output = ""
+        public typealias StringLiteralType = StaticString
+        var bytes: [UInt8] = []
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            output.reserveCapacity(literalCapacity + interpolationCount * 16)
+            bytes.reserveCapacity(literalCapacity + interpolationCount * 24)
         }
 
         /// Literals are written by us in the source, so they are markup.
-        public mutating func appendLiteral(_ literal: String) { output += literal }
+        public mutating func appendLiteral(_ literal: StaticString) { HTML.append(literal, to: &bytes) }
 
-        public mutating func appendInterpolation(_ text: String) { output += HTML.escape(text) }
-        public mutating func appendInterpolation(_ text: Substring) { output += HTML.escape(String(text)) }
-        public mutating func appendInterpolation(_ html: HTML) { output += html.rendered }
-        public mutating func appendInterpolation(_ fragments: [HTML]) {
-            for fragment in fragments { output += fragment.rendered }
-        }
-        public mutating func appendInterpolation(_ number: Int) { output += String(number) }
-        public mutating func appendInterpolation(_ number: Int64) { output += String(number) }
-        public mutating func appendInterpolation(_ number: Double) { output += String(number) }
+        public mutating func appendInterpolation(_ html: HTML) { bytes.append(contentsOf: html.bytes) }
         /// An optional fragment: nothing when nil.
-        public mutating func appendInterpolation(_ html: HTML?) { output += html?.rendered ?? "" }
+        public mutating func appendInterpolation(_ html: HTML?) { if let html { bytes.append(contentsOf: html.bytes) } }
+        public mutating func appendInterpolation(_ fragments: [HTML]) {
+            for fragment in fragments { bytes.append(contentsOf: fragment.bytes) }
+        }
+
+        /// Text for an element's content or a quoted attribute value, escaped.
+        public mutating func appendInterpolation(text: String) { HTML.appendEscaped(text, to: &bytes) }
+        public mutating func appendInterpolation(text: Substring) { HTML.appendEscaped(String(text), to: &bytes) }
+        /// UTF-8 text already in bytes (JSON for a data- attribute), escaped.
+        public mutating func appendInterpolation(text utf8: [UInt8]) {
+            utf8.withUnsafeBufferPointer { HTML.appendEscaped($0, to: &bytes) }
+        }
+
+        public mutating func appendInterpolation(_ number: Int) { HTML.appendDecimal(number, to: &bytes) }
+        public mutating func appendInterpolation(_ number: Int64) { HTML.appendDecimal(Int(number), to: &bytes) }
+        /// The shortest decimal that reads back as the same Double ("35.0116"); 0 when not finite.
+        public mutating func appendInterpolation(decimal number: Double) {
+            bytes.append(contentsOf: (number.isFinite ? number.description : "0").utf8)
+        }
     }
 
-    /// Escapes the five characters that matter in text and in quoted attribute values (the same
-    /// function the server's own error pages use).
-    public static func escape(_ text: String) -> String { DefaultErrorPage.escape(text) }
+    // MARK: Bytes
+
+    static func append(_ literal: StaticString, to bytes: inout [UInt8]) {
+        if literal.hasPointerRepresentation {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        } else {
+            bytes.append(contentsOf: String(describing: literal.unicodeScalar).utf8)
+        }
+    }
+
+    /// The five characters that end text or a quoted attribute value: " & ' < > (all below 64, so
+    /// one 64-bit mask is the lookup table).
+    static let specialMask: UInt64 = (1 << 0x22) | (1 << 0x26) | (1 << 0x27) | (1 << 0x3C) | (1 << 0x3E)
+
+    @inline(__always)
+    static func isSpecial(_ byte: UInt8) -> Bool { byte < 64 && (specialMask >> UInt64(byte)) & 1 == 1 }
+
+    public static func appendEscaped(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { appendEscaped($0, to: &bytes) }
+    }
+
+    static func appendEscaped(_ source: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        var runStart = 0
+        var index = 0
+        let end = source.count
+        while index < end {
+            let byte = source[index]
+            if isSpecial(byte) {
+                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index])) }
+                switch byte {
+                case 0x26: bytes.append(contentsOf: [0x26, 0x61, 0x6D, 0x70, 0x3B] as [UInt8])  // &amp;
+                case 0x3C: bytes.append(contentsOf: [0x26, 0x6C, 0x74, 0x3B] as [UInt8])  // &lt;
+                case 0x3E: bytes.append(contentsOf: [0x26, 0x67, 0x74, 0x3B] as [UInt8])  // &gt;
+                case 0x22: bytes.append(contentsOf: [0x26, 0x71, 0x75, 0x6F, 0x74, 0x3B] as [UInt8])  // &quot;
+                default: bytes.append(contentsOf: [0x26, 0x23, 0x33, 0x39, 0x3B] as [UInt8])  // &#39;
+                }
+                runStart = index + 1
+            }
+            index += 1
+        }
+        if runStart < end { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<end])) }
+    }
+
+    /// Escaped text as a String (for places that are not pages, such as a JSON field for a script).
+    public static func escape(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        appendEscaped(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
+        if number < 0 {
+            bytes.append(0x2D)
+            if number == .min { bytes.append(contentsOf: String(number).utf8.dropFirst()); return }
+            appendDecimal(-number, to: &bytes)
+            return
+        }
+        if number < 10 { bytes.append(0x30 + UInt8(number)); return }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = number
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while rest > 0 {
+                buffer[19 - count] = 0x30 + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
+    }
 }
 
 extension Array where Element == HTML {
-    func joined() -> HTML { HTML(unsafeRaw: map(\.rendered).joined()) }
+    func joined() -> HTML { HTML.each(self) { $0 } }
+}
+
+extension HTML {
+    /// A fragment per element, appended into one buffer (lists of pins, photos, picks).
+    static func each<S: Sequence>(_ items: S, _ render: (S.Element) -> HTML) -> HTML {
+        var result = HTML.empty
+        for item in items { result.bytes.append(contentsOf: render(item).bytes) }
+        return result
+    }
+
+    /// Reserves room before a page is assembled, so the final buffer grows once.
+    mutating func reserve(_ capacity: Int) { bytes.reserveCapacity(capacity) }
 }

@@ -16,12 +16,12 @@ enum Layout {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(title) · Virtual Tourist</title>
+        <title>\(text: title) · Virtual Tourist</title>
         <link rel="stylesheet" href="/css/app.css">
         <link rel="icon" href="/favicon.svg" type="image/svg+xml">
         \(head)
         </head>
-        <body class="\(bodyClass)">
+        <body class="\(text: bodyClass)">
         <a class="skip-link" href="#main">Skip to content</a>
         \(header(chrome))
         \(flash(chrome.flash))
@@ -39,7 +39,7 @@ enum Layout {
         if let user = chrome.user, let csrf = chrome.csrfToken {
             account = """
                 <div class="account">
-                <span class="who" title="\(user.email)">\(user.displayName)</span>
+                <span class="who" title="\(text: user.email)">\(text: user.displayName)</span>
                 <form method="post" action="/sign-out" class="inline">
                 \(csrfField(csrf))
                 <button type="submit" class="link-button">Sign out</button>
@@ -61,11 +61,11 @@ enum Layout {
 
     static func flash(_ message: String?) -> HTML {
         guard let message, !message.isEmpty else { return .empty }
-        return "<div class=\"flash\" role=\"status\">\(message)</div>"
+        return "<div class=\"flash\" role=\"status\">\(text: message)</div>"
     }
 
     static func csrfField(_ token: String) -> HTML {
-        "<input type=\"hidden\" name=\"_csrf\" value=\"\(token)\">"
+        "<input type=\"hidden\" name=\"_csrf\" value=\"\(text: token)\">"
     }
 
     /// Friendly error pages (403, 404, 500…) in the site's own look. They never show internals:
@@ -84,8 +84,8 @@ enum Layout {
         return page(title: heading, chrome: Chrome(), bodyClass: "error-page", main: """
             <section class="card narrow">
             <p class="status-code">\(status.code)</p>
-            <h1>\(heading)</h1>
-            <p>\(message)</p>
+            <h1>\(text: heading)</h1>
+            <p>\(text: message)</p>
             <p><a class="button" href="/">Back to your map</a></p>
             </section>
             """)

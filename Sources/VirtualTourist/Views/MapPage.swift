@@ -4,26 +4,41 @@ import Foundation
 /// in data attributes so the first frame is already right. Below it, the same pins as a plain list
 /// with forms, which is the whole page when JavaScript is off.
 enum MapPage {
+    /// Pins per page of the plain list.
+    static let listPageSize = 50
+    /// At most this many pins travel inside the page, for the first frame; the script asks
+    /// /pins.json for the rest as the map moves.
+    static let embedLimit = 300
+
     struct Model {
         var region: MapRegion
-        var pins: [Pin]
+        /// This page of the plain list, newest first.
+        var listed: [Pin]
+        /// 1-based page of the list.
+        var page = 1
         var totalPins: Int
+        /// The pins the first frame shows (those in the saved view, newest first).
+        var embedded: [Pin]
         var tileURL: String
         var tileAttribution: String
         var addError: String?
         var addValue = ""
+
+        var pageCount: Int { max(1, (totalPins + MapPage.listPageSize - 1) / MapPage.listPageSize) }
+        /// Every pin is in the page: the script needs no /pins.json.
+        var embedsAll: Bool { embedded.count == totalPins }
     }
 
     static func render(_ model: Model, chrome: Layout.Chrome) -> HTML {
-        // Every pin given (the route chose how many to embed): the script draws them at once;
-        // otherwise it asks for the pins in view.
-        let pinsJSON = model.pins.count >= model.totalPins ? (try? String(decoding: Self.encoder.encode(model.pins.map(PinJSON.init)), as: UTF8.self)) ?? "[]" : ""
+        var pinsJSON: [UInt8] = []
+        pinsJSON.reserveCapacity(model.embedded.count * 96 + 2)
+        PinJSON.write(model.embedded, to: &pinsJSON)
         let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
         return Layout.page(title: "Your map", chrome: chrome, bodyClass: "map-page", head: head, main: """
             <div class="map" id="map"
-                 data-lat="\(model.region.lat)" data-lon="\(model.region.lon)" data-zoom="\(model.region.zoom)"
-                 data-tile-url="\(model.tileURL)" data-pins="\(pinsJSON)" data-total-pins="\(model.totalPins)"
-                 data-csrf="\(chrome.csrfToken ?? "")">
+                 data-lat="\(decimal: model.region.lat)" data-lon="\(decimal: model.region.lon)" data-zoom="\(decimal: model.region.zoom)"
+                 data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
+                 data-total-pins="\(model.totalPins)" data-csrf="\(text: chrome.csrfToken ?? "")">
             <canvas id="map-canvas" tabindex="0" role="application"
                     aria-label="World map. Press and hold to drop a pin. Arrow keys pan, plus and minus zoom."></canvas>
             <form class="map-search" role="search" action="/" method="get" autocomplete="off">
@@ -45,30 +60,31 @@ enum MapPage {
             """)
     }
 
-    /// The pins as a list with plain forms: works without JavaScript.
+    /// The pins as a list with plain forms, a page at a time: works without JavaScript.
     static func list(_ model: Model, csrf: String) -> HTML {
-        let items: [HTML] = model.pins.map { pin in
+        let items = HTML.each(model.listed) { pin in
             """
             <li class="pin-row">
-            <a href="/pins/\(Int(pin.id))"><strong>\(pin.title)</strong></a>
-            <span class="muted">\(pin.coordinates) · \(photoCount(pin.photoCount))</span>
-            <form method="post" action="/pins/\(Int(pin.id))/delete" class="inline">
+            <a href="/pins/\(pin.id)"><strong>\(text: pin.title)</strong></a>
+            <span class="muted">\(text: pin.coordinates) · \(photoCount(pin.photoCount))</span>
+            <form method="post" action="/pins/\(pin.id)/delete" class="inline">
             \(Layout.csrfField(csrf))
-            <button type="submit" class="link-button danger-text">Delete<span class="visually-hidden"> pin \(pin.title)</span></button>
+            <button type="submit" class="link-button danger-text">Delete<span class="visually-hidden"> pin \(text: pin.title)</span></button>
             </form>
             </li>
             """
         }
-        let error: HTML = model.addError.map { "<p class=\"field-error\" id=\"add-pin-error\">\($0)</p>" } ?? .empty
+        let error: HTML = model.addError.map { "<p class=\"field-error\" id=\"add-pin-error\">\(text: $0)</p>" } ?? .empty
         return """
             <section class="pin-list card" id="pin-list" aria-labelledby="pin-list-title">
             <h2 id="pin-list-title">Your pins (\(model.totalPins))</h2>
-            \(items.isEmpty ? "<p class=\"muted\">No pins yet.</p>" : "<ul class=\"pins\">\(items)</ul>")
+            \(model.listed.isEmpty ? "<p class=\"muted\">No pins yet.</p>" : "<ul class=\"pins\">\(items)</ul>")
+            \(pagination(model))
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
             <label for="add-pin-place">Add a pin by place name or “lat, lon”</label>
             <div class="row">
-            <input id="add-pin-place" name="place" type="text" value="\(model.addValue)" required\(model.addError == nil ? HTML.empty : " aria-invalid=\"true\" aria-describedby=\"add-pin-error\"")>
+            <input id="add-pin-place" name="place" type="text" value="\(text: model.addValue)" required\(model.addError == nil ? HTML.empty : " aria-invalid=\"true\" aria-describedby=\"add-pin-error\"")>
             <button type="submit" class="button primary">Add pin</button>
             </div>
             \(error)
@@ -77,14 +93,28 @@ enum MapPage {
             """
     }
 
+    /// Previous and next links under the list, when there is more than one page.
+    static func pagination(_ model: Model) -> HTML {
+        guard model.pageCount > 1 else { return .empty }
+        let previous: HTML = model.page > 1
+            ? "<a class=\"button small\" rel=\"prev\" id=\"pins-previous\" href=\"/?page=\(model.page - 1)#pin-list\">← Newer</a>"
+            : "<span class=\"button small disabled\" aria-disabled=\"true\">← Newer</span>"
+        let next: HTML = model.page < model.pageCount
+            ? "<a class=\"button small\" rel=\"next\" id=\"pins-next\" href=\"/?page=\(model.page + 1)#pin-list\">Older →</a>"
+            : "<span class=\"button small disabled\" aria-disabled=\"true\">Older →</span>"
+        return """
+            <nav class="pin-pages" aria-label="Pages of pins">\(previous) <span class="muted">Page \(model.page) of \(model.pageCount)</span> \(next)</nav>
+            """
+    }
+
     /// The built-in map credits its sources; raster tiles credit whoever the operator configured.
     static func attribution(_ model: Model) -> HTML {
         let builtIn: HTML = "Map: <a href=\"https://www.naturalearthdata.com/\">Natural Earth</a> · Places: <a href=\"https://www.geonames.org/\">GeoNames</a>"
         if model.tileURL == "none" { return builtIn }
-        return model.tileAttribution.isEmpty ? builtIn : "\(model.tileAttribution)"
+        return model.tileAttribution.isEmpty ? builtIn : "\(text: model.tileAttribution)"
     }
 
-    static func photoCount(_ n: Int) -> String { n == 1 ? "1 photo" : "\(n) photos" }
+    static func photoCount(_ n: Int) -> HTML { n == 1 ? "1 photo" : "\(n) photos" }
 
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -109,5 +139,66 @@ struct PinJSON: Codable {
         name = pin.title
         photos = pin.photoCount
         status = pin.status
+    }
+}
+
+extension PinJSON {
+    /// The same JSON as JSONEncoder with sorted keys would write, written straight into bytes: the
+    /// map page and /pins.json carry hundreds of pins, and the encoder's reflection cost most of
+    /// their time.
+    static func write(_ pins: [Pin], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (index, pin) in pins.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.raw(#"{"id":"#, to: &out)
+            HTML.appendDecimal(Int(pin.id), to: &out)
+            JSONWriter.raw(#","lat":"#, to: &out)
+            JSONWriter.number(pin.lat, to: &out)
+            JSONWriter.raw(#","lon":"#, to: &out)
+            JSONWriter.number(pin.lon, to: &out)
+            JSONWriter.raw(#","name":"#, to: &out)
+            JSONWriter.string(pin.title, to: &out)
+            JSONWriter.raw(#","photos":"#, to: &out)
+            HTML.appendDecimal(pin.photoCount, to: &out)
+            JSONWriter.raw(#","status":"#, to: &out)
+            JSONWriter.string(pin.status, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+}
+
+/// The few JSON pieces the hot routes write by hand (RFC 8259).
+enum JSONWriter {
+    static func raw(_ literal: StaticString, to out: inout [UInt8]) { HTML.append(literal, to: &out) }
+
+    static func number(_ value: Double, to out: inout [UInt8]) {
+        out.append(contentsOf: (value.isFinite ? value.description : "0").utf8)
+    }
+
+    /// A string with quotes, backslashes and control characters escaped (§7); everything else is
+    /// UTF-8 as it is.
+    static func string(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { source in
+            var runStart = 0
+            for index in 0..<source.count {
+                let byte = source[index]
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index])) }
+                switch byte {
+                case 0x22: out.append(contentsOf: [0x5C, 0x22] as [UInt8])
+                case 0x5C: out.append(contentsOf: [0x5C, 0x5C] as [UInt8])
+                case 0x0A: out.append(contentsOf: [0x5C, 0x6E] as [UInt8])
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                }
+                runStart = index + 1
+            }
+            if runStart < source.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart...])) }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -7,10 +7,16 @@ extension WebRoutes {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            // A pin with no album yet gets one when opened (pins made before workers ran, say).
-            guard try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true) != .notFound,
-                  let album = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), var album = try albums.album(pinID: id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            // A pin with no album yet gets one when opened (pins made before workers ran, say); only
+            // then does the page cost more than the session and one statement.
+            if album.pin.status == "new" {
+                guard try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true) != .notFound,
+                      let started = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+                album = started
+            }
             return .page(AlbumPages.album(album, chrome: context.chrome, providerName: provider.name))
         }
 
@@ -19,7 +25,20 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
                 throw HTTPError.notFound
             }
-            return .jsonValue(AlbumJSON(album))
+            var response = HTTPResponse.jsonValue(AlbumJSON(album))
+            response.headers.set("Cache-Control", "private, no-cache")
+            return ETag.conditional(context.request, response)
+        }
+
+        // The banner and the grid as the page draws them, for album.js to patch the page with:
+        // the grid has one renderer, the server's (AlbumPages.fragment).
+        signedIn("GET", "/pins/:id/album.html") { context in
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+                throw HTTPError.notFound
+            }
+            var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken))
+            response.headers.set("Cache-Control", "private, no-cache")
+            return ETag.conditional(context.request, response)
         }
 
         // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
@@ -54,26 +73,27 @@ extension WebRoutes {
         }
 
         signedIn("GET", "/photos/:id") { context in
-            guard let id = Self.pinID(context.request), let image = try albums.image(id, userID: context.user.id) else {
-                throw HTTPError.notFound
-            }
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
             // Stored bytes never change under an id (a new collection makes new rows): a strong
             // ETag and a year of private caching.
             let etag = "\"photo-\(id)\""
             var headers: HTTPHeaders = ["ETag": etag, "Cache-Control": "private, max-age=31536000, immutable"]
-            if context.request.headers["If-None-Match"]?.contains(etag) ?? false {
+            if ETag.matches(context.request.headers["If-None-Match"], etag) {
+                // Still the owner's, still there: checked without reading the bytes.
+                guard try albums.imageExists(id, userID: context.user.id) else { throw HTTPError.notFound }
                 return HTTPResponse(status: .notModified, headers: headers)
             }
+            guard let image = try albums.image(id, userID: context.user.id) else { throw HTTPError.notFound }
             headers.set("Content-Type", image.contentType)
             return HTTPResponse(status: .ok, headers: headers, body: image.bytes)
         }
 
         signedIn("GET", "/photos/:id/view") { context in
-            guard let id = Self.pinID(context.request), let found = try albums.photo(id, userID: context.user.id),
-                  let album = try albums.album(pinID: found.pinID, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.user.id),
+                  let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
             let shown = album.photos.filter { $0.status == .ready || $0.id == id }
             let index = shown.firstIndex { $0.id == id } ?? 0
-            return .page(AlbumPages.photoPage(found.photo, pin: album.pin,
+            return .page(AlbumPages.photoPage(photo, pin: album.pin,
                                               previous: index > 0 ? shown[index - 1].id : nil,
                                               next: index + 1 < shown.count ? shown[index + 1].id : nil,
                                               index: index, count: shown.count, chrome: context.chrome, providerName: provider.name))

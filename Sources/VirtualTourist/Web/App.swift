@@ -36,6 +36,8 @@ public struct AppSettings: Sendable {
     public var commonsOriginalCap = 2 * 1024 * 1024
     /// How the operator can be reached; sent in the User-Agent (CONTACT_EMAIL).
     public var contactEmail: String?
+    /// Report each request's database round trips in a Server-Timing header (SERVER_TIMING=1).
+    public var serverTiming = false
 
     public init() {}
 
@@ -84,7 +86,7 @@ public final class App: Sendable {
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
 
-        var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure)
+        var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
         // Ready for traffic: the database answers and every migration is applied.
         let migrations = settings.migrationsDirectory
@@ -123,7 +125,7 @@ public final class App: Sendable {
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
-        handler = MiddlewareChain([headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
+        handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,

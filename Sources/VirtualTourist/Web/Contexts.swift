@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Postgres
 
 /// What every page handler gets: the request, the session if there is one, and the CSRF token its
 /// forms must carry.
@@ -47,10 +48,14 @@ struct WebRoutes: Sendable {
     private(set) var router = Router()
     let accounts: AccountStore
     let secureCookies: Bool
+    /// Say in a Server-Timing header how many database round trips the request took (tests and
+    /// script/bench read it; off by default, SERVER_TIMING=1).
+    let reportRoundTrips: Bool
 
-    init(accounts: AccountStore, secureCookies: Bool) {
+    init(accounts: AccountStore, secureCookies: Bool, reportRoundTrips: Bool = false) {
         self.accounts = accounts
         self.secureCookies = secureCookies
+        self.reportRoundTrips = reportRoundTrips
     }
 
     /// Methods that change state (RFC 9110 §9.2.1: the others are safe) and so need the CSRF token.
@@ -58,9 +63,9 @@ struct WebRoutes: Sendable {
 
     mutating func page(_ method: String, _ pattern: String,
                        _ handler: @escaping @Sendable (RequestContext) throws -> HTTPResponse) {
-        let accounts = accounts, secure = secureCookies
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips
         router.add(method, pattern, ClosureHandler { request in
-            try Self.run(request, accounts: accounts, secure: secure, handler)
+            try Self.run(request, accounts: accounts, secure: secure, report: report, handler)
         })
     }
 
@@ -78,9 +83,9 @@ struct WebRoutes: Sendable {
     /// other methods get 401.
     mutating func signedIn(_ method: String, _ pattern: String,
                            _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
-        let accounts = accounts, secure = secureCookies
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips
         router.add(method, pattern, ClosureHandler { request in
-            try Self.run(request, accounts: accounts, secure: secure) { context in
+            try Self.run(request, accounts: accounts, secure: secure, report: report) { context in
                 guard let user = context.session?.user else {
                     if request.method == "GET" || request.method == "HEAD" {
                         let next = request.target == "/" ? "" : "?next=" + FormEncoding.encode(request.target)
@@ -93,8 +98,9 @@ struct WebRoutes: Sendable {
         })
     }
 
-    private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool,
+    private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool,
                             _ handler: (RequestContext) throws -> HTTPResponse) throws -> HTTPResponse {
+        let roundTripsBefore = RoundTrips.onThisThread
         let cookies = Cookies.parse(request)
         var setCookies: [String] = []
 
@@ -138,6 +144,7 @@ struct WebRoutes: Sendable {
         for line in setCookies { response.headers.add("Set-Cookie", line) }
         // Pages show a person's data: never from a shared cache.
         if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
+        if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
         return response
     }
 
@@ -167,6 +174,6 @@ extension HTTPResponse {
     }
 
     static func page(_ html: HTML, status: HTTPStatus = .ok) -> HTTPResponse {
-        .html(html.rendered, status: status)
+        HTTPResponse(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: html.bytes)
     }
 }

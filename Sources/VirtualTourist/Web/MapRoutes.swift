@@ -6,12 +6,10 @@ extension WebRoutes {
     mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings) {
         let secure = secureCookies
 
+        // The session and then one statement for the page (docs/architecture.md, "Pages").
         signedIn("GET", "/") { context in
-            let region = try pins.region(of: context.user.id) ?? .world
-            let total = try pins.count(of: context.user.id)
-            let model = MapPage.Model(region: region, pins: try pins.pins(of: context.user.id, limit: PinStore.embedLimit),
-                                      totalPins: total, tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
-            return .page(MapPage.render(model, chrome: context.chrome))
+            let page = Self.listPage(context.request)
+            return .page(MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome))
         }
 
         // Pins in a box, for maps with more pins than the page embeds.
@@ -25,7 +23,14 @@ extension WebRoutes {
                 box = (numbers[0], numbers[1], numbers[2], numbers[3])
             }
             let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
-            return .jsonValue(["pins": found.map(PinJSON.init)])
+            var body: [UInt8] = Array(#"{"pins":"#.utf8)
+            body.reserveCapacity(found.count * 96 + 16)
+            PinJSON.write(found, to: &body)
+            body.append(UInt8(ascii: "}"))
+            // Cheap to ask again: the same pins answer 304 (the ETag is the body's checksum).
+            var response = HTTPResponse(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+            response.headers.set("Cache-Control", "private, no-cache")
+            return ETag.conditional(context.request, response)
         }
 
         // Drop a pin: from the map script (lat, lon; answers JSON) or the plain form (place name
@@ -132,11 +137,23 @@ extension WebRoutes {
 
     static func mapWithError(_ message: String, value: String, context: SignedInContext, pins: PinStore,
                              settings: AppSettings) throws -> HTTPResponse {
-        let model = MapPage.Model(region: try pins.region(of: context.user.id) ?? .world,
-                                  pins: try pins.pins(of: context.user.id, limit: PinStore.embedLimit),
-                                  totalPins: try pins.count(of: context.user.id), tileURL: settings.tileURL,
-                                  tileAttribution: settings.tileAttribution, addError: message, addValue: value)
+        var model = try mapModel(context, pins: pins, settings: settings, page: 1)
+        model.addError = message
+        model.addValue = value
         return .page(MapPage.render(model, chrome: context.chrome), status: .unprocessableContent)
+    }
+
+    /// ?page=N of the plain list: 1 up to a bound, anything else is page 1.
+    static func listPage(_ request: HTTPRequest) -> Int {
+        guard let text = request.queryValue("page"), text.count <= 6, let page = Int(text), page >= 1 else { return 1 }
+        return page
+    }
+
+    static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings, page: Int) throws -> MapPage.Model {
+        let data = try pins.mapPage(of: context.user.id, listOffset: (page - 1) * MapPage.listPageSize,
+                                    listLimit: MapPage.listPageSize, viewLimit: MapPage.embedLimit, defaultRegion: .world)
+        return MapPage.Model(region: data.region ?? .world, listed: data.listed, page: page, totalPins: data.total,
+                             embedded: data.inView, tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
     }
 }
 

@@ -1,0 +1,169 @@
+import CZlib
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
+/// gzip for responses built in memory (pages, JSON), as a middleware: text of 1 KiB or more is
+/// compressed when the request accepts gzip (RFC 9110 §12.5.3), and every such response says
+/// `Vary: Accept-Encoding` so a cache never hands the compressed form to a client that did not ask.
+///
+/// The level is 1, chosen by measurement on our own responses (`script/bench app` prints the table;
+/// docs/architecture.md quotes it): on the pages people open most (the map with 20 pins, 15 KB; an
+/// album, 19 KB) level 1 took 20–40 µs against 70–190 µs at level 6, for about 200 bytes more
+/// (2.4 KB against 2.2 KB). On the largest answers (1,000 pins) level 6 saves 20–30 % more bytes
+/// (1–3 KB) at similar cost, but those are rare and already 8–10 times smaller than plain.
+public struct Compression: Middleware {
+    public static let minimumSize = 1024
+    public let level: Int32
+
+    public init(level: Int32 = 1) { self.level = level }
+
+    public func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+        var response = try next(request)
+        Self.compress(&response, for: request, level: level)
+        return response
+    }
+
+    public static func compress(_ response: inout HTTPResponse, for request: HTTPRequest, level: Int32 = 1) {
+        // A 304 names the representation the client holds: the gzip form when that is what it sent.
+        if response.status == .notModified, let etag = response.headers["ETag"], !etag.hasPrefix("W/"),
+           request.headers["If-None-Match"]?.contains(ETag.gzipVariant(of: etag)) ?? false {
+            response.headers.set("ETag", ETag.gzipVariant(of: etag))
+            return
+        }
+        guard case .bytes(let body) = response.body, body.count >= minimumSize,
+              response.headers["Content-Encoding"] == nil,
+              let type = response.headers["Content-Type"], isCompressible(type) else { return }
+        if !response.headers.values("Vary").contains(where: { $0.lowercased().contains("accept-encoding") }) {
+            response.headers.add("Vary", "Accept-Encoding")
+        }
+        guard acceptsGzip(request.headers["Accept-Encoding"]), let compressed = Deflater.forThisThread(level: level).gzip(body),
+              compressed.count < body.count else { return }
+        response.body = .bytes(compressed)
+        response.headers.set("Content-Encoding", "gzip")
+        // A strong validator names one representation (RFC 9110 §8.8.3): the gzip form gets its own.
+        if let etag = response.headers["ETag"], etag.hasSuffix("\""), !etag.hasPrefix("W/") {
+            response.headers.set("ETag", ETag.gzipVariant(of: etag))
+        }
+    }
+
+    static func isCompressible(_ contentType: String) -> Bool {
+        let type = contentType.lowercased()
+        return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")
+            || type.hasPrefix("image/svg+xml") || type.hasPrefix("application/manifest+json")
+    }
+
+    /// True when Accept-Encoding lists gzip (or *) without q=0.
+    public static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        for item in header.split(separator: ",") {
+            let parts = item.split(separator: ";")
+            let coding = parts[0].trimmingSpaces().lowercased()
+            guard coding == "gzip" || coding == "x-gzip" || coding == "*" else { continue }
+            let refused = parts.dropFirst().contains { parameter in
+                let p = parameter.trimmingSpaces().lowercased()
+                return p.hasPrefix("q=") && (Double(p.dropFirst(2)) ?? 1) == 0
+            }
+            if !refused { return true }
+        }
+        return false
+    }
+}
+
+/// One zlib stream per handler thread, reset between responses: deflateInit allocates about 256 KiB
+/// of window and hash tables, which per response cost more than compressing a small page.
+final class Deflater {
+    private var stream = z_stream()
+    let level: Int32
+    private let ready: Bool
+
+    private init(level: Int32) {
+        self.level = level
+        // windowBits 15 + 16: a gzip wrapper (RFC 1952) instead of zlib's.
+        ready = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                              ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK
+    }
+
+    deinit { if ready { deflateEnd(&stream) } }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in if let pointer { Unmanaged<Deflater>.fromOpaque(pointer).release() } }
+        return key
+    }()
+
+    static func forThisThread(level: Int32) -> Deflater {
+        if let pointer = pthread_getspecific(key) {
+            let deflater = Unmanaged<Deflater>.fromOpaque(pointer).takeUnretainedValue()
+            if deflater.level == level { return deflater }
+            Unmanaged<Deflater>.fromOpaque(pointer).release()
+        }
+        let deflater = Deflater(level: level)
+        pthread_setspecific(key, Unmanaged.passRetained(deflater).toOpaque())
+        return deflater
+    }
+
+    func gzip(_ input: [UInt8]) -> [UInt8]? {
+        guard ready, deflateReset(&stream) == Z_OK else { return nil }
+        let bound = Int(deflateBound(&stream, uLong(input.count)))
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            let status: Int32 = input.withUnsafeBufferPointer { inBuf in
+                stream.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress)
+                stream.avail_in = uInt(inBuf.count)
+                stream.next_out = buffer.baseAddress
+                stream.avail_out = uInt(bound)
+                return deflate(&stream, Z_FINISH)
+            }
+            count = status == Z_STREAM_END ? Int(stream.total_out) : 0
+        }
+        return output.isEmpty ? nil : output
+    }
+}
+
+/// Entity tags (RFC 9110 §8.8.3) for responses whose validator is computed from their content.
+public enum ETag {
+    /// A strong tag from the bytes: CRC-32 and Adler-32 (zlib, hardware-assisted) with the length.
+    public static func of(_ bytes: [UInt8]) -> String {
+        let (crc, adler) = bytes.withUnsafeBufferPointer { buffer in
+            (CZlib.crc32(0, buffer.baseAddress, uInt(buffer.count)), CZlib.adler32(1, buffer.baseAddress, uInt(buffer.count)))
+        }
+        return "\"\(String(crc, radix: 16))\(String(adler, radix: 16))-\(String(bytes.count, radix: 16))\""
+    }
+
+    static func gzipVariant(of etag: String) -> String { String(etag.dropLast()) + "-gz\"" }
+
+    /// If-None-Match (§13.1.2) against a tag: `*`, or any listed tag equal by the weak comparison
+    /// (a GET may use it), counting the gzip form of the same content as equal.
+    public static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        let bare = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+        let gzipped = gzipVariant(of: bare)
+        for item in ifNoneMatch.split(separator: ",") {
+            var tag = item.trimmingSpaces()
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag = String(tag.dropFirst(2)) }
+            if tag == bare || tag == gzipped { return true }
+        }
+        return false
+    }
+
+    /// 304 Not Modified for a request whose If-None-Match names this content, else the response as it is.
+    public static func conditional(_ request: HTTPRequest, _ response: HTTPResponse) -> HTTPResponse {
+        guard case .bytes(let body) = response.body, response.status == .ok else { return response }
+        let etag = response.headers["ETag"] ?? of(body)
+        var response = response
+        response.headers.set("ETag", etag)
+        if matches(request.headers["If-None-Match"], etag) {
+            return HTTPResponse(status: .notModified, headers: response.headers)
+        }
+        return response
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
