@@ -31,6 +31,7 @@ import TestSupport
         #expect(try checkedWords(c, table: "pins", column: "status") == Set(PinStatus.allCases.map(\.rawValue)))
         #expect(try checkedWords(c, table: "photos", column: "status") == Set(PhotoStatus.allCases.map(\.rawValue)))
         #expect(try checkedWords(c, table: "album_jobs", column: "state") == Set(JobState.allCases.map(\.rawValue)))
+        #expect(try checkedWords(c, table: "album_jobs", column: "kind") == Set(JobKind.allCases.map(\.rawValue)))
         #expect(try c.query("SELECT 'ready'::text AS s")[0].decode("s", as: PhotoStatus.self) == .ready)
         #expect(throws: PostgresError.self) { try c.query("SELECT 'gone'::text AS s")[0].decode("s", as: PinStatus.self) }
     }

@@ -348,8 +348,8 @@ import TestSupport
 
     @Test func handWrittenPinJSONMatchesTheEncoder() throws {
         let pins = [Pin(id: 7, lat: 35.0116, lon: -135.5, placeName: "Quote \" back\\slash \n tab\t \u{1} é 😀 </script>",
-                        status: "ready", photoCount: 3, createdAt: Date()),
-                    Pin(id: 8, lat: 0, lon: 1e-7, placeName: nil, status: "new", photoCount: 0, createdAt: Date())]
+                        status: .ready, photoCount: 3, createdAt: Date()),
+                    Pin(id: 8, lat: 0, lon: 1e-7, placeName: nil, status: .new, photoCount: 0, createdAt: Date())]
         var bytes: [UInt8] = []
         PinJSON.write(pins, to: &bytes)
         let ours = try JSONSerialization.jsonObject(with: Data(bytes)) as? [[String: Any]]

@@ -47,3 +47,11 @@ public enum JobState: String, SQLTextEnum {
     case failed
     case cancelled
 }
+
+/// album_jobs.kind: what a job does.
+public enum JobKind: String, SQLTextEnum {
+    /// Search the provider for a page and download it (the first album, New Collection).
+    case collection
+    /// Download photos chosen in the picker; no search.
+    case photos
+}

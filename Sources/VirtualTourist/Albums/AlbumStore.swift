@@ -41,7 +41,7 @@ public struct AlbumJob: Sendable {
     public let pinID: Int64
     public let userID: Int64
     public let generation: Int
-    public let kind: String
+    public let kind: JobKind
     public let attempts: Int
 }
 
@@ -160,7 +160,7 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1 AND user_id = $2 RETURNING generation
                 """, [pinID, userID])[0].decode("generation")
             try db.query("DELETE FROM photos WHERE pin_id = $1 AND user_id = $2", [pinID, userID])
-            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: "collection")
+            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .collection)
             return .started
         }
     }
@@ -181,14 +181,14 @@ public struct AlbumStore: Sendable {
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
                          [pinID, userID])
-            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: "photos")
+            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .photos)
             return added
         }
     }
 
     /// Cancels the pin's live job and queues `kind` in its place (one live job per pin), then wakes
     /// the workers and the watching pages — both delivered when the transaction commits.
-    private static func replaceJob(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int, kind: String) throws {
+    private static func replaceJob(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int, kind: JobKind) throws {
         try db.query("""
             UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now()
             WHERE pin_id = $1 AND user_id = $2 AND state IN (\(JobState.queued.sql), \(JobState.running.sql))

@@ -38,8 +38,10 @@ public final class AlbumWorkers: @unchecked Sendable {
     let settings: Settings
     let name: String
     let logger = Logger(label: "albums")
+    /// One lock for one invariant: whether workers run, the wake-ups they sleep on (a worker sleeps
+    /// only if none arrived since it last looked), and how many jobs are in hand.
     private let wake = NSCondition()
-    private let state = Mutex((running: false, wakeups: 0, active: 0))
+    private var shared = (running: false, wakeups: 0, active: 0)  // guarded by `wake`
     private var threads: [Thread] = []
     let downloads: DownloadPool
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
@@ -58,8 +60,14 @@ public final class AlbumWorkers: @unchecked Sendable {
         name = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))"
     }
 
+    private func withShared<T>(_ body: (inout (running: Bool, wakeups: Int, active: Int)) -> T) -> T {
+        wake.lock()
+        defer { wake.unlock() }
+        return body(&shared)
+    }
+
     public func start() {
-        state.withLock { $0.running = true }
+        withShared { $0.running = true }
         for index in 0..<settings.workers {
             let thread = Thread { [self] in run(index) }
             thread.name = "album-worker-\(index)"
@@ -70,28 +78,30 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     /// Stops claiming; a job in hand finishes its current image and is left for the lease to hand on.
     public func stop() {
-        state.withLock { $0.running = false }
-        notify()
+        wake.lock()
+        shared.running = false
+        wake.broadcast()
+        wake.unlock()
         downloads.stop()
     }
 
     /// A job was queued (LISTEN album_jobs): wake a sleeping worker.
     public func notify() {
         wake.lock()
-        state.withLock { $0.wakeups += 1 }
+        shared.wakeups += 1
         wake.broadcast()
         wake.unlock()
     }
 
     /// Jobs being worked on right now (metrics, tests).
-    public var activeJobs: Int { state.withLock { $0.active } }
+    public var activeJobs: Int { withShared { $0.active } }
 
-    private var running: Bool { state.withLock { $0.running } }
+    private var running: Bool { withShared { $0.running } }
 
     private func run(_ index: Int) {
         let worker = "\(name)/\(index)"
         while running {
-            let seen = state.withLock { $0.wakeups }
+            let seen = withShared { $0.wakeups }
             var job: AlbumJob?
             do {
                 job = try store.claimJob(worker: worker, leaseSeconds: settings.leaseSeconds)
@@ -106,13 +116,13 @@ public final class AlbumWorkers: @unchecked Sendable {
                 logger.warning("claiming a job failed: \(error)")
             }
             if let job {
-                state.withLock { $0.active += 1 }
+                withShared { $0.active += 1 }
                 process(job, worker: worker)
-                state.withLock { $0.active -= 1 }
+                withShared { $0.active -= 1 }
                 continue
             }
             wake.lock()
-            if state.withLock({ $0.wakeups == seen && $0.running }) {
+            if shared.wakeups == seen && shared.running {
                 _ = wake.wait(until: Date(timeIntervalSinceNow: settings.sweepSeconds))
             }
             wake.unlock()
@@ -122,7 +132,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     func process(_ job: AlbumJob, worker: String) {
         // While the search runs, open connections to the image host, so a cold album pays its
         // handshakes alongside the search rather than after it (skipped when they are warm).
-        if settings.warmUpConnections, job.kind == "collection", let origin = provider.warmUpOrigin, !client.isWarm(origin) {
+        if settings.warmUpConnections, job.kind == .collection, let origin = provider.warmUpOrigin, !client.isWarm(origin) {
             let count = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max, provider.photosPerPage,
                             downloads.slots, client.options.perHostConcurrency - 1)
             for _ in 0..<max(0, count) { downloads.submit { [client] in client.preconnect(origin) } }
@@ -134,7 +144,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             }
             // A job taken over after a crash finds its placeholders already written: it only
             // downloads what is still pending, so nothing is duplicated.
-            if job.kind == "collection" && search.placeholders == 0 {
+            if job.kind == .collection && search.placeholders == 0 {
                 let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
                 let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
                     .keepingImages(from: provider.imageHosts, provider: provider.name)

@@ -51,7 +51,7 @@ enum AlbumPages {
     /// so the grid has one renderer, this one.
     static func fragment(_ album: Album, csrf: String) -> HTML {
         """
-        <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status)">\(statusBanner(album, csrf: csrf))</div>
+        <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status.rawValue)">\(statusBanner(album, csrf: csrf))</div>
         <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf) })</ul>
         """
     }

@@ -1,4 +1,3 @@
-import HTTPServer
 
 /// The page shell every HTML page shares: head, header with the person's name and sign-out, flash
 /// message, main content, footer.
@@ -70,20 +69,21 @@ enum Layout {
 
     /// Friendly error pages (403, 404, 500…) in the site's own look. They never show internals:
     /// the message is the error's public message.
-    static func errorPage(status: HTTPStatus, message: String) -> HTML {
+    /// `code` and `reason` are the HTTP status's (Views know no HTTP types; Web/ passes them in).
+    static func errorPage(code: Int, reason: String, message: String) -> HTML {
         let heading: String
-        switch status.code {
+        switch code {
         case 403: heading = "That is not allowed"
         case 404: heading = "Page not found"
         case 405: heading = "Not available that way"
         case 413: heading = "That is too large"
         case 429: heading = "Please wait a moment"
         case 500...599: heading = "Something went wrong"
-        default: heading = status.reason
+        default: heading = reason
         }
         return page(title: heading, chrome: Chrome(), bodyClass: "error-page", main: """
             <section class="card narrow">
-            <p class="status-code">\(status.code)</p>
+            <p class="status-code">\(code)</p>
             <h1>\(text: heading)</h1>
             <p>\(text: message)</p>
             <p><a class="button" href="/">Back to your map</a></p>

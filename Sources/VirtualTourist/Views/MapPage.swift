@@ -161,7 +161,7 @@ extension PinJSON {
             JSONWriter.raw(#","photos":"#, to: &out)
             HTML.appendDecimal(pin.photoCount, to: &out)
             JSONWriter.raw(#","status":"#, to: &out)
-            JSONWriter.string(pin.status, to: &out)
+            JSONWriter.string(pin.status.rawValue, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))

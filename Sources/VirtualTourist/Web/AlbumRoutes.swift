@@ -12,7 +12,7 @@ extension WebRoutes {
             }
             // A pin with no album yet gets one when opened (pins made before workers ran, say); only
             // then does the page cost more than the session and one statement.
-            if album.pin.status == "new" {
+            if album.pin.status == .new {
                 guard try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true) != .notFound,
                       let started = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
                 album = started

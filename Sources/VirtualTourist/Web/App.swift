@@ -180,7 +180,7 @@ public final class App: Sendable {
 
     /// Error pages in the site's look, with the same security headers as every other page.
     public static let errorPage: ErrorPageRenderer = { status, message, _ in
-        var response = HTTPResponse.page(Layout.errorPage(status: status, message: message), status: status)
+        var response = HTTPResponse.page(Layout.errorPage(code: status.code, reason: status.reason, message: message), status: status)
         SecurityHeaders().apply(to: &response)
         response.headers.set("Cache-Control", "no-store")
         return response
