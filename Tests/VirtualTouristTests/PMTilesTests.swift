@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import VirtualTourist
+
+/// The PMTiles reader against archives written by other software (the specification's samples,
+/// and archives made by script/tools/make-tiles.py with Python's pmtiles writer).
+@Suite struct PMTilesTests {
+    static let fixtures = TestApp.repositoryRoot + "/Tests/Fixtures/tiles"
+
+    /// "z x y length fnv1a64" lines written by `make-tiles.py manifest` (Python's reader).
+    func manifest(_ name: String) throws -> [(z: Int, x: Int, y: Int, length: Int, hash: String)] {
+        let text = try String(contentsOfFile: "\(Self.fixtures)/\(name).tiles.txt", encoding: .utf8)
+        return text.split(separator: "\n").map { line in
+            let f = line.split(separator: " ")
+            return (Int(f[0])!, Int(f[1])!, Int(f[2])!, Int(f[3])!, String(f[4]))
+        }
+    }
+
+    func fnv(_ bytes: [UInt8]) -> String {
+        var h = FNV1a()
+        h.add(bytes)
+        let hex = String(h.value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Every addressed tile returns exactly its bytes; every other tile of the zoom range is absent.
+    func readsExactly(_ name: String, archive: PMTilesArchive) throws {
+        let tiles = try manifest(name)
+        var present = Set<String>()
+        for t in tiles {
+            let tile = try #require(try archive.tile(z: t.z, x: t.x, y: t.y), "\(t.z)/\(t.x)/\(t.y)")
+            #expect(tile.bytes.count == t.length && fnv(tile.bytes) == t.hash, "\(t.z)/\(t.x)/\(t.y)")
+            present.insert("\(t.z)/\(t.x)/\(t.y)")
+        }
+        let h = archive.header
+        for z in h.minZoom...min(h.maxZoom, 9) {
+            for x in 0..<(1 << z) { for y in 0..<(1 << z) where !present.contains("\(z)/\(x)/\(y)") {
+                #expect(try archive.tile(z: z, x: x, y: y) == nil, "\(z)/\(x)/\(y) should be absent")
+            } }
+        }
+        #expect(try archive.tile(z: h.maxZoom + 1, x: 0, y: 0) == nil)
+        #expect(try archive.tile(z: 2, x: 4, y: 0) == nil)       // outside the grid
+        #expect(try archive.tile(z: -1, x: 0, y: 0) == nil)
+        #expect(try archive.tile(z: 40, x: 0, y: 0) == nil)
+    }
+
+    @Test func readsTheStamenPNGArchive() throws {
+        let archive = try PMTilesArchive(path: "\(Self.fixtures)/stamen-toner-z0-3.pmtiles")
+        let h = archive.header
+        #expect(h.tileType == .png && h.tileCompression == .none && h.internalCompression == .gzip)
+        #expect(h.minZoom == 0 && h.maxZoom == 3 && h.addressedTiles == 85 && h.tileEntries == 84 && h.tileContents == 80)
+        #expect(h.bounds.0 == -180 && h.bounds.1 == -85 && h.bounds.2 == 180 && h.bounds.3 == 85)
+        #expect(archive.metadata.isEmpty)
+        try readsExactly("stamen-toner-z0-3", archive: archive)
+    }
+
+    @Test func readsTheUSGSWebPArchiveAndItsMetadata() throws {
+        let archive = try PMTilesArchive(path: "\(Self.fixtures)/usgs-mt-whitney-z8-15-webp.pmtiles")
+        let h = archive.header
+        #expect(h.tileType == .webp && h.minZoom == 8 && h.maxZoom == 15 && h.addressedTiles == 50)
+        #expect(abs(h.bounds.0 - -118.31982) < 1e-6 && abs(h.bounds.3 - 36.59301) < 1e-6)
+        #expect(h.centerZoom == 12 && abs(h.center.lat - 36.577) < 1e-6)
+        #expect(archive.metadata["attribution"] as? String == "Created by QGIS algorithm: Generate XYZ tiles (Directory)")
+        #expect(archive.metadata["tileSize"] as? String == "512")
+        try readsExactly("usgs-mt-whitney-z8-15-webp", archive: archive)
+    }
+
+    /// 6,485 tiles behind leaf directories of 256 entries; a small directory cache keeps evicting.
+    @Test func followsLeafDirectoriesThroughABoundedCache() throws {
+        let archive = try PMTilesArchive(path: "\(Self.fixtures)/leaves.pmtiles", directoryCacheEntries: 8)
+        #expect(archive.header.leafDirectoryLength > 0)
+        var count = 0
+        for z in 0...6 { for x in 0..<(1 << z) { for y in 0..<(1 << z) {
+            let tile = try #require(try archive.tile(z: z, x: x, y: y))
+            #expect(String(decoding: tile.bytes, as: UTF8.self) == "\(z)/\(x)/\(y)")
+            count += 1
+        } } }
+        for x in 0..<128 { for y in 0..<8 {
+            #expect(try archive.tile(z: 7, x: x, y: y).map { String(decoding: $0.bytes, as: UTF8.self) } == "7/\(x)/\(y)")
+            count += 1
+        } }
+        #expect(count == 6485)
+        #expect(try archive.tile(z: 7, x: 5, y: 9) == nil)
+        #expect(try archive.tile(z: 8, x: 0, y: 0) == nil)
+        #expect(archive.cachedLeafDirectories <= 8 && archive.cachedLeafDirectories > 0)
+        #expect(archive.metadata["attribution"] as? String == "test pattern")
+    }
+
+    @Test func readsTheGeneratedVectorArchive() throws {
+        let archive = try PMTilesArchive(path: "\(Self.fixtures)/naples.pmtiles")
+        #expect(archive.header.tileType == .mvt && archive.header.tileCompression == .gzip)
+        #expect(archive.header.maxZoom == 14)
+        let tile = try #require(try archive.tile(z: 0, x: 0, y: 0))
+        #expect(Array(tile.bytes.prefix(2)) == [0x1f, 0x8b])     // gzip, as the header says
+        #expect((archive.metadata["attribution"] as? String)?.contains("Natural Earth") == true)
+    }
+
+    /// Hilbert ids against values from the specification's reference implementation.
+    @Test func tileIDsFollowTheHilbertCurve() {
+        #expect(PMTilesTileID.id(z: 0, x: 0, y: 0) == 0)
+        #expect(PMTilesTileID.id(z: 1, x: 0, y: 0) == 1)
+        #expect(PMTilesTileID.id(z: 1, x: 0, y: 1) == 2)
+        #expect(PMTilesTileID.id(z: 1, x: 1, y: 1) == 3)
+        #expect(PMTilesTileID.id(z: 1, x: 1, y: 0) == 4)
+        #expect(PMTilesTileID.id(z: 2, x: 0, y: 0) == 5)
+        #expect(PMTilesTileID.id(z: 3, x: 0, y: 0) == 21)
+        #expect(PMTilesTileID.id(z: 20, x: 0, y: 0) == 366503875925)
+    }
+
+    // ----- broken archives: a clear error when opening -----
+
+    func brokenCopy(_ name: String, _ change: (inout [UInt8]) -> Void) throws -> String {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(Self.fixtures)/stamen-toner-z0-3.pmtiles")))
+        change(&bytes)
+        let dir = ProcessInfo.processInfo.environment["TEST_SCRATCH"] ?? NSTemporaryDirectory()
+        let path = "\(dir)/\(name)-\(UUID().uuidString.prefix(8)).pmtiles"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func openError(_ path: String) -> PMTilesError? {
+        do { _ = try PMTilesArchive(path: path); return nil } catch { return error as? PMTilesError }
+    }
+
+    @Test func brokenArchivesAreRefusedWithAClearError() throws {
+        let truncatedHeader = try brokenCopy("short") { $0 = Array($0.prefix(100)) }
+        #expect(openError(truncatedHeader)?.description.contains("shorter than the 127-byte header") == true)
+        let truncated = try brokenCopy("truncated") { $0 = Array($0.prefix(300_000)) }
+        #expect(openError(truncated)?.description.contains("tile data") == true)
+        let magic = try brokenCopy("magic") { $0[0] = UInt8(ascii: "X") }
+        #expect(openError(magic) == .notPMTiles)
+        let version2 = try brokenCopy("v2") { $0[7] = 2 }
+        #expect(openError(version2) == .unsupportedVersion(2))
+        #expect(openError(version2)?.description.contains("version 2 is not supported") == true)
+        // The root directory's length field (bytes 16…23) now reaches past the end of the file.
+        let pastEnd = try brokenCopy("past-end") { b in
+            let length = UInt64(b.count)
+            for i in 0..<8 { b[16 + i] = UInt8((length >> (8 * UInt64(i))) & 0xff) }
+        }
+        #expect(openError(pastEnd)?.description.contains("root directory") == true)
+        let garbage = try brokenCopy("garbage-root") { b in for i in 127..<200 { b[i] = 0xff } }
+        #expect(openError(garbage)?.description.contains("broken archive") == true)
+        #expect(openError("/nonexistent/x.pmtiles")?.description.contains("cannot open") == true)
+    }
+}
