@@ -25,6 +25,10 @@ struct Configuration {
     var metricsToken: String?
     var photoRetentionDays = 0
     var tileAttribution = ""
+    var tilesFile: String?
+    var tileCacheDirectory = "tile-cache"
+    var tileCacheMB = 512
+    var tileContact = ""
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -47,6 +51,13 @@ struct Configuration {
             c.databasePoolSize = n
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.tileURL = $1 }),
+        ("TILES_FILE", "a PMTiles archive (vector or raster) to serve the map from, e.g. /data/region.pmtiles; wins over TILE_URL", { $0.tilesFile = $1 }),
+        ("TILE_CACHE_DIR", "where TILE_URL tiles are cached; share it between instances (tile-cache)", { $0.tileCacheDirectory = $1 }),
+        ("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", { c, v in
+            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILE_CACHE_MB must be 1–1000000, not \(v)") }
+            c.tileCacheMB = n
+        }),
+        ("TILE_CONTACT", "an e-mail or URL for the tile server's operators, sent in the proxy's User-Agent", { $0.tileContact = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),
         ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr)", { c, v in
             guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }

@@ -79,6 +79,10 @@ func serve(_ configuration: Configuration) -> Never {
     settings.secureCookies = configuration.secureCookies
     settings.tileURL = configuration.tileURL
     settings.tileAttribution = configuration.tileAttribution
+    settings.tilesFile = configuration.tilesFile
+    settings.tileCacheDirectory = configuration.tileCacheDirectory
+    settings.tileCacheBytes = configuration.tileCacheMB * 1024 * 1024
+    settings.tileContact = configuration.tileContact
     settings.photoProvider = configuration.photoProvider
     settings.flickrAPIKey = configuration.flickrAPIKey
     settings.flickrAPIURL = configuration.flickrAPIURL
