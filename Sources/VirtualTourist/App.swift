@@ -22,6 +22,9 @@ public struct AppSettings: Sendable {
     public var tileAttribution = ""
     /// A PMTiles archive to serve the map from (takes precedence over tileURL).
     public var tilesFile: String?
+    /// Leaf directories kept decoded (each up to a few thousand entries); 1 makes every lookup
+    /// read its leaf again, which script/bench tiles uses as the cold case.
+    public var tileDirectoryCacheEntries = 4096
     /// Where the tile proxy keeps upstream tiles (shared by instances on one volume) and its size cap.
     public var tileCacheDirectory = "tile-cache"
     public var tileCacheBytes = 512 * 1024 * 1024

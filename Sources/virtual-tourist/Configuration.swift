@@ -29,6 +29,7 @@ struct Configuration {
     var tileCacheDirectory = "tile-cache"
     var tileCacheMB = 512
     var tileContact = ""
+    var tileDirectoryCacheEntries = 4096
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -56,6 +57,10 @@ struct Configuration {
         ("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", { c, v in
             guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILE_CACHE_MB must be 1–1000000, not \(v)") }
             c.tileCacheMB = n
+        }),
+        ("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept in memory (4096)", { c, v in
+            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILES_DIRECTORY_CACHE must be 1–1000000, not \(v)") }
+            c.tileDirectoryCacheEntries = n
         }),
         ("TILE_CONTACT", "an e-mail or URL for the tile server's operators, sent in the proxy's User-Agent", { $0.tileContact = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.tileAttribution = $1 }),

@@ -83,6 +83,7 @@ func serve(_ configuration: Configuration) -> Never {
     settings.tileCacheDirectory = configuration.tileCacheDirectory
     settings.tileCacheBytes = configuration.tileCacheMB * 1024 * 1024
     settings.tileContact = configuration.tileContact
+    settings.tileDirectoryCacheEntries = configuration.tileDirectoryCacheEntries
     settings.photoProvider = configuration.photoProvider
     settings.flickrAPIKey = configuration.flickrAPIKey
     settings.flickrAPIURL = configuration.flickrAPIURL

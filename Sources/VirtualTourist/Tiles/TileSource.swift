@@ -34,7 +34,7 @@ enum TileSources {
     static func make(settings: AppSettings) -> (any TileSource)? {
         if let path = settings.tilesFile, !path.isEmpty {
             do {
-                let archive = try PMTilesArchive(path: path)
+                let archive = try PMTilesArchive(path: path, directoryCacheEntries: settings.tileDirectoryCacheEntries)
                 let source = ArchiveTileSource(archive: archive, fallbackAttribution: settings.tileAttribution)
                 log.notice("map tiles from \(path): \(source.info.format), zoom \(source.info.minzoom)–\(source.info.maxzoom)")
                 return source
