@@ -33,7 +33,7 @@ try:
     cookie = "; ".join("%s=%s" % (c["name"], c["value"]) for c in driver.get_cookies())
     total = 0
     rows = []
-    for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js"]:
+    for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js", "/js/mvt.js", "/js/vector.js"]:
         request = urllib.request.Request(base + path, headers={"Cookie": cookie, "Accept-Encoding": "gzip"})
         with urllib.request.urlopen(request) as response:
             body = response.read()
