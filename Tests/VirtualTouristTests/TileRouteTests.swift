@@ -12,8 +12,10 @@ import TestSupport
     static let fixtures = PMTilesTests.fixtures
     let client = HTTPClient()
 
-    func get(_ app: TestApp, _ path: String, _ headers: [String: String] = [:]) throws -> HTTPClientResponse {
-        try client.get("http://127.0.0.1:\(app.port)\(path)", headers: headers)
+    func get(_ app: TestApp, _ path: String, _ headers: [String: String] = [:], as person: Browser? = nil) throws -> HTTPClientResponse {
+        var headers = headers
+        if let person { headers["Cookie"] = person.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        return try client.get("http://127.0.0.1:\(app.port)\(path)", headers: headers)
     }
 
     @Test func servesAVectorArchiveWithETagsGzipAndItsInfo() throws {
@@ -84,13 +86,17 @@ import TestSupport
     @Test func fiftyConcurrentRequestsMakeOneUpstreamFetch() throws {
         let upstream = try TileFixture(delay: 0.4)
         let app = try TestApp { upstream.configure(&$0) }
+        let cookie = try app.signedUp().cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        // Signed out: no tile, and no request upstream in anyone's name.
+        #expect(try get(app, "/tiles/5/17/11").url.contains("/sign-in"))
+        #expect(upstream.count("/5/17/11.png") == 0)
         let bodies = Mutex<[Int: [UInt8]]>([:])
         let done = DispatchGroup()
         let port = app.port
         for i in 0..<50 {
             done.enter()
             Thread {
-                let response = try? HTTPClient().get("http://127.0.0.1:\(port)/tiles/5/17/11")
+                let response = try? HTTPClient().get("http://127.0.0.1:\(port)/tiles/5/17/11", headers: ["Cookie": cookie])
                 bodies.withLock { $0[i] = response?.status == 200 ? response?.body : [] }
                 done.leave()
             }.start()
@@ -109,26 +115,28 @@ import TestSupport
         let cacheDir = upstream.cacheDirectory
         do {
             let app = try TestApp { upstream.configure(&$0) }
-            let first = try get(app, "/tiles/3/4/2")
-            #expect(first.status == 200 && first.headers["cache-control"]?.hasPrefix("public, max-age=") == true)
-            _ = try get(app, "/tiles/3/4/2")
+            let person = try app.signedUp()
+            let first = try get(app, "/tiles/3/4/2", as: person)
+            #expect(first.status == 200 && first.headers["cache-control"]?.hasPrefix("private, max-age=") == true)
+            _ = try get(app, "/tiles/3/4/2", as: person)
             #expect(upstream.count("/3/4/2.png") == 1)
         }
         // A new app (a restart, or another instance on the same volume) finds it on disk.
         let app = try TestApp { upstream.configure(&$0, cacheDirectory: cacheDir) }
-        let again = try get(app, "/tiles/3/4/2")
+        let person = try app.signedUp()
+        let again = try get(app, "/tiles/3/4/2", as: person)
         #expect(again.status == 200 && again.body == TileFixture.tile("3/4/2"))
         #expect(upstream.count("/3/4/2.png") == 1)
         // max-age=0 upstream: every use revalidates (If-None-Match → 304), the bytes come from the cache.
         upstream.knobs.cacheControl.withLock { $0 = "max-age=0" }
-        _ = try get(app, "/tiles/3/4/3")
-        let revalidated = try get(app, "/tiles/3/4/3")
+        _ = try get(app, "/tiles/3/4/3", as: person)
+        let revalidated = try get(app, "/tiles/3/4/3", as: person)
         #expect(revalidated.status == 200 && revalidated.body == TileFixture.tile("3/4/3"))
         #expect(upstream.count("/3/4/3.png") == 2 && upstream.knobs.notModified.withLock { $0 } == 1)
         // no-store: served, never kept.
         upstream.knobs.cacheControl.withLock { $0 = "no-store" }
-        _ = try get(app, "/tiles/3/5/3")
-        _ = try get(app, "/tiles/3/5/3")
+        _ = try get(app, "/tiles/3/5/3", as: person)
+        _ = try get(app, "/tiles/3/5/3", as: person)
         #expect(upstream.count("/3/5/3.png") == 2)
     }
 
@@ -136,9 +144,10 @@ import TestSupport
         let upstream = try TileFixture()
         // Tiles are about 4 KB with their metadata line: a 20 KB cap holds four or five.
         let app = try TestApp { upstream.configure(&$0); $0.tileCacheBytes = 20_000 }
+        let person = try app.signedUp()
         let proxy = try #require(app.app.tiles as? TileProxy)
         for x in 0..<12 {
-            #expect(try get(app, "/tiles/4/\(x)/1").status == 200)
+            #expect(try get(app, "/tiles/4/\(x)/1", as: person).status == 200)
             #expect(proxy.cache.totalBytes <= 20_000)
         }
         let onDisk = try FileManager.default.subpathsOfDirectory(atPath: upstream.cacheDirectory)
@@ -155,18 +164,19 @@ import TestSupport
     @Test func upstreamFailuresAreAnsweredPlainly() throws {
         let upstream = try TileFixture(slowPath: "/6/1/1.png")
         let app = try TestApp { upstream.configure(&$0); $0.httpClient.totalTimeout = 1 }
+        let person = try app.signedUp()
         upstream.knobs.status.withLock { $0 = 404 }
-        #expect(try get(app, "/tiles/6/0/0").status == 404)
+        #expect(try get(app, "/tiles/6/0/0", as: person).status == 404)
         upstream.knobs.status.withLock { $0 = 500 }
-        let failed = try get(app, "/tiles/6/0/1")
+        let failed = try get(app, "/tiles/6/0/1", as: person)
         #expect(failed.status == 502 && failed.headers["cache-control"] == "no-store")
         upstream.knobs.status.withLock { $0 = 200 }
         let started = Date()
-        #expect(try get(app, "/tiles/6/1/1").status == 502)
+        #expect(try get(app, "/tiles/6/1/1", as: person).status == 502)
         #expect(Date().timeIntervalSince(started) < 4)
         // Nothing was cached from the failures; the next good answer is.
-        #expect(try get(app, "/tiles/6/0/1").status == 200)
-        #expect(try get(app, "/tiles/20/0/0").status == 404)   // past the proxy's zoom range: no upstream request
+        #expect(try get(app, "/tiles/6/0/1", as: person).status == 200)
+        #expect(try get(app, "/tiles/20/0/0", as: person).status == 404)   // past the proxy's zoom range: no upstream request
         #expect(upstream.count("/20/0/0.png") == 0)
     }
 }

@@ -20,6 +20,8 @@ final class TileProxy: TileSource {
     static let log = Logger(label: "tile-proxy")
     /// When the upstream sends no freshness: the OSM policy asks for at least 7 days.
     static let defaultFreshness: TimeInterval = 7 * 86400
+    /// Each miss is a request to someone else's server: only for people signed in (TileRoutes).
+    var needsSignIn: Bool { true }
 
     init(settings: AppSettings) throws {
         template = settings.tileURL
@@ -77,7 +79,8 @@ final class TileProxy: TileSource {
         if response.status.code == 200 { response.headers.set("Content-Type", tile.contentType) }
         response.headers.set("ETag", tile.etag)
         let remaining = maxAge ?? max(60, Int(tile.expires.timeIntervalSinceNow))
-        response.headers.set("Cache-Control", "public, max-age=\(remaining)")
+        // private: the route needs a session, so shared caches must not hand it to others.
+        response.headers.set("Cache-Control", "private, max-age=\(remaining)")
         return response
     }
 

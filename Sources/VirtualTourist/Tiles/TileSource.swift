@@ -8,6 +8,12 @@ public protocol TileSource: Sendable {
     var info: TileInfo { get }
     /// The tile's response (200, 304 or 404); `request` gives If-None-Match and Accept-Encoding.
     func response(z: Int, x: Int, y: Int, request: HTTPRequest) throws -> HTTPResponse
+    /// Only for signed-in people (a source that costs someone else's resources per request).
+    var needsSignIn: Bool { get }
+}
+
+extension TileSource {
+    public var needsSignIn: Bool { false }
 }
 
 /// What the map script needs to know before asking for tiles (served as /tiles.json).

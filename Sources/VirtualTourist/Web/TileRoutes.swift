@@ -2,8 +2,10 @@ import Foundation
 import HTTPServer
 
 /// /tiles/{z}/{x}/{y} and /tiles.json: the map's tiles from our own origin, whatever feeds them
-/// (docs/architecture.md, "Street-level maps"). Public like the basemap cells: the same for
-/// everyone, and no session lookup on the map's busiest route.
+/// (docs/architecture.md, "Street-level maps"). Archive tiles are public like the basemap cells:
+/// the same for everyone, local, and no session lookup on the map's busiest route. Proxied tiles
+/// need a signed-in person: otherwise anyone could make the server fetch any of 4^19 tiles from
+/// the upstream in its name and fill the cache.
 extension WebRoutes {
     mutating func addTileRoutes(source: (any TileSource)?) {
         plain("/tiles.json") { _ in
@@ -12,9 +14,14 @@ extension WebRoutes {
             response.headers.set("Cache-Control", "no-cache")
             return response
         }
-        plain("/tiles/:z/:x/:y") { request in
+        let serve: @Sendable (HTTPRequest) throws -> HTTPResponse = { request in
             guard let source, let (z, x, y) = Self.tileAddress(request.parameters) else { return TileSources.notFound() }
             return try source.response(z: z, x: x, y: y, request: request)
+        }
+        if source?.needsSignIn == true {
+            signedIn("GET", "/tiles/:z/:x/:y") { context in try serve(context.request) }
+        } else {
+            plain("/tiles/:z/:x/:y", serve)
         }
     }
 
