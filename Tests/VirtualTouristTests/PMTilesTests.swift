@@ -1,5 +1,9 @@
 import Foundation
+import HTTPServer
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import VirtualTourist
 
 /// The PMTiles reader against archives written by other software (the specification's samples,
@@ -141,5 +145,51 @@ import Testing
         let garbage = try brokenCopy("garbage-root") { b in for i in 127..<200 { b[i] = 0xff } }
         #expect(openError(garbage)?.description.contains("broken archive") == true)
         #expect(openError("/nonexistent/x.pmtiles")?.description.contains("cannot open") == true)
+    }
+
+    /// A sparse 6 GiB file whose tile data starts past 5 GiB: offsets above 32 bits, read in place
+    /// (the file takes a few KB of disk; reading it whole would take seconds and 6 GiB of memory).
+    @Test func readsTilesPastFourGigabytesWithoutReadingTheFile() throws {
+        func varint(_ v: UInt64) -> [UInt8] {
+            var v = v, out: [UInt8] = []
+            while v >= 0x80 { out.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }
+            return out + [UInt8(v)]
+        }
+        func le(_ v: UInt64, _ n: Int) -> [UInt8] { (0..<n).map { UInt8((v >> (8 * UInt64($0))) & 0xff) } }
+        let tiles: [(z: Int, x: Int, y: Int, bytes: [UInt8])] = [(0, 0, 0, Array("world".utf8)), (1, 1, 0, Array("north-east".utf8)), (2, 3, 3, Array("south-east".utf8))]
+        let sorted = tiles.map { (PMTilesTileID.id(z: $0.z, x: $0.x, y: $0.y)!, $0.bytes) }.sorted { $0.0 < $1.0 }
+        var directory = varint(UInt64(sorted.count))
+        var last: UInt64 = 0
+        for (id, _) in sorted { directory += varint(id - last); last = id }
+        for _ in sorted { directory += varint(1) }
+        for (_, bytes) in sorted { directory += varint(UInt64(bytes.count)) }
+        directory += varint(1)                                   // first offset 0, stored as 0 + 1
+        for _ in sorted.dropFirst() { directory += varint(0) }   // the rest follow on
+        let root = try #require(Gzip.compress(directory))
+        let data = sorted.flatMap { $0.1 }
+        let tileDataOffset: UInt64 = 5 << 30 + 12345
+        var header = Array("PMTiles".utf8) + [3]
+        header += le(127, 8) + le(UInt64(root.count), 8)                  // root directory
+        header += le(127 + UInt64(root.count), 8) + le(0, 8)              // metadata: none
+        header += le(127 + UInt64(root.count), 8) + le(0, 8)              // leaves: none
+        header += le(tileDataOffset, 8) + le(UInt64(data.count), 8)
+        header += le(3, 8) + le(3, 8) + le(3, 8) + [1, 2, 1, 2, 0, 2]     // counts, clustered, gzip dirs, raw PNG tiles, z0-2
+        header += le(UInt64(UInt32(bitPattern: -1_800_000_000)), 4) + le(UInt64(UInt32(bitPattern: -850_000_000)), 4)
+        header += le(1_800_000_000, 4) + le(850_000_000, 4) + [0] + le(0, 4) + le(0, 4)
+        #expect(header.count == 127)
+        let dir = ProcessInfo.processInfo.environment["TEST_SCRATCH"] ?? NSTemporaryDirectory()
+        let path = "\(dir)/sparse-\(UUID().uuidString.prefix(8)).pmtiles"
+        defer { unlink(path) }
+        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+        try #require(fd >= 0)
+        _ = (header + root).withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        _ = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(tileDataOffset)) }
+        #expect(ftruncate(fd, off_t(6) << 30) == 0)
+        close(fd)
+
+        let archive = try PMTilesArchive(path: path)
+        for t in tiles { #expect(try archive.tile(z: t.z, x: t.x, y: t.y)?.bytes == t.bytes) }
+        #expect(try archive.tile(z: 1, x: 0, y: 0) == nil)
+        #expect(try archive.tile(z: 2, x: 3, y: 3)?.offset == UInt64("worldnorth-east".utf8.count))
     }
 }
