@@ -10,8 +10,8 @@
       each GeoNames place to its nearest neighbours (kind by population) and the buildings are
       squares on a grid near places. They exist to exercise the style, not to be a map.
   make-tiles.py leaves OUT.pmtiles
-      A small raster-typed archive with 6,000 tiny tiles and leaf directories of 256 entries, so a
-      reader must follow root -> leaf. Tile z/x/y holds the text "z/x/y".
+      A small raster-typed archive of 32,768 tiny tiles at zoom 8 whose directory entries do not
+      compress, so the writer needs leaf directories and a reader must follow root -> leaf.
   make-tiles.py manifest ARCHIVE
       Every tile the archive addresses: "z x y length fnv1a64" lines, the reference tests compare with.
   make-tiles.py extract ARCHIVE DIR
@@ -58,20 +58,27 @@ def extract(path, out):
             f.write(data)
 
 
+def leaf_tile(z, x, y):
+    """The leaves archive's content for a tile, or None (Tests/VirtualTouristTests/PMTilesTests.swift
+    computes the same): half the zoom-8 tiles, each one of 300 blobs of 3-300 bytes."""
+    h = (x * 73856093 ^ y * 19349663 ^ z * 83492791) & 0xFFFFFFFF
+    if h % 2:
+        return None
+    k = (h >> 8) % 300
+    return (f"{k}:" + "abcdefghijklmnopqrstuvwxyz"[k % 26] * (k + 1)).encode()
+
+
 def leaves(out):
+    """32,768 tiles whose entries do not compress: the pmtiles writer itself needs leaf
+    directories for them (the root must stay under 16 KB)."""
     import pmtiles.writer as w
     from pmtiles.tile import zxy_to_tileid, TileType, Compression
-    # Force leaves: the real writer only makes them once the root passes 16 KB.
-    w.optimize_directories = lambda entries, target: w.build_roots_leaves(entries, 256)
     tiles = []
-    for z in range(0, 7):
-        for x in range(1 << z):
-            for y in range(1 << z):
-                tiles.append((zxy_to_tileid(z, x, y), f"{z}/{x}/{y}".encode()))
-    # z7: a band, to pass 6,000 tiles
-    for x in range(0, 128):
-        for y in range(0, 8):
-            tiles.append((zxy_to_tileid(7, x, y), f"7/{x}/{y}".encode()))
+    for x in range(256):
+        for y in range(256):
+            data = leaf_tile(8, x, y)
+            if data:
+                tiles.append((zxy_to_tileid(8, x, y), data))
     tiles.sort()
     with w.write(out) as writer:
         for tid, data in tiles:
@@ -80,7 +87,7 @@ def leaves(out):
                          "min_lon_e7": -1800000000, "min_lat_e7": -850000000, "max_lon_e7": 1800000000,
                          "max_lat_e7": 850000000, "center_zoom": 0, "center_lon_e7": 0, "center_lat_e7": 0},
                         {"name": "leaves", "attribution": "test pattern"})
-    print(f"{out}: {len(tiles)} tiles", file=sys.stderr)
+    print(f"{out}: {len(tiles)} tiles, {os.path.getsize(out)} bytes", file=sys.stderr)
 
 
 # ----- the vector archive -----
