@@ -4,8 +4,8 @@
 
   make-tiles.py vector OUT.pmtiles [GEO_DIR]
       A vector (MVT, gzip) archive in the Protomaps basemap layer schema (earth, water, landuse,
-      roads, buildings, boundaries, places): the whole world at zoom 0-4 from Natural Earth 1:110m,
-      and zoom 5-14 around Naples (a coastal city, so one view has land, sea, roads and labels) from
+      roads, buildings, boundaries, places): the whole world at zoom 0-3 from Natural Earth 1:110m,
+      and zoom 4-14 around Naples (a coastal city, so one view has land, sea, roads and labels) from
       Natural Earth 1:10m and GeoNames. Natural Earth has no streets or buildings: the roads join
       each GeoNames place to its nearest neighbours (kind by population) and the buildings are
       squares on a grid near places. They exist to exercise the style, not to be a map.
@@ -93,7 +93,7 @@ def leaves(out):
 # ----- the vector archive -----
 
 REGION = (14.05, 40.70, 14.50, 41.00)   # west, south, east, north: Naples and its bay
-WORLD_MAX = 4
+WORLD_MAX = 3
 MAX_ZOOM = 14
 EXTENT = 4096
 
@@ -205,7 +205,7 @@ def vector(out, geo):
     land10 = unary_union([g for _, g in c10 if g.intersects(near)]).intersection(near)
     borders110 = borders(c110)
     borders10 = [l.intersection(near) for l in borders([(p, g) for p, g in c10 if g.intersects(near)])]
-    world_places = [p for p in all_places if p[3] >= 1_000_000]
+    world_places = [p for p in all_places if p[3] >= 2_000_000]
     local_places = [p for p in all_places if REGION[0] - 0.3 <= p[2] <= REGION[2] + 0.3 and REGION[1] - 0.3 <= p[1] <= REGION[3] + 0.3]
     roads = synthetic_roads(local_places)
     buildings = synthetic_buildings([p for p in local_places if region.contains(box(p[2], p[1], p[2], p[1]).centroid)])
