@@ -17,6 +17,8 @@ public final class PMTilesArchive: Sendable {
     /// Identifies this archive's bytes for strong ETags: a hash of the header, the root directory and
     /// the file's size, so another archive at the same path gives other tags.
     public let fingerprint: String
+    /// `"fingerprint-`: a tile's ETag is this and its offset (built once, used per request).
+    let etagPrefix: String
     private let fd: Int32
     private let fileSize: UInt64
     private let root: PMTilesDirectory
@@ -60,6 +62,7 @@ public final class PMTilesArchive: Sendable {
             hash.add(rootBytes)
             hash.add(String(size).utf8)
             fingerprint = String(hash.value, radix: 36)
+            etagPrefix = "\"" + fingerprint + "-"
         } catch {
             close(fd)
             throw error
@@ -107,16 +110,19 @@ public final class PMTilesArchive: Sendable {
         guard length >= 0, offset + UInt64(length) <= fileSize else {
             throw PMTilesError.truncated("the \(what) (\(length) bytes at \(offset)) ends past the end of the file (\(fileSize) bytes)")
         }
-        var bytes = [UInt8](repeating: 0, count: length)
-        var done = 0
-        while done < length {
-            let n = bytes.withUnsafeMutableBytes { buffer in
-                pread(fd, buffer.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+        // Uninitialised: pread fills every byte or the read throws.
+        var failedAt: UInt64?
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            var done = 0
+            while done < length {
+                let n = pread(fd, buffer.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { failedAt = offset + UInt64(done); break }
+                done += n
             }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw PMTilesError.truncated("reading the \(what) failed at byte \(offset + UInt64(done))") }
-            done += n
+            count = failedAt == nil ? length : 0
         }
+        if let failedAt { throw PMTilesError.truncated("reading the \(what) failed at byte \(failedAt)") }
         return bytes
     }
 

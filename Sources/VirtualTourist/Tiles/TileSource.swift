@@ -79,8 +79,12 @@ enum TileSources {
     }
 
     static func acceptsGzip(_ request: HTTPRequest) -> Bool {
-        guard let header = request.headers["Accept-Encoding"]?.lowercased() else { return false }
-        return header.split(separator: ",").contains { part in
+        guard let header = request.headers["Accept-Encoding"] else { return false }
+        // Every tile request passes here: the common "gzip, deflate, br" answers without parsing.
+        let lower = header.lowercased()
+        guard lower.contains("gzip") else { return false }
+        if !lower.contains("q=") { return true }
+        return lower.split(separator: ",").contains { part in
             let fields = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
             return fields.first == "gzip" && !fields.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" }
         }
@@ -117,7 +121,7 @@ final class ArchiveTileSource: TileSource {
 
     func response(z: Int, x: Int, y: Int, request: HTTPRequest) throws -> HTTPResponse {
         guard let tile = try archive.tile(z: z, x: x, y: y) else { return TileSources.notFound() }
-        let etag = "\"\(archive.fingerprint)-\(String(tile.offset, radix: 36))\""
+        let etag = archive.etagPrefix + String(tile.offset, radix: 36) + "\""
         var response: HTTPResponse
         if TileSources.matches(request, etag: etag) {
             response = HTTPResponse(status: .notModified)
