@@ -59,7 +59,9 @@ import Glibc
     }
 
     @Test func readsTheUSGSWebPArchiveAndItsMetadata() throws {
-        let archive = try PMTilesArchive(path: "\(Self.fixtures)/usgs-mt-whitney-z8-15-webp.pmtiles")
+        // A memory cache smaller than the archive (2 MB of tiles): tiles keep coming back exact
+        // while it evicts, and it stays within its budget.
+        let archive = try PMTilesArchive(path: "\(Self.fixtures)/usgs-mt-whitney-z8-15-webp.pmtiles", tileCacheBytes: 1_000_000)
         let h = archive.header
         #expect(h.tileType == .webp && h.minZoom == 8 && h.maxZoom == 15 && h.addressedTiles == 50)
         #expect(abs(h.bounds.0 - -118.31982) < 1e-6 && abs(h.bounds.3 - 36.59301) < 1e-6)
@@ -67,6 +69,8 @@ import Glibc
         #expect(archive.metadata["attribution"] as? String == "Created by QGIS algorithm: Generate XYZ tiles (Directory)")
         #expect(archive.metadata["tileSize"] as? String == "512")
         try readsExactly("usgs-mt-whitney-z8-15-webp", archive: archive)
+        try readsExactly("usgs-mt-whitney-z8-15-webp", archive: archive)
+        #expect(archive.cachedTileBytes > 0 && archive.cachedTileBytes <= 1_000_000)
     }
 
     /// make-tiles.py leaves: the content of tile 8/x/y, or nil (the same rule as leaf_tile there).

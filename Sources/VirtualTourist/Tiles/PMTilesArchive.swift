@@ -23,11 +23,14 @@ public final class PMTilesArchive: Sendable {
     private let fileSize: UInt64
     private let root: PMTilesDirectory
     private let leaves: DirectoryCache
+    private let hot: TileCache
 
     /// Opens and checks the archive: everything the header points at must lie inside the file, the
     /// compressions must be ones we read (none or gzip for directories), and the root directory and
     /// metadata must decode. Any failure is a `PMTilesError` whose text says what is wrong.
-    public init(path: String, directoryCacheEntries: Int = 4096) throws {
+    /// `tileCacheBytes`: recently served tiles kept in memory, so a hot tile costs neither a read
+    /// nor a fresh buffer (the response shares the cached bytes).
+    public init(path: String, directoryCacheEntries: Int = 4096, tileCacheBytes: Int = 64 * 1024 * 1024) throws {
         self.path = path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw PMTilesError.cannotOpen(path, String(cString: strerror(errno))) }
@@ -57,6 +60,7 @@ public final class PMTilesArchive: Sendable {
             self.fd = fd
             self.fileSize = size
             self.leaves = DirectoryCache(capacity: directoryCacheEntries)
+            self.hot = TileCache(capacity: tileCacheBytes)
             var hash = FNV1a()
             hash.add(headerBytes)
             hash.add(rootBytes)
@@ -80,11 +84,13 @@ public final class PMTilesArchive: Sendable {
         for _ in 0..<4 {
             guard let entry = directory.find(id) else { return nil }
             if entry.runLength > 0 {
+                if let bytes = hot.get(entry.offset) { return PMTilesTile(bytes: bytes, offset: entry.offset) }
                 let offset = header.tileDataOffset + entry.offset
                 guard entry.offset + UInt64(entry.length) <= header.tileDataLength else {
                     throw PMTilesError.corrupt("tile \(z)/\(x)/\(y) points past the tile data section")
                 }
                 let bytes = try Self.read(fd: fd, offset: offset, length: Int(entry.length), fileSize: fileSize, what: "tile")
+                hot.put(entry.offset, bytes)
                 return PMTilesTile(bytes: bytes, offset: entry.offset)
             }
             directory = try leaf(offset: entry.offset, length: entry.length)
@@ -105,6 +111,7 @@ public final class PMTilesArchive: Sendable {
     }
 
     public var cachedLeafDirectories: Int { leaves.count }
+    public var cachedTileBytes: Int { hot.bytes }
 
     static func read(fd: Int32, offset: UInt64, length: Int, fileSize: UInt64, what: String) throws -> [UInt8] {
         guard length >= 0, offset + UInt64(length) <= fileSize else {
@@ -426,6 +433,48 @@ final class DirectoryCache: Sendable {
     }
 
     var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// Tile bytes by their offset in the tile data, up to `capacity` bytes, least recently used out
+/// first (the oldest eighth of the budget at once, so the scan is paid rarely).
+final class TileCache: Sendable {
+    private struct State {
+        var entries: [UInt64: (bytes: [UInt8], used: UInt64)] = [:]
+        var clock: UInt64 = 0
+        var bytes = 0
+    }
+    private let state = Mutex(State())
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(0, capacity) }
+
+    func get(_ key: UInt64) -> [UInt8]? {
+        guard capacity > 0 else { return nil }
+        return state.withLock { s in
+            guard let hit = s.entries[key] else { return nil }
+            s.clock += 1
+            s.entries[key]!.used = s.clock
+            return hit.bytes
+        }
+    }
+
+    func put(_ key: UInt64, _ bytes: [UInt8]) {
+        guard bytes.count <= capacity / 16 else { return }   // a few huge tiles must not flush the rest
+        state.withLock { s in
+            s.clock += 1
+            if let old = s.entries.updateValue((bytes, s.clock), forKey: key) { s.bytes -= old.bytes.count }
+            s.bytes += bytes.count
+            guard s.bytes > capacity else { return }
+            let target = capacity - capacity / 8
+            for victim in s.entries.sorted(by: { $0.value.used < $1.value.used }) {
+                guard s.bytes > target else { break }
+                s.entries[victim.key] = nil
+                s.bytes -= victim.value.bytes.count
+            }
+        }
+    }
+
+    var bytes: Int { state.withLock { $0.bytes } }
 }
 
 /// 64-bit FNV-1a: a fingerprint for ETags, not a defence against anyone.
