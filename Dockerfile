@@ -23,7 +23,9 @@ COPY script/packages.txt /tmp/packages.txt
 RUN apt-get update \
  && awk '$1 == "run" { print $2 }' /tmp/packages.txt | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/packages.txt \
- && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist \
+ && mkdir -p /data/maps /data/tile-cache \
+ && chown 10001 /data/tile-cache
 WORKDIR /app
 COPY --from=build /out/bin/ /app/bin/
 COPY Public Public
@@ -32,7 +34,8 @@ COPY Sources/PhotoFixture/Photos fixture-photos
 ENV HOST=0.0.0.0 \
     PORT=8080 \
     PUBLIC_DIR=/app/Public \
-    MIGRATIONS_DIR=/app/migrations
+    MIGRATIONS_DIR=/app/migrations \
+    TILE_CACHE_DIR=/data/tile-cache
 USER 10001
 EXPOSE 8080
 # docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.

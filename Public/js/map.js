@@ -4,6 +4,7 @@ import {
   project, unproject, clampZoom, worldSize, visibleTiles, tileURL, basemapLevel, decodeRing,
   LRU, backoff, MAX_ZOOM,
 } from "./geo.js";
+import { VectorTiles } from "./vector.js";
 
 const LONG_PRESS_MS = 500;
 const LONG_PRESS_SLOP = 6;          // px the pointer may wander during a press-and-hold
@@ -12,6 +13,15 @@ const SEA = "#a9cfe0";
 const LAND = "#f3efe4";
 const BORDER = "#b7ab93";
 const COAST = "#8fa9b4";
+
+/** Whether a tile overlaps the archive's bounds (west, south, east, north in degrees). */
+function tileInBounds(t, bounds) {
+  if (!bounds) return true;
+  const n = Math.pow(2, t.z);
+  const west = t.x / n * 360 - 180, east = (t.x + 1) / n * 360 - 180;
+  const lat = (y) => unproject(0, y / n).lat;
+  return east > bounds[0] && west < bounds[2] && lat(t.y) > bounds[1] && lat(t.y + 1) < bounds[3];
+}
 
 export class MapView {
   constructor(canvas, { lat, lon, zoom, tileTemplate = "none", interactive = true }) {
@@ -38,7 +48,21 @@ export class MapView {
     new ResizeObserver(() => { this.resize(); this.redraw(); }).observe(canvas);
     if (interactive) this.attachInput();
     this.loadCell(0, 0, 0);
+    if (this.tileTemplate) this.loadTileInfo();
     this.redraw();
+  }
+
+  /** What /tiles serves (format, zoom range, bounds): vector tiles get their own layer, raster
+   *  tiles are asked for only inside the archive's zooms and bounds. */
+  loadTileInfo(attempt = 1) {
+    fetch("/tiles.json")
+      .then((r) => { if (!r.ok) throw new Error(r.status); return r.json(); })
+      .then((info) => {
+        this.tileInfo = info;
+        if (info.format === "mvt") this.vector = new VectorTiles(info, () => this.redraw());
+        this.redraw();
+      })
+      .catch(() => { if (attempt < 5) setTimeout(() => this.loadTileInfo(attempt + 1), backoff(attempt) * 1000); });
   }
 
   // ----- view -----
@@ -187,8 +211,10 @@ export class MapView {
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.fillStyle = SEA;
     ctx.fillRect(0, 0, this.width, this.height);
-    const rasterComplete = this.tileTemplate ? this.drawTiles(ctx) : false;
-    if (!rasterComplete) this.drawBasemap(ctx);
+    // Tiles from /tiles when configured; where they are missing, the built-in map beneath.
+    if (this.vector) this.vector.draw(ctx, this, () => this.drawBasemap(ctx));
+    else if (this.tileTemplate && this.tileInfo) this.drawTiles(ctx);
+    else this.drawBasemap(ctx);
     for (const layer of this.layers) layer.draw(ctx, this);
     const v = this.view;
     const ds = this.canvas.parentElement.dataset;
@@ -198,31 +224,35 @@ export class MapView {
     ds.frames = String(this.frames + 1);
   }
 
-  /** Raster tiles, with lower-zoom tiles scaled up where a tile has not arrived. True when every
-   *  visible tile was drawn at its own zoom. */
+  /** Raster tiles, with lower-zoom tiles scaled up where a tile has not arrived, and the last
+   *  zoom of the archive scaled up past its maxzoom. Where some tile is missing, the built-in map
+   *  is drawn first, beneath. True when every visible tile was drawn at its own zoom. */
   drawTiles(ctx) {
     const tiles = visibleTiles(this.center, this.zoom, this.width, this.height);
     const retina = this.dpr > 1.5;
+    const { minzoom = 0, maxzoom = MAX_ZOOM, bounds } = this.tileInfo;
     let complete = true;
+    const plan = [];
     for (const t of tiles) {
-      const own = this.tile(t.z, t.x, t.y, retina);
-      if (own && own.state === "loaded") {
-        ctx.drawImage(own.img, t.left, t.top, t.size + 0.5, t.size + 0.5);
-        continue;
+      if (t.z < minzoom || !tileInBounds(t, bounds)) { complete = false; continue; }
+      const over = Math.max(0, t.z - maxzoom); // overzoom: crop the archive's deepest tile
+      let found = null;
+      for (let up = over; up <= over + 4 && t.z - up >= minzoom; up++) {
+        const key = `${t.z - up}/${t.x >> up}/${t.y >> up}/${retina}`;
+        const entry = up === over ? this.tile(t.z - up, t.x >> up, t.y >> up, retina) : this.tiles.get(key);
+        if (entry && entry.state === "loaded") { found = { entry, up }; break; }
       }
-      complete = false;
-      // Fallback: the parent tiles, cropped and scaled.
-      for (let up = 1; up <= 4 && t.z - up >= 0; up++) {
-        const pz = t.z - up, f = 1 << up;
-        const parent = this.tiles.get(`${pz}/${t.x >> up}/${t.y >> up}/${retina}`);
-        if (parent && parent.state === "loaded") {
-          const sw = parent.img.naturalWidth / f;
-          const sx = (t.x % f) * sw, sy = (t.y % f) * sw;
-          ctx.drawImage(parent.img, sx, sy, sw, sw, t.left, t.top, t.size + 0.5, t.size + 0.5);
-          break;
-        }
-      }
+      if (!found || found.up !== over) complete = false;
+      if (found) plan.push({ t, ...found });
     }
+    if (!complete) this.drawBasemap(ctx);
+    for (const { t, entry, up } of plan) {
+      const f = 1 << up;
+      const sw = entry.img.naturalWidth / f;
+      const sx = (t.x % f) * sw, sy = (t.y % f) * sw;
+      ctx.drawImage(entry.img, sx, sy, sw, sw, t.left, t.top, t.size + 0.5, t.size + 0.5);
+    }
+    this.canvas.parentElement.dataset.rasterTiles = complete ? "ready" : "loading";
     return complete;
   }
 

@@ -40,6 +40,17 @@ struct Configuration {
             c.databasePoolSize = n
         }),
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
+        ("TILES_FILE", "a PMTiles archive (vector or raster) to serve the map from, e.g. /data/region.pmtiles; wins over TILE_URL", { $0.app.tilesFile = $1 }),
+        ("TILE_CACHE_DIR", "where TILE_URL tiles are cached; share it between instances (tile-cache)", { $0.app.tileCacheDirectory = $1 }),
+        ("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", { c, v in
+            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILE_CACHE_MB must be 1–1000000, not \(v)") }
+            c.app.tileCacheBytes = n * 1024 * 1024
+        }),
+        ("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept in memory (4096)", { c, v in
+            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILES_DIRECTORY_CACHE must be 1–1000000, not \(v)") }
+            c.app.tileDirectoryCacheEntries = n
+        }),
+        ("TILE_CONTACT", "an e-mail or URL for the tile server's operators, sent in the proxy's User-Agent (CONTACT_EMAIL)", { $0.app.tileContact = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.app.tileAttribution = $1 }),
         ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr when FLICKR_API_KEY is set, commons otherwise)", { c, v in
             guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }

@@ -125,7 +125,7 @@ import TestSupport
     static let streamingRoutes: Set<String> = ["GET /pins/:id/events"]
 
     /// Routes with parameters that reach no person's data (the same for everyone).
-    static let publicRoutes: Set<String> = ["GET /basemap/:level/:cell"]
+    static let publicRoutes: Set<String> = ["GET /basemap/:level/:cell", "GET /tiles/:z/:x/:y"]
 
     static func encode(_ form: [(String, String)]) -> String {
         form.map { "\(Browser.encode($0.0))=\(Browser.encode($0.1))" }.joined(separator: "&")

@@ -3,7 +3,9 @@
 
 Prints the page weight (HTML + CSS + JS, gzipped), time to the first map frame and to a complete
 basemap, and frame times while panning with 1,000 pins (requestAnimationFrame deltas, median and
-p95). Usage: bench-map.py BASE_URL DATABASE_URL
+p95). Usage: bench-map.py BASE_URL DATABASE_URL [LAT,LON,ZOOM]
+With LAT,LON,ZOOM (a server with TILES_FILE set) the pins and the view are there instead, and the
+map waits for its vector tiles: frame times over street-level tiles.
 """
 import gzip, json, random, subprocess, sys, time, urllib.request
 
@@ -12,6 +14,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 base, database_url = sys.argv[1], sys.argv[2]
+vector_view = [float(v) for v in sys.argv[3].split(",")] if len(sys.argv) > 3 else None
 
 options = webdriver.ChromeOptions()
 for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,800"]:
@@ -30,7 +33,7 @@ try:
     cookie = "; ".join("%s=%s" % (c["name"], c["value"]) for c in driver.get_cookies())
     total = 0
     rows = []
-    for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js"]:
+    for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js", "/js/mvt.js", "/js/vector.js"]:
         request = urllib.request.Request(base + path, headers={"Cookie": cookie, "Accept-Encoding": "gzip"})
         with urllib.request.urlopen(request) as response:
             body = response.read()
@@ -42,19 +45,23 @@ try:
         print("  %-16s %6.1f KB" % (path, size / 1024))
     print("  %-16s %6.1f KB   (budget 30 KB)" % ("total", total / 1024))
 
-    # 1,000 pins around Europe, where the saved region will be.
+    # 1,000 pins around Europe, where the saved region will be (or around the vector view).
     user_id = subprocess.check_output(["psql", database_url, "-At", "-c",
                                        "SELECT id FROM users WHERE email = '%s'" % email]).decode().strip()
+    lat0, lon0, zoom0, span_lat, span_lon = (35, -10, 4.5, 25, 40) if not vector_view else \
+        (vector_view[0] - 0.012, vector_view[1] - 0.025, vector_view[2], 0.024, 0.05)
+    center_lat, center_lon = (48, 10) if not vector_view else (vector_view[0], vector_view[1])
     subprocess.check_call(["psql", database_url, "-q", "-c", """
         INSERT INTO pins (user_id, lat, lon, place_name)
-        SELECT %s, 35 + random() * 25, -10 + random() * 40, 'Bench pin ' || g FROM generate_series(1, 1000) g;
-        INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES (%s, 48, 10, 4.5)
-        ON CONFLICT (user_id) DO UPDATE SET center_lat = 48, center_lon = 10, zoom = 4.5;
-        """ % (user_id, user_id)])
+        SELECT %s, %f + random() * %f, %f + random() * %f, 'Bench pin ' || g FROM generate_series(1, 1000) g;
+        INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES (%s, %f, %f, %f)
+        ON CONFLICT (user_id) DO UPDATE SET center_lat = EXCLUDED.center_lat, center_lon = EXCLUDED.center_lon, zoom = EXCLUDED.zoom;
+        """ % (user_id, lat0, span_lat, lon0, span_lon, user_id, center_lat, center_lon, zoom0)])
 
     driver.get(base + "/")
     for _ in range(100):
-        if driver.execute_script("return document.getElementById('map').dataset.basemap === 'ready'"):
+        ready = "vectorTiles" if vector_view else "basemap"
+        if driver.execute_script("return document.getElementById('map').dataset.%s === 'ready'" % ready):
             break
         time.sleep(0.1)
     timing = driver.execute_script("""
@@ -85,7 +92,7 @@ try:
     deltas.sort()
     pins_drawn = driver.execute_script("return document.getElementById('map').dataset.pinsDrawn")
     stats = driver.execute_script("return window.virtualTourist.map.stats()")
-    print("Panning with 1,000 pins (%s in view at the end): %d frames, frame interval median %.1f ms, p95 %.1f ms; "
+    print(("Over vector tiles at zoom %g: " % vector_view[2] if vector_view else "") + "Panning with 1,000 pins (%s in view at the end): %d frames, frame interval median %.1f ms, p95 %.1f ms; "
           "draw time median %.1f ms, p95 %.1f ms (60 fps = 16.7 ms)"
           % (pins_drawn, len(deltas), deltas[len(deltas) // 2], deltas[int(len(deltas) * 0.95)],
              stats["medianDrawMs"], stats["p95DrawMs"]))

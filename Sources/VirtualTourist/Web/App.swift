@@ -20,6 +20,16 @@ public struct AppSettings: Sendable {
     public var tileURL = "none"
     /// Shown on the map when raster tiles are used (their licence usually requires it).
     public var tileAttribution = ""
+    /// A PMTiles archive to serve the map from (takes precedence over tileURL).
+    public var tilesFile: String?
+    /// Leaf directories kept decoded (each up to a few thousand entries); 1 makes every lookup
+    /// read its leaf again, which script/bench tiles uses as the cold case.
+    public var tileDirectoryCacheEntries = 4096
+    /// Where the tile proxy keeps upstream tiles (shared by instances on one volume) and its size cap.
+    public var tileCacheDirectory = "tile-cache"
+    public var tileCacheBytes = 512 * 1024 * 1024
+    /// Named in the proxy's User-Agent (tile servers' usage policies ask for a way to reach the operator).
+    public var tileContact = ""
     /// flickr, commons (Wikimedia Commons, no key) or fixture (a Flickr-compatible server at flickrAPIURL).
     public var photoProvider = "flickr"
     public var flickrAPIKey = ""
@@ -55,6 +65,8 @@ public final class App: Sendable {
     public let workers: AlbumWorkers
     public let events: AlbumEvents
     public let metrics: Metrics
+    /// Where /tiles comes from; nil: the built-in basemap only.
+    public let tiles: (any TileSource)?
     private let listener: PostgresListener
     private let connectionCount = ConnectionGauge()
     private let retention: PhotoRetention
@@ -119,12 +131,16 @@ public final class App: Sendable {
             return response
         }
         web.addAccountRoutes()
+        let tiles = TileSources.make(settings: settings)
+        self.tiles = tiles
+        web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
-        web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings)
+        web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
-        let headers = SecurityHeaders(imageSources: SecurityHeaders.imageSource(forTileURL: settings.tileURL) + provider.imageOrigins)
+        // Tiles come from our own origin (/tiles), so img-src names no tile server.
+        let headers = SecurityHeaders(imageSources: provider.imageOrigins)
         handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
     }
 

@@ -3,8 +3,15 @@ import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebRoutes {
-    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings) {
+    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings, tiles: TileInfo? = nil) {
         let secure = secureCookies
+        // The page names only our own tile route; the script learns the rest from /tiles.json.
+        let settings = {
+            var page = settings
+            page.tileURL = tiles == nil ? "none" : "/tiles/{z}/{x}/{y}"
+            page.tileAttribution = tiles?.attribution ?? ""
+            return page
+        }()
 
         // The session and then one statement for the page (docs/architecture.md, "Pages").
         signedIn("GET", "/") { context in

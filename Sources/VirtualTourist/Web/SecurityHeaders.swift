@@ -6,18 +6,10 @@ import HTTPServer
 struct SecurityHeaders: Middleware {
     let contentSecurityPolicy: String
 
-    /// `imageSources`: origins images may come from besides our own (the raster tile server).
+    /// `imageSources`: origins images may come from besides our own (a photo provider's image
+    /// hosts; map tiles always come through our own /tiles).
     init(imageSources: [String] = []) {
         contentSecurityPolicy = Self.policy(imageSources: imageSources)
-    }
-
-    /// The origin of a tile URL template for img-src; {s} subdomains become a wildcard.
-    static func imageSource(forTileURL template: String) -> [String] {
-        guard template != "none", let schemeEnd = template.range(of: "://") else { return [] }
-        let rest = template[schemeEnd.upperBound...]
-        let host = rest.prefix { $0 != "/" }.replacingOccurrences(of: "{s}", with: "*")
-        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || ".-*:".contains($0) }) else { return [] }
-        return [String(template[..<schemeEnd.upperBound]) + host]
     }
 
     static func policy(imageSources: [String]) -> String { [
