@@ -117,7 +117,18 @@ final class Connection: @unchecked Sendable {
     /// Sends what the kernel takes; the rest waits in the machine for the write source.
     private func flush() {
         while machine.hasUnsentOutput {
-            let n = machine.withUnsentOutput { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            // A head and its body in one gathering send (sendmsg, for MSG_NOSIGNAL).
+            let n = machine.withUnsentPair { first, second -> Int in
+                if second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, Int32(MSG_NOSIGNAL)) }
+                var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                              iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+                return withUnsafeMutableBytes(of: &pieces) { raw in
+                    var message = msghdr()
+                    message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                    message.msg_iovlen = 2
+                    return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                }
+            }
             if n > 0 {
                 perform(machine.sent(n, now: monotonicNanos()))
                 continue

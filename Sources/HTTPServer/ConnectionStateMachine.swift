@@ -94,8 +94,16 @@ struct ConnectionStateMachine {
     private var pending: [Pending] = []
     /// The client asked for 100 Continue for the request now arriving (RFC 9110 §10.1.1).
     private var continueOwed = false
-    private var output: [UInt8] = []
+    /// Output not yet sent, as the pieces it was queued in: a large body stays the array the handler
+    /// made (no copy), small pieces (heads, stream events) are gathered into the last piece, which
+    /// is then ours. The driver sends the first two pieces with one gathering send.
+    private var output: [[UInt8]] = []
+    /// Bytes of `output[0]` already sent.
     private var outputOffset = 0
+    private var unsentCount = 0
+    /// Whether the last piece was built here (small pieces may be appended to it without copying a
+    /// handler's body).
+    private var lastPieceIsOurs = false
     /// Set while the kernel's send buffer is full: when it was found full, or the last progress since.
     /// Non-nil exactly while the driver waits for the socket to become writable.
     private(set) var writeBlockedSince: UInt64?
@@ -122,16 +130,26 @@ struct ConnectionStateMachine {
 
     var awaitingWritable: Bool { writeBlockedSince != nil }
 
-    var hasUnsentOutput: Bool { outputOffset < output.count }
+    var hasUnsentOutput: Bool { unsentCount > 0 }
 
     /// Stop reading further 64 KiB chunks in one go once this much waits unparsed.
     var wantsMoreInput: Bool {
         input == .open && parser.bufferedBytes <= settings.limits.maxBodyBytes + 64 * 1024
     }
 
-    /// Lends the bytes not yet sent; report what the kernel took with `sent`.
+    /// Lends the first piece of what is not yet sent; report what the kernel took with `sent`.
     func withUnsentOutput<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-        output.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+        guard let first = output.first else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return first.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+    }
+
+    /// Lends the first two pieces not yet sent (a head and its body), for one gathering send; the
+    /// second is empty when there is one piece. Report what the kernel took with `sent`.
+    func withUnsentPair<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
+        withUnsentOutput { first in
+            guard output.count > 1 else { return body(first, UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return output[1].withUnsafeBytes { body(first, $0) }
+        }
     }
 
     // MARK: Events from the socket
@@ -174,13 +192,25 @@ struct ConnectionStateMachine {
     mutating func sent(_ count: Int, now: UInt64) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
-        outputOffset += count
-        if outputOffset < output.count {
+        var taken = min(count, unsentCount)
+        unsentCount -= taken
+        while taken > 0 {
+            let left = output[0].count - outputOffset
+            if taken < left {
+                outputOffset += taken
+                break
+            }
+            taken -= left
+            output.removeFirst()
+            outputOffset = 0
+        }
+        if unsentCount > 0 {
             if writeBlockedSince != nil { writeBlockedSince = now }
             return actions
         }
-        output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
+        output.removeAll(keepingCapacity: true)
         outputOffset = 0
+        lastPieceIsOurs = false
         if writeBlockedSince != nil {
             writeBlockedSince = nil
             actions.writable = .stopWaiting
@@ -277,7 +307,7 @@ struct ConnectionStateMachine {
         var actions = ConnectionActions()
         guard case .streaming = answering else { return actions }
         // A client that stops reading must not make us buffer without bound.
-        if output.count - outputOffset > settings.maxStreamBacklog {
+        if unsentCount > settings.maxStreamBacklog {
             close(&actions)
             return actions
         }
@@ -452,15 +482,21 @@ struct ConnectionStateMachine {
         if !hasUnsentOutput { close(&actions) }
     }
 
-    /// Appends to the output, reusing the buffer the last response left behind when it is big
-    /// enough (no allocation per response on a keep-alive connection).
+    /// Small pieces are gathered into the last piece when it is ours; a large one is kept as the
+    /// caller's array, so a 60 KiB body is sent from where the handler put it, never copied.
     private mutating func queue(_ bytes: [UInt8]) {
-        if output.isEmpty && output.capacity < bytes.count {
-            output = bytes
+        guard !bytes.isEmpty else { return }
+        unsentCount += bytes.count
+        if bytes.count <= Self.gatherLimit, lastPieceIsOurs, output.count > 1 || outputOffset == 0 {
+            output[output.count - 1].append(contentsOf: bytes)
         } else {
-            output.append(contentsOf: bytes)
+            output.append(bytes)
+            lastPieceIsOurs = bytes.count <= Self.gatherLimit
         }
     }
+
+    /// Pieces up to this size are copied together (heads, small bodies, stream events).
+    static let gatherLimit = 16 * 1024
 
     /// Leaves `input` and `writeBlockedSince` as they are: the driver reads them to undo its
     /// suspended sources before cancelling them.
@@ -470,6 +506,8 @@ struct ConnectionStateMachine {
         pending.removeAll()
         output = []
         outputOffset = 0
+        unsentCount = 0
+        lastPieceIsOurs = false
         actions.close = true
     }
 
