@@ -201,22 +201,28 @@ public struct AlbumStore: Sendable {
     /// The one photo INSERT: placeholders (status pending, the image still to download) for `photos`,
     /// numbered from `firstPosition` (nil: after the album's last photo). A photo already in the album
     /// (same provider and remote id) is skipped; returns the rows added. The rows travel as one JSON
-    /// array, values still bound, never in the SQL: one round trip for a whole page of results.
+    /// array, values still bound, never in the SQL: one round trip for a whole page of results, and
+    /// `announce` rides along in the same statement (delivered at commit, like any NOTIFY).
     @discardableResult
     private static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
-                                           firstPosition: Int?, _ photos: [RemotePhoto]) throws -> Int {
+                                           firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> Int {
         try db.query("""
-            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                page_url, remote_url, thumbnail_url, date_taken, license_url)
-            SELECT $1, $2, $3,
-                   coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
-                   e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
-                   e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'thumbnailURL', e.p->>'dateTaken',
-                   e.p->>'licenseURL'
-            FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
-            ORDER BY e.n
-            ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
-            """, [pinID, userID, generation, firstPosition, try placeholderRows(photos)]).affectedRows
+            WITH placed AS (
+                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
+                                    page_url, remote_url, thumbnail_url, date_taken, license_url)
+                SELECT $1, $2, $3,
+                       coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
+                       e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
+                       e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'thumbnailURL', e.p->>'dateTaken',
+                       e.p->>'licenseURL'
+                FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
+                ORDER BY e.n
+                ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM placed)::int AS added,
+                   CASE WHEN $7::text IS NOT NULL THEN pg_notify($6, $7) END AS announced
+            """, [pinID, userID, generation, firstPosition, try placeholderRows(photos), eventsChannel, announce?.payload])[0]
+            .decode("added")
     }
 
     /// Remote ids already in the album (the picker marks them).
@@ -286,10 +292,9 @@ public struct AlbumStore: Sendable {
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
             guard updated == 1 else { return false }
-            // All placeholders in one statement: one round trip instead of one per photo.
+            // All placeholders and their announcement in one statement: one round trip, not one per photo.
             try Self.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
-                                        firstPosition: 0, result.photos)
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+                                        firstPosition: 0, result.photos, announce: AlbumChange(userID: job.userID, pinID: job.pinID))
             return true
         }
     }
