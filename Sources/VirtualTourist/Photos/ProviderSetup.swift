@@ -1,5 +1,4 @@
 import Foundation
-import Log
 import Postgres
 
 extension App {
@@ -26,4 +25,3 @@ extension App {
     }
 }
 
-private let providerLogger = Logger(label: "providers")
