@@ -8,15 +8,8 @@ import TestSupport
 /// One test per rule the real services keep and the fixture now keeps too (docs/providers.md): the
 /// fixture shows the rule, the app keeps it.
 @Suite struct ProviderRuleTests {
-    /// A client that may reach the fixture on loopback, as the operator's configured origin may.
-    static func client(for url: String) -> HTTPClient {
-        var options = HTTPClient.Options()
-        options.internalOrigins = [url]
-        return HTTPClient(options: options)
-    }
-
     static func getJSON(_ url: String) throws -> [String: Any] {
-        let response = try client(for: url).get(url)
+        let response = try HTTPClient.trusting(url).get(url)
         return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }
 
@@ -118,8 +111,8 @@ import TestSupport
     @Test func commonsRefusesThumbnailWidthsOffTheStandardSteps() throws {
         let app = try TestApp(workers: true) { $0.photoProvider = "commons" }
         let thumb = app.fixture.baseURL + "/wikipedia/commons/thumb/1/11/Fixture_1000-1.jpg/"
-        #expect(try Self.client(for: thumb).get(thumb + "640px-Fixture_1000-1.jpg").status == 429)
-        #expect(try Self.client(for: thumb).get(thumb + "960px-Fixture_1000-1.jpg").status == 200)
+        #expect(try HTTPClient.trusting(thumb).get(thumb + "640px-Fixture_1000-1.jpg").status == 429)
+        #expect(try HTTPClient.trusting(thumb).get(thumb + "960px-Fixture_1000-1.jpg").status == 200)
         let refusedBefore = app.fixture.refusedThumbnails
 
         let browser = try app.signedUp()

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import HTTPServer
 import PhotoFixture
 import Postgres
@@ -93,5 +94,15 @@ final class TestApp {
             parts.append("\(table)=\(digest)")
         }
         return parts.joined(separator: " ")
+    }
+}
+
+extension HTTPClient {
+    /// A client that may reach `origin` on loopback, as an operator-configured origin may (the
+    /// address guard refuses internal addresses for every origin nobody configured).
+    static func trusting(_ origin: String) -> HTTPClient {
+        var options = HTTPClient.Options()
+        options.internalOrigins = [origin]
+        return HTTPClient(options: options)
     }
 }
