@@ -9,6 +9,12 @@ public struct HTTPLimits: Sendable {
     public var maxHeaderBytes = 32 * 1024
     /// Largest request body, decoded. Past it: 413.
     public var maxBodyBytes = 1024 * 1024
+    /// Longest chunk-size line, extensions included (RFC 9112 §7.1.1 sets none; we ignore
+    /// extensions, so they need no room). Past it: 400.
+    public var maxChunkLineBytes = 256
+    /// Chunked framing (size lines, extensions, CRLFs, trailers) allowed beyond the body's own
+    /// size. Past it: 413, so framing can never cost more than about twice the body.
+    public var maxChunkFramingBytes = 64 * 1024
 
     public init() {}
 }

@@ -35,6 +35,10 @@ public struct RequestParser: Sendable {
     private var start = 0
     private var state: State = .head(HeadScan())
     private var failure: HTTPParseError?
+    /// Bytes of chunked framing (size lines, extensions, CRLFs, trailers) in the current request.
+    /// They carry no body, so they are budgeted separately: without it, one-byte chunks behind
+    /// 1 KiB extensions sent 300 MB on the wire for a 300 KB body.
+    private var framingBytes = 0
 
     private struct HeadScan: Sendable {
         var pos = 0                  // next byte to look at (absolute index)
@@ -77,6 +81,9 @@ public struct RequestParser: Sendable {
     public mutating func append(_ string: String) {
         buffer.append(contentsOf: Array(string.utf8))
     }
+
+    /// Bytes the parser holds, consumed or not: what one connection's input costs in memory.
+    public var retainedBytes: Int { buffer.count }
 
     /// Bytes received but not yet part of a finished request.
     public var bufferedBytes: Int { buffer.count - start }
@@ -130,6 +137,7 @@ public struct RequestParser: Sendable {
 
     private mutating func finish() {
         state = .head(HeadScan())
+        framingBytes = 0
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
             start = 0
@@ -316,6 +324,9 @@ public struct RequestParser: Sendable {
 
     /// Moves body bytes from the buffer into the request. True once the body is complete.
     private mutating func readBody(_ request: inout HTTPRequest, _ framing: inout BodyFraming) throws(HTTPParseError) -> Bool {
+        // Consumed bytes leave the buffer as the body advances, not when the request ends: a slow
+        // body must cost its decoded size, never everything sent for it.
+        defer { dropConsumed() }
         switch framing {
         case .length(let remaining):
             let take = min(remaining, buffer.count - start)
@@ -332,7 +343,8 @@ public struct RequestParser: Sendable {
             while true {
                 switch chunk {
                 case .sizeLine:
-                    guard let line = try takeLine(maxBytes: 1024) else { return false }
+                    guard let line = try takeLine(maxBytes: limits.maxChunkLineBytes) else { return false }
+                    try countFraming(line.count + 2, body: request.body.count)
                     let size = try Self.chunkSize(line)
                     if request.body.count + size > limits.maxBodyBytes {
                         throw HTTPParseError(.contentTooLarge, "body larger than \(limits.maxBodyBytes) bytes")
@@ -350,10 +362,12 @@ public struct RequestParser: Sendable {
                         throw .bad("chunk data not followed by CRLF")
                     }
                     start += 2
+                    try countFraming(2, body: request.body.count)
                     chunk = .sizeLine
                 case .trailers(let fieldLines, let bytes):
                     // RFC 9112 §7.1.2: trailer fields are read and discarded, within the header limits.
                     guard let line = try takeLine(maxBytes: limits.maxHeaderBytes) else { return false }
+                    try countFraming(line.count + 2, body: request.body.count)
                     if line.isEmpty { return true }
                     _ = try parseFieldLine(line)
                     if fieldLines + 1 > limits.maxHeaderCount || bytes + line.count > limits.maxHeaderBytes {
@@ -362,6 +376,27 @@ public struct RequestParser: Sendable {
                     chunk = .trailers(fieldLines: fieldLines + 1, bytes: bytes + line.count)
                 }
             }
+        }
+    }
+
+    /// Chunked framing may cost at most `maxChunkFramingBytes` plus the body so far: generous for
+    /// any real client (a few bytes a chunk), fatal to a body smuggled out in one-byte chunks.
+    private mutating func countFraming(_ bytes: Int, body: Int) throws(HTTPParseError) {
+        framingBytes += bytes
+        if framingBytes > limits.maxChunkFramingBytes + body {
+            throw HTTPParseError(.contentTooLarge, "chunked framing larger than the body it carries")
+        }
+    }
+
+    /// Forgets bytes already moved into the request once they are a sizeable share of the buffer
+    /// (copying the rest down is then cheaper than keeping them).
+    private mutating func dropConsumed() {
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
+            start = 0
+        } else if start > 16 * 1024, start * 2 >= buffer.count {
+            buffer.removeFirst(start)
+            start = 0
         }
     }
 

@@ -14,6 +14,7 @@ public struct CommonsProvider: PhotoProvider {
     public let photosPerPage = 30
     /// GeoSearch answers at most 500 results and has no paging of its own: we page through them.
     static let resultCap = 500
+    public var lastPage: Int { (Self.resultCap + photosPerPage - 1) / photosPerPage }
     public let radiusMetres = 10_000
     /// Wikimedia's rate-limit best practices: 3 concurrent requests or fewer.
     public var downloadConcurrency: Int? { 3 }
@@ -42,7 +43,9 @@ public struct CommonsProvider: PhotoProvider {
         return origin(of: apiURL).map { [$0] } ?? []
     }
 
-    public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
+    public func search(lat: Double, lon: Double, page requested: Int) throws -> PhotoSearchPage {
+        // Clamped here too, not only in the route: `(page - 1) * photosPerPage` below must not trap.
+        let page = min(max(requested, 1), lastPage)
         // 1. The files near the point, nearest first.
         let list = try get([
             ("action", "query"), ("format", "json"), ("formatversion", "2"), ("list", "geosearch"),

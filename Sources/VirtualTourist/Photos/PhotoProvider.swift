@@ -36,6 +36,9 @@ public protocol PhotoProvider: Sendable {
     /// Origins the browser loads picker thumbnails from (added to the Content-Security-Policy).
     var imageOrigins: [String] { get }
     var photosPerPage: Int { get }
+    /// The last page `search` can answer (the service's result window / photosPerPage): the bound
+    /// every page number from a request is clamped to before any arithmetic.
+    var lastPage: Int { get }
     func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage
     /// Images of one album downloaded at once, when the provider asks for restraint.
     var downloadConcurrency: Int? { get }
@@ -101,6 +104,7 @@ public struct FlickrProvider: PhotoProvider {
     static let resultCap = 4000
     /// The last page inside the 4,000-result window.
     static func lastPage(perPage: Int) -> Int { max(1, resultCap / perPage) }
+    public var lastPage: Int { Self.lastPage(perPage: photosPerPage) }
     /// Flickr's default radius; geo queries allow at most 32 km.
     public let radiusKilometres = 5
     static let maxRadiusKilometres = 32

@@ -117,7 +117,7 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
                 throw HTTPError.notFound
             }
-            let page = max(1, Int(context.request.queryValue("page") ?? "") ?? 1)
+            let page = InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
             let result: PhotoSearchPage
             do {
                 result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
@@ -134,7 +134,7 @@ extension WebRoutes {
                 throw HTTPError.notFound
             }
             let chosen = Set(context.request.formItems.filter { $0.name == "photo" }.map(\.value))
-            let page = max(1, Int(context.request.formValue("page") ?? "") ?? 1)
+            let page = InputNumber.page(context.request.formValue("page"), last: provider.lastPage)
             guard !chosen.isEmpty else {
                 return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
             }

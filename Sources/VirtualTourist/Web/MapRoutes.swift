@@ -23,8 +23,9 @@ extension WebRoutes {
         signedIn("GET", "/pins.json") { context in
             var box: (west: Double, south: Double, east: Double, north: Double)?
             if let text = context.request.queryValue("bbox") {
-                let numbers = text.split(separator: ",").compactMap { Double($0) }
-                guard numbers.count == 4, numbers.allSatisfy(\.isFinite) else {
+                let numbers = text.split(separator: ",", omittingEmptySubsequences: false)
+                    .compactMap { InputNumber.decimal(String($0), in: -1000...1000) }
+                guard numbers.count == 4 else {
                     throw HTTPError(.badRequest, "bbox must be west,south,east,north in degrees.")
                 }
                 box = (numbers[0], numbers[1], numbers[2], numbers[3])
@@ -45,8 +46,8 @@ extension WebRoutes {
         signedIn("POST", "/pins") { context in
             let request = context.request
             let wantsJSON = request.headers["Accept"]?.contains("application/json") ?? false
-            var lat = request.formValue("lat").flatMap(Double.init)
-            var lon = request.formValue("lon").flatMap(Double.init)
+            var lat = InputNumber.decimal(request.formValue("lat"), in: -90...90)
+            var lon = InputNumber.decimal(request.formValue("lon"), in: -180...180)
             var placeName: String?
             if lat == nil || lon == nil, let text = request.formValue("place")?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
                 if let point = Coordinates.parse(text) {
@@ -86,8 +87,9 @@ extension WebRoutes {
         // Where the map was left. POST with a form body, so navigator.sendBeacon can send it on pagehide.
         signedIn("POST", "/region") { context in
             let form = context.request
-            guard let lat = form.formValue("lat").flatMap(Double.init), let lon = form.formValue("lon").flatMap(Double.init),
-                  let zoom = form.formValue("zoom").flatMap(Double.init) else {
+            guard let lat = InputNumber.decimal(form.formValue("lat"), in: -90...90),
+                  let lon = InputNumber.decimal(form.formValue("lon"), in: -180...180),
+                  let zoom = InputNumber.decimal(form.formValue("zoom"), in: 0...30) else {
                 throw HTTPError(.unprocessableContent, "lat, lon and zoom are required.")
             }
             let region = MapRegion(lat: lat, lon: lon, zoom: zoom)
@@ -103,9 +105,8 @@ extension WebRoutes {
         }
 
         signedIn("GET", "/places/nearest") { context in
-            guard let lat = context.request.queryValue("lat").flatMap(Double.init),
-                  let lon = context.request.queryValue("lon").flatMap(Double.init),
-                  (-90...90).contains(lat), (-180...180).contains(lon) else {
+            guard let lat = InputNumber.decimal(context.request.queryValue("lat"), in: -90...90),
+                  let lon = InputNumber.decimal(context.request.queryValue("lon"), in: -180...180) else {
                 throw HTTPError(.badRequest, "lat and lon are required, in degrees.")
             }
             guard let found = places().nearest(lat: lat, lon: lon) else {
@@ -152,8 +153,8 @@ extension WebRoutes {
 
     /// ?page=N of the plain list: 1 up to a bound, anything else is page 1.
     static func listPage(_ request: HTTPRequest) -> Int {
-        guard let text = request.queryValue("page"), text.count <= 6, let page = Int(text), page >= 1 else { return 1 }
-        return page
+        // No upper bound needed past the offset's range: a page past the end lists nothing.
+        InputNumber.page(request.queryValue("page"), last: 1_000_000)
     }
 
     static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings, page: Int) throws -> MapPage.Model {
