@@ -11,6 +11,9 @@ struct Configuration {
     // app's own (AppSettings), so no default is written down twice.
     var host = "127.0.0.1"
     var port = 8080
+    /// A second listener for /metrics alone, without a token (nil: none).
+    var metricsPort: Int?
+    var metricsHost = "127.0.0.1"
     var databaseURL: String?
     var logLevel = Logger.Level.info
     var databasePoolSize = 16
@@ -96,7 +99,12 @@ struct Configuration {
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),
-        ("METRICS_TOKEN", "lets /metrics be read from outside private networks with Authorization: Bearer TOKEN", { $0.app.metricsToken = $1 }),
+        ("METRICS_TOKEN", "serves /metrics on the public port to requests with Authorization: Bearer TOKEN (unset: not there)", { $0.app.metricsToken = $1 }),
+        ("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", { c, v in
+            guard let n = Int(v), (1...65535).contains(n) else { throw Invalid(description: "METRICS_PORT must be 1–65535, not \(v)") }
+            c.metricsPort = n
+        }),
+        ("METRICS_HOST", "address of the metrics port; keep it private (127.0.0.1)", { $0.metricsHost = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
             c.logLevel = level

@@ -96,6 +96,22 @@ func serve(_ configuration: Configuration) -> Never {
     } catch {
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }
+    // /metrics without a token, on a port only Prometheus should reach (docs/operations in README).
+    var metricsServer: HTTPServer?
+    if let port = configuration.metricsPort {
+        var metricsConfiguration = ServerConfiguration()
+        metricsConfiguration.host = configuration.metricsHost
+        metricsConfiguration.port = port
+        metricsConfiguration.handlerConcurrency = 2
+        metricsConfiguration.accessLog = nil
+        let server = HTTPServer(configuration: metricsConfiguration, handler: app.metricsHandler(pool: pool))
+        do {
+            try server.start()
+        } catch {
+            fail("cannot listen for metrics on \(configuration.metricsHost):\(port): \(error)")
+        }
+        metricsServer = server
+    }
 
     // SIGTERM (docker stop) and SIGINT (Ctrl-C): stop accepting, finish what is in flight, exit.
     let signalQueue = DispatchQueue(label: "signals")
@@ -106,6 +122,7 @@ func serve(_ configuration: Configuration) -> Never {
         source.setEventHandler {
             log.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
             app.stopBackgroundWork()
+            metricsServer?.shutdown(gracePeriod: 1)
             server.shutdown()
             exit(0)
         }

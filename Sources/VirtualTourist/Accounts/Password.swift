@@ -6,7 +6,9 @@ import Foundation
 /// pgcrypto's `crypt('new password', gen_salt('bf'))` and that sign-in works.
 public enum Password {
     public static let minimumLength = 10
-    public static let maximumLength = 1024
+    /// libxcrypt refuses passphrases of 512 bytes or more (the hash then fails, which was a 500);
+    /// 256 bytes is far above any passphrase a person types and well inside that limit.
+    public static let maximumLength = 256
 
     /// Why a new password is refused, in words for the form.
     public static func problem(with password: String) -> String? {

@@ -380,21 +380,6 @@ public struct AlbumStore: Sendable {
             """, [job.id, reason, delay])
     }
 
-    /// Gives up: the job failed and the pin says why (the album page offers Retry).
-    func fail(_ job: AlbumJob, reason: String) throws {
-        try pool.transaction { db in
-            try db.query("""
-                UPDATE album_jobs SET state = \(JobState.failed.sql), finished_at = now(), last_error = $2, locked_by = NULL, locked_until = NULL
-                WHERE id = $1
-                """, [job.id, reason])
-            try db.query("""
-                UPDATE pins SET status = \(PinStatus.failed.sql), error = $4, waiting = NULL, retryable = true, updated_at = now()
-                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
-                """, [job.pinID, job.userID, job.generation, reason])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
-        }
-    }
-
     func notifyEvent(userID: Int64, pinID: Int64) throws {
         try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
     }

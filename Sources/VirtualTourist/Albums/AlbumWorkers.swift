@@ -175,7 +175,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                 try store.retryLater(job, reason: reason, afterSeconds: delay)
             } else {
                 logger.warning("album of pin \(job.pinID) failed: \(reason)")
-                try store.fail(job, reason: Self.sentence(reason))
+                // People read a fixed phrase; the detail (which may name a database error or a URL)
+                // stays in the log and in album_jobs.last_error for the administrator.
+                try store.fail(job, phrase: Self.failedPhrase, detail: reason, retryable: true)
             }
         } catch {
             logger.error("recording the failure of job \(job.id) failed: \(error)")
@@ -310,8 +312,5 @@ public final class AlbumWorkers: @unchecked Sendable {
         return Set(1...total).subtracting([shown.last ?? 0]).randomElement() ?? 1
     }
 
-    static func sentence(_ reason: String) -> String {
-        guard let first = reason.first else { return reason }
-        return first.uppercased() + reason.dropFirst() + (reason.hasSuffix(".") ? "" : ".")
-    }
+    static let failedPhrase = "The photos could not be downloaded. Try again in a while."
 }

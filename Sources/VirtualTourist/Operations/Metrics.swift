@@ -63,12 +63,4 @@ public final class Metrics: Sendable {
         out += "vt_photo_downloads_total{result=\"ok\"} \(s.downloadsOK)\nvt_photo_downloads_total{result=\"failed\"} \(s.downloadsFailed)\n"
         return out
     }
-
-    /// Loopback and private networks (a Prometheus next to the app, docker's bridge).
-    static func isLocal(_ address: String) -> Bool {
-        if address == "::1" || address.hasPrefix("127.") || address.hasPrefix("10.") || address.hasPrefix("192.168.") { return true }
-        if address.hasPrefix("::ffff:") { return isLocal(String(address.dropFirst(7))) }
-        if address.hasPrefix("172."), let second = Int(address.split(separator: ".").dropFirst().first ?? ""), (16...31).contains(second) { return true }
-        return address.hasPrefix("fc") || address.hasPrefix("fd")
-    }
 }

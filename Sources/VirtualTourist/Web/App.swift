@@ -9,8 +9,8 @@ import Dispatch
 public struct AppSettings: Sendable {
     public var publicDirectory = "Public"
     public var migrationsDirectory = "migrations"
-    /// Lets /metrics be read from anywhere with "Authorization: Bearer TOKEN" (local addresses
-    /// need no token).
+    /// Lets /metrics be read on the public port with "Authorization: Bearer TOKEN"; without it,
+    /// /metrics is only on the metrics port.
     public var metricsToken: String?
     /// The address people use (https://photos.example.org); https makes cookies Secure.
     public var publicURL: String?
@@ -51,7 +51,8 @@ public struct AppSettings: Sendable {
 
     public init() {}
 
-    var cookiesAreSecure: Bool { secureCookies || (publicURL?.lowercased().hasPrefix("https://") ?? false) }
+    var publicURLIsHTTPS: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }
+    var cookiesAreSecure: Bool { secureCookies || publicURLIsHTTPS }
 }
 
 /// The whole web app as one HTTP handler (routes, static files, security headers, error pages),
@@ -117,18 +118,15 @@ public final class App: Sendable {
                 return .text("not ready: \(error)", status: .serviceUnavailable)
             }
         }
-        let counter = connectionCount, token = settings.metricsToken
+        let token = settings.metricsToken, counter = connectionCount
+        let render: @Sendable () throws -> HTTPResponse = { try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read()) }
+        // On the public port only with the token: behind a reverse proxy every request comes from
+        // the proxy's (local) address, so no address can stand in for it. Without a token it is
+        // served on METRICS_PORT alone (metricsHandler).
         web.plain("/metrics") { request in
-            let authorized = token.map { request.headers["Authorization"] == "Bearer \($0)" } ?? false
-            guard Metrics.isLocal(request.remoteAddress) || authorized else { throw HTTPError.notFound }
-            var jobs: [String: Int] = [:]
-            for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
-                jobs[try row.decode("state")] = try row.decode("n")
-            }
-            let text = metrics.render(openConnections: counter.read(), pool: pool.statistics, jobs: jobs)
-            var response = HTTPResponse.text(text)
-            response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            return response
+            guard let token, !token.isEmpty, let sent = request.headers["Authorization"],
+                  constantTimeEqual(Array(sent.utf8), Array("Bearer \(token)".utf8)) else { throw HTTPError.notFound }
+            return try render()
         }
         web.addAccountRoutes()
         let tiles = TileSources.make(settings: settings)
@@ -140,7 +138,7 @@ public final class App: Sendable {
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
-        let headers = SecurityHeaders(imageSources: provider.imageOrigins)
+        let headers = SecurityHeaders(imageSources: provider.imageOrigins, strictTransportSecurity: settings.publicURLIsHTTPS)
         handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
     }
 
@@ -152,6 +150,27 @@ public final class App: Sendable {
         let parts = [publicURL.map { "instance: \($0)" }, contact].compactMap { $0 }.filter { !$0.isEmpty }
         let safe = parts.joined(separator: "; ").filter { !$0.isNewline && $0 != "(" && $0 != ")" }
         return safe.isEmpty ? base : base + " (\(safe))"
+    }
+
+    /// /metrics as Prometheus text: counters, the pool, and album jobs by state.
+    static func metricsResponse(pool: PostgresPool, metrics: Metrics, openConnections: Int) throws -> HTTPResponse {
+        var jobs: [String: Int] = [:]
+        for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
+            jobs[try row.decode("state")] = try row.decode("n")
+        }
+        let text = metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs)
+        var response = HTTPResponse.text(text)
+        response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        return response
+    }
+
+    /// The handler of the separate metrics listener (METRICS_PORT): /metrics without a token, since
+    /// only what can reach that port (loopback by default, or a private network) can ask.
+    public func metricsHandler(pool: PostgresPool) -> any HTTPHandler {
+        var router = Router()
+        let metrics = metrics, counter = connectionCount
+        router.get("/metrics") { _ in try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read()) }
+        return router
     }
 
     /// Lets /metrics report the server's open connections, and counts every response.

@@ -101,7 +101,7 @@ struct WebRoutes: Sendable {
     private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool,
                             _ handler: (RequestContext) throws -> HTTPResponse) throws -> HTTPResponse {
         let roundTripsBefore = RoundTrips.onThisThread
-        let cookies = Cookies.parse(request)
+        let cookies = Cookies.parse(request, secure: secure)
         var setCookies: [String] = []
 
         var session: Session?
@@ -129,6 +129,12 @@ struct WebRoutes: Sendable {
             }
         }
 
+        // A NUL would be cut off (or refused with an error) by libpq, other controls by nothing at all:
+        // any text field carrying one is refused here, by name, before a handler sees it.
+        if let field = controlCharacterField(in: request) {
+            throw HTTPError(.badRequest, "The field “\(field.prefix(40))” contains a control character (such as NUL). Remove it and try again; nothing was changed.")
+        }
+
         let flash = cookies[Cookies.flash].flatMap { FormDecoding.percentDecode($0) }
         let context = RequestContext(request: request, session: session, csrfToken: csrfToken, flash: flash)
         var response = try handler(context)
@@ -146,6 +152,18 @@ struct WebRoutes: Sendable {
         if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
         if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
         return response
+    }
+
+    /// The first query or form field whose value holds a C0 control other than tab, CR and LF, or DEL.
+    static func controlCharacterField(in request: HTTPRequest) -> String? {
+        func hasControl(_ text: String) -> Bool {
+            text.utf8.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
+        }
+        var items = request.queryItems
+        if let type = request.headers["Content-Type"]?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") {
+            items += request.formItems
+        }
+        return items.first { hasControl($0.value) || hasControl($0.name) }.map { String(decoding: $0.name.utf8.filter { $0 >= 0x20 && $0 != 0x7F }, as: UTF8.self) }
     }
 
     private static func formValue(_ name: String, of request: HTTPRequest) -> String? {

@@ -8,13 +8,22 @@ enum Cookies {
     static let anonymousCSRF = "vt_csrf"
     static let flash = "vt_flash"
 
-    /// Cookies of a request (RFC 6265 §5.4: "name=value" pairs separated by "; ").
-    static func parse(_ request: HTTPRequest) -> [String: String] {
+    /// Over https every cookie is named `__Host-…`: browsers then accept it only with Secure, Path=/
+    /// and no Domain, so a neighbouring subdomain cannot plant or shadow a session or CSRF cookie.
+    static let securePrefix = "__Host-"
+
+    /// Cookies of a request (RFC 6265 §5.4: "name=value" pairs separated by "; "), by their names
+    /// without the prefix. When secure, cookies without the prefix are ignored: anyone could have set them.
+    static func parse(_ request: HTTPRequest, secure: Bool = false) -> [String: String] {
         var cookies: [String: String] = [:]
         for header in request.headers.values("Cookie") {
             for pair in header.split(separator: ";") {
                 guard let eq = pair.firstIndex(of: "=") else { continue }
-                let name = pair[..<eq].trimmingSpaces
+                var name = pair[..<eq].trimmingSpaces
+                if secure {
+                    guard name.hasPrefix(securePrefix) else { continue }
+                    name = String(name.dropFirst(securePrefix.count))
+                }
                 let value = pair[pair.index(after: eq)...].trimmingSpaces
                 // The first wins: browsers send the most specific path first.
                 if cookies[name] == nil { cookies[name] = value }
@@ -23,9 +32,9 @@ enum Cookies {
         return cookies
     }
 
-    /// HttpOnly and SameSite=Lax always; Secure when the site is served over https.
+    /// HttpOnly and SameSite=Lax always; Secure and the `__Host-` prefix when the site is served over https.
     static func set(_ name: String, _ value: String, maxAge: Int?, secure: Bool) -> String {
-        var line = "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"
+        var line = "\(secure ? securePrefix : "")\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"
         if let maxAge { line += "; Max-Age=\(maxAge)" }
         if secure { line += "; Secure" }
         return line

@@ -5,11 +5,16 @@ import HTTPServer
 /// 'none' stops clickjacking of the pin and delete buttons.
 struct SecurityHeaders: Middleware {
     let contentSecurityPolicy: String
+    /// Strict-Transport-Security when the public address is https: after one visit the browser never
+    /// tries plain http again, so no one on the path can strip TLS from a later visit. A year, and
+    /// not includeSubDomains: the other hosts of the domain are not ours to commit.
+    let strictTransportSecurity: Bool
 
     /// `imageSources`: origins images may come from besides our own (a photo provider's image
     /// hosts; map tiles always come through our own /tiles).
-    init(imageSources: [String] = []) {
+    init(imageSources: [String] = [], strictTransportSecurity: Bool = false) {
         contentSecurityPolicy = Self.policy(imageSources: imageSources)
+        self.strictTransportSecurity = strictTransportSecurity
     }
 
     static func policy(imageSources: [String]) -> String { [
@@ -36,5 +41,6 @@ struct SecurityHeaders: Middleware {
         response.headers.set("X-Content-Type-Options", "nosniff")
         response.headers.set("Referrer-Policy", "same-origin")
         response.headers.set("X-Frame-Options", "DENY")
+        if strictTransportSecurity { response.headers.set("Strict-Transport-Security", "max-age=31536000") }
     }
 }
