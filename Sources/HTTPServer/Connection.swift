@@ -166,7 +166,8 @@ final class Connection: @unchecked Sendable {
         let now = monotonicNanos()
         let seconds = Double(now > record.started ? now - record.started : 0) / 1e9
         accessLog(AccessLogEntry(method: record.method, path: record.path, status: record.status,
-                                 bytes: record.bytes, seconds: seconds, remoteAddress: machine.settings.remoteAddress))
+                                 bytes: record.bytes, seconds: seconds,
+                                 remoteAddress: record.client.isEmpty ? machine.settings.remoteAddress : record.client))
     }
 
     // MARK: Closing

@@ -24,6 +24,7 @@ struct ConnectionStateMachine {
         /// A stream's unsent bytes past which its client is taken to have stopped reading.
         var maxStreamBacklog = 1024 * 1024
         var remoteAddress = ""
+        var trustedProxies = TrustedProxies()
         var errorPage: ErrorPageRenderer = DefaultErrorPage.render
         /// The Date header's text (RFC 9110 §6.6.1); the driver passes `HTTPDate.now`, tests a constant.
         var date: @Sendable () -> String = { HTTPDate.now }
@@ -37,6 +38,7 @@ struct ConnectionStateMachine {
             writeTimeout = Self.nanos(configuration.writeTimeout)
             errorPage = configuration.errorPage
             self.remoteAddress = remoteAddress
+            trustedProxies = configuration.trustedProxies
         }
 
         static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
@@ -49,6 +51,8 @@ struct ConnectionStateMachine {
         let version: HTTPVersion
         let keepAlive: Bool
         let started: UInt64
+        /// The client as the access log names it (behind a trusted proxy, not the proxy).
+        var client = ""
         var isHead: Bool { method == "HEAD" }
     }
 
@@ -392,7 +396,7 @@ struct ConnectionStateMachine {
                 guard let event = try parser.next() else { break }
                 switch event {
                 case .request(var request):
-                    request.remoteAddress = settings.remoteAddress
+                    request.remoteAddress = settings.trustedProxies.clientAddress(peer: settings.remoteAddress, headers: request.headers)
                     pending.append(.request(request))
                     // The request the 100 was for is complete: nothing is owed any more.
                     continueOwed = false
@@ -426,7 +430,7 @@ struct ConnectionStateMachine {
                 respondToFailure(error, &actions, now: now)
             case .request(let request):
                 answering = .handling(Exchange(method: request.method, path: request.path, version: request.version,
-                                               keepAlive: request.keepAlive, started: now))
+                                               keepAlive: request.keepAlive, started: now, client: request.remoteAddress))
                 actions.handle = request
             }
             return
@@ -548,17 +552,20 @@ struct ResponseLogRecord: Equatable {
     let status: Int
     let bytes: Int
     let started: UInt64
+    /// Empty: the connection's peer.
+    var client = ""
 
-    init(method: String, path: String, status: Int, bytes: Int, started: UInt64) {
+    init(method: String, path: String, status: Int, bytes: Int, started: UInt64, client: String = "") {
         self.method = method
         self.path = path
         self.status = status
         self.bytes = bytes
         self.started = started
+        self.client = client
     }
 
     init(_ exchange: ConnectionStateMachine.Exchange, status: Int, bytes: Int) {
-        self.init(method: exchange.method, path: exchange.path, status: status, bytes: bytes, started: exchange.started)
+        self.init(method: exchange.method, path: exchange.path, status: status, bytes: bytes, started: exchange.started, client: exchange.client)
     }
 }
 

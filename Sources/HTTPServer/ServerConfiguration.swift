@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     /// On shutdown, how long in-flight requests get to finish.
     public var shutdownGracePeriod: Double = 10
     public var errorPage: ErrorPageRenderer = DefaultErrorPage.render
+    /// Reverse proxies whose forwarding headers say who the client is (request.remoteAddress,
+    /// the access log, per-address limits). Empty: the peer is the client.
+    public var trustedProxies = TrustedProxies()
     /// Called once per response; nil to log nothing.
     public var accessLog: (@Sendable (AccessLogEntry) -> Void)? = AccessLogEntry.standardLogger
     public var listenBacklog: Int32 = 1024

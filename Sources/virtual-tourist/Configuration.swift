@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTPServer
 import Log
 import VirtualTourist
 
@@ -14,6 +15,7 @@ struct Configuration {
     /// A second listener for /metrics alone, without a token (nil: none).
     var metricsPort: Int?
     var metricsHost = "127.0.0.1"
+    var trustedProxies = TrustedProxies()
     var databaseURL: String?
     var logLevel = Logger.Level.info
     var databasePoolSize = 16
@@ -103,6 +105,10 @@ struct Configuration {
         ("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", { c, v in
             guard let n = Int(v), (1...65535).contains(n) else { throw Invalid(description: "METRICS_PORT must be 1–65535, not \(v)") }
             c.metricsPort = n
+        }),
+        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
+            guard let proxies = TrustedProxies(parsing: v) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs separated by commas, not \(v)") }
+            c.trustedProxies = proxies
         }),
         ("METRICS_HOST", "address of the metrics port; keep it private (127.0.0.1)", { $0.metricsHost = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in

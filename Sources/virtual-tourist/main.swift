@@ -66,6 +66,7 @@ func serve(_ configuration: Configuration) -> Never {
     guard let url = configuration.databaseURL else { fail("DATABASE_URL is not set.") }
     var serverConfiguration = ServerConfiguration()
     serverConfiguration.host = configuration.host
+    serverConfiguration.trustedProxies = configuration.trustedProxies
     serverConfiguration.port = configuration.port
     // Handlers block on the database, so more handler threads than connections would only queue.
     serverConfiguration.handlerConcurrency = configuration.databasePoolSize

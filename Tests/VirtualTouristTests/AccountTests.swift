@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPServer
 import Testing
 import TestSupport
@@ -127,41 +128,108 @@ import TestSupport
         #expect(!Password.verify("x", against: ""))
     }
 
-    @Test func throttlingAfterTenFailuresEvenWithTheRightPassword() throws {
-        let app = try TestApp()
+    /// Behind the reverse proxy every person has the proxy's address: throttling goes by the client
+    /// address the trusted proxy reports, per (email, address), with a growing wait. The guesser
+    /// waits; the owner, from elsewhere, does not.
+    @Test func throttlingWaitsGrowPerEmailAndAddressAndSpareTheOwner() throws {
+        let app = try TestApp(server: { $0.trustedProxies = TrustedProxies(parsing: "127.0.0.1")! })
         _ = try app.signedUp(email: "eve@example.org", password: "the right password")
+        let guesser = app.browser()
+        let from = [("X-Forwarded-For", "203.0.113.5")]
+        let token = try guesser.get("/sign-in", headers: from).csrfToken ?? ""
+        func attempt(_ password: String, as browser: Browser = guesser, headers: [(String, String)] = from) throws -> Browser.Page {
+            try browser.post("/sign-in", form: [("_csrf", token), ("email", "eve@example.org"), ("password", password)], headers: headers)
+        }
+        for _ in 0..<AccountStore.freeFailuresPerPair {
+            #expect(try attempt("wrong password!").status == 422)
+        }
+        let blocked = try attempt("the right password")
+        #expect(blocked.status == 429)
+        #expect(blocked.header("Retry-After") == "2")
+        #expect(blocked.body.contains("Too many failed attempts. Wait 2 seconds"))
+        #expect(guesser.cookies["vt_session"] == nil)
+        // The owner, from another address (same proxy), signs in at once.
+        let owner = app.browser()
+        let ownerToken = try owner.get("/sign-in", headers: [("X-Forwarded-For", "198.51.100.7")]).csrfToken ?? ""
+        let signedIn = try owner.post("/sign-in", form: [("_csrf", ownerToken), ("email", "eve@example.org"), ("password", "the right password")],
+                                      headers: [("X-Forwarded-For", "198.51.100.7")])
+        #expect(signedIn.status == 303)
+        // A success forgets the failures for that email; the guesser starts over and then waits
+        // twice as long each time: 2 s, 4 s …
+        for _ in 0..<AccountStore.freeFailuresPerPair { _ = try attempt("wrong password!") }
+        #expect(try attempt("wrong password!").header("Retry-After") == "2")
+        try app.pool.query("UPDATE sign_in_failures SET failed_at = failed_at - interval '3 seconds'")
+        #expect(try attempt("wrong password!").status == 422)
+        #expect(try attempt("wrong password!").header("Retry-After") == "4")
+        // A spoofed X-Forwarded-For from an untrusted peer changes nothing (the next test).
+    }
+
+    /// Without TRUSTED_PROXIES the header is the client's own say-so and is ignored: varying it does
+    /// not escape the wait.
+    @Test func forwardedHeadersFromUntrustedPeersAreIgnored() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "ivy@example.org", password: "the right password")
         let browser = app.browser()
         let token = try browser.get("/sign-in").csrfToken ?? ""
-        for _ in 0..<AccountStore.maxFailuresPerEmail {
-            let page = try browser.post("/sign-in", form: [("_csrf", token), ("email", "eve@example.org"), ("password", "wrong password!")])
-            #expect(page.status == 422)
+        for i in 0..<AccountStore.freeFailuresPerPair {
+            _ = try browser.post("/sign-in", form: [("_csrf", token), ("email", "ivy@example.org"), ("password", "wrong")],
+                                 headers: [("X-Forwarded-For", "192.0.2.\(i)")])
         }
-        let blocked = try browser.post("/sign-in", form: [("_csrf", token), ("email", "EVE@example.org"), ("password", "the right password")])
+        let blocked = try browser.post("/sign-in", form: [("_csrf", token), ("email", "ivy@example.org"), ("password", "wrong")],
+                                       headers: [("X-Forwarded-For", "192.0.2.99")])
         #expect(blocked.status == 429)
-        #expect(blocked.header("Retry-After") == "900")
-        #expect(blocked.body.contains("Too many failed attempts"))
-        #expect(browser.cookies["vt_session"] == nil)
-        // Another account from the same address is not locked out by one person's typos.
-        _ = try app.signedUp(email: "fay@example.org", password: "fay's own password")
-        let other = try browser.post("/sign-in", form: [("_csrf", token), ("email", "fay@example.org"), ("password", "fay's own password")])
-        #expect(other.status == 303)
-        // The window passes (simulated by ageing the rows): the right password works again.
-        try app.pool.query("UPDATE sign_in_failures SET failed_at = failed_at - interval '16 minutes'")
-        browser.clearCookies()
-        let token2 = try browser.get("/sign-in").csrfToken ?? ""
-        let again = try browser.post("/sign-in", form: [("_csrf", token2), ("email", "eve@example.org"), ("password", "the right password")])
-        #expect(again.status == 303)
+    }
+
+    /// Simultaneous guesses are counted one after the other: of 24 at once, exactly the free ones
+    /// get to try a password.
+    @Test func simultaneousGuessesAreCountedAtomically() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "kim@example.org", password: "the right password")
+        // Each Browser is used by one thread only.
+        nonisolated(unsafe) let browsers = (0..<24).map { _ in app.browser() }
+        let tokens = try browsers.map { try $0.get("/sign-in").csrfToken ?? "" }
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: browsers.count) { i in
+            let status = (try? browsers[i].post("/sign-in", form: [("_csrf", tokens[i]), ("email", "kim@example.org"), ("password", "wrong guess \(i)")]).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        let all = statuses.withLock { $0 }
+        #expect(all.filter { $0 == 422 }.count == AccountStore.freeFailuresPerPair, "\(all.sorted())")
+        #expect(all.filter { $0 == 429 }.count == browsers.count - AccountStore.freeFailuresPerPair)
     }
 
     @Test func throttlingPerAddressAcrossEmails() throws {
         let app = try TestApp()
         let browser = app.browser()
         let token = try browser.get("/sign-in").csrfToken ?? ""
-        for i in 0..<AccountStore.maxFailuresPerAddress {
+        for i in 0..<AccountStore.freeFailuresPerAddress {
             _ = try browser.post("/sign-in", form: [("_csrf", token), ("email", "guess\(i)@example.org"), ("password", "wrong password")])
         }
         let blocked = try browser.post("/sign-in", form: [("_csrf", token), ("email", "new@example.org"), ("password", "whatever it is")])
         #expect(blocked.status == 429)
+    }
+
+    /// Sign-up is throttled per address (each costs a hash and a row); a taken email is answered
+    /// before any hashing.
+    @Test func signUpsAreThrottledPerAddress() throws {
+        let app = try TestApp(server: { $0.trustedProxies = TrustedProxies(parsing: "127.0.0.0/8")! })
+        let busy = [("X-Forwarded-For", "203.0.113.9")]
+        for i in 0..<AccountStore.signUpsPerAddressPerHour {
+            let browser = app.browser()
+            let token = try browser.get("/sign-up", headers: busy).csrfToken ?? ""
+            let page = try browser.post("/sign-up", form: HardeningTests.signUpForm(token, email: "n\(i)@example.org"), headers: busy)
+            #expect(page.status == 303)
+        }
+        let browser = app.browser()
+        let token = try browser.get("/sign-up", headers: busy).csrfToken ?? ""
+        let refused = try browser.post("/sign-up", form: HardeningTests.signUpForm(token, email: "one-more@example.org"), headers: busy)
+        #expect(refused.status == 429)
+        #expect(refused.body.contains("Too many new accounts"))
+        #expect(try app.count("SELECT count(*) FROM users") == AccountStore.signUpsPerAddressPerHour)
+        let elsewhere = [("X-Forwarded-For", "198.51.100.1")]
+        let other = app.browser()
+        let otherToken = try other.get("/sign-up", headers: elsewhere).csrfToken ?? ""
+        #expect(try other.post("/sign-up", form: HardeningTests.signUpForm(otherToken, email: "fresh@example.org"), headers: elsewhere).status == 303)
     }
 
     @Test func nextAcceptsOnlyLocalPaths() throws {

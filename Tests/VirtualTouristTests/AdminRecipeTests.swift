@@ -122,12 +122,12 @@ import TestSupport
         _ = try app.signedUp(email: "person@example.org", password: "pat's password")
         let browser = app.browser()
         let token = try browser.get("/sign-in").csrfToken ?? ""
-        for _ in 0..<AccountStore.maxFailuresPerEmail {
+        for _ in 0..<AccountStore.freeFailuresPerPair {
             _ = try browser.post("/sign-in", form: [("_csrf", token), ("email", "Person@example.org"), ("password", "wrong guess")])
         }
         let list = try app.pool.query(try Self.recipe(containing: "GROUP BY email_key"))
         #expect(list.count == 1)
-        #expect(try list[0].decode("failures", as: Int.self) == AccountStore.maxFailuresPerEmail)
+        #expect(try list[0].decode("failures", as: Int.self) == AccountStore.freeFailuresPerPair)
         #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 429)
         try run(app, try Self.recipe(containing: "DELETE FROM sign_in_failures"))
         #expect(try browser.post("/sign-in", form: [("_csrf", token), ("email", "person@example.org"), ("password", "pat's password")]).status == 303)

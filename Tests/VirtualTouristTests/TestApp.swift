@@ -18,7 +18,7 @@ final class TestApp {
     /// `workers`: run the album workers (off by default, so tests that compare table contents
     /// before and after a request see no background writes).
     init(workers: Bool = false, fixture options: PhotoFixture.Options = PhotoFixture.Options(), database: String? = nil,
-         configure: (inout AppSettings) -> Void = { _ in }) throws {
+         configure: (inout AppSettings) -> Void = { _ in }, server configureServer: (inout ServerConfiguration) -> Void = { _ in }) throws {
         let url = try database ?? TestDatabase.migrated("app")
         pool = PostgresPool(url: url, maxConnections: 8)
         fixture = try PhotoFixture(options: options)
@@ -40,6 +40,7 @@ final class TestApp {
         configuration.port = 0
         configuration.errorPage = App.errorPage
         configuration.accessLog = nil
+        configureServer(&configuration)
         app.attach(to: &configuration)
         server = HTTPServer(configuration: configuration, handler: app.handler)
         app.attach(server: server)

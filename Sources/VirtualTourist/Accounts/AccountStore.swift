@@ -10,11 +10,24 @@ public struct AccountStore: Sendable {
     public static let sessionLifetimeDays = 30
     /// The expiry is pushed forward at most this often, so most requests do not write.
     static let renewalIntervalSeconds = 3600
-    /// Throttling: this many failures inside the window make sign-in wait.
-    public static let throttleWindowMinutes = 15
-    public static let maxFailuresPerEmail = 10
-    /// Higher than per email: a household or a club may share one address.
-    public static let maxFailuresPerAddress = 50
+    /// Throttling counts the failures of the last hour. Per email *and* address: past
+    /// `freeFailuresPerPair` each further attempt waits twice as long as the one before (2 s, 4 s, …
+    /// up to `maxDelaySeconds`) — a guesser slows to a crawl while the owner, from another address,
+    /// signs in as usual. Per address across all emails the same from `freeFailuresPerAddress` on
+    /// (a household or a club may share one address, so it is higher).
+    public static let throttleWindowMinutes = 60
+    public static let freeFailuresPerPair = 5
+    public static let freeFailuresPerAddress = 50
+    public static let maxDelaySeconds = 900
+    /// Sign-ups per address per hour before the next one is refused.
+    public static let signUpsPerAddressPerHour = 10
+
+    /// The wait after `failures` failures with `free` of them free: 0, then 2, 4, 8 … seconds.
+    static func delay(failures: Int, free: Int) -> Int {
+        guard failures >= free else { return 0 }
+        let exponent = min(failures - free + 1, 20)
+        return min(maxDelaySeconds, 1 << exponent)
+    }
 
     public init(pool: PostgresPool) { self.pool = pool }
 
@@ -25,6 +38,10 @@ public struct AccountStore: Sendable {
     }
 
     public func createUser(email: String, displayName: String, password: String) throws -> User {
+        // A taken email is answered before the (deliberately slow) hash is computed.
+        if try !pool.query("SELECT 1 FROM users WHERE lower(email) = lower($1)", [email]).isEmpty {
+            throw SignUpError.emailTaken
+        }
         let hash = try Password.hash(password)
         do {
             let row = try pool.query("""
@@ -40,25 +57,41 @@ public struct AccountStore: Sendable {
     public enum SignInResult: Sendable, Equatable {
         case signedIn(User)
         case wrongCredentials
-        /// Too many recent failures for this email or address.
-        case throttled
+        /// Too many recent failures for this email from this address (or from this address at all):
+        /// try again after this many seconds.
+        case throttled(seconds: Int)
     }
 
     /// Checks a password. Unknown emails are hashed against a decoy so they take as long as a
     /// wrong password; disabled accounts fail like a wrong password (no hint either way).
     public func signIn(email: String, password: String, clientAddress: String) throws -> SignInResult {
         let key = email.lowercased()
-        let counts = try pool.query("""
-            SELECT (SELECT count(*) FROM sign_in_failures
-                    WHERE email_key = $1 AND failed_at > now() - make_interval(mins => $3::int)) AS by_email,
-                   (SELECT count(*) FROM sign_in_failures
-                    WHERE client_address = $2 AND failed_at > now() - make_interval(mins => $3::int)) AS by_address
-            """, [key, clientAddress, Self.throttleWindowMinutes])[0]
-        let byEmail: Int = try counts.decode("by_email")
-        let byAddress: Int = try counts.decode("by_address")
-        if byEmail >= Self.maxFailuresPerEmail || byAddress >= Self.maxFailuresPerAddress {
-            return .throttled
+        // Check and count in one transaction under a lock on (email, address): simultaneous guesses
+        // are counted one after the other, never all against the same old count. The attempt is
+        // recorded as a failure before the password is checked (and forgotten if it was right), so
+        // the slow hash runs without the lock and without a database connection held.
+        let wait: Int = try pool.transaction { db in
+            try db.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || '|' || $2, 0))", [key, clientAddress])
+            let counts = try db.query("""
+                SELECT count(*) FILTER (WHERE email_key = $1) AS pair,
+                       extract(epoch FROM now() - max(failed_at) FILTER (WHERE email_key = $1))::float8 AS pair_since,
+                       count(*) AS address,
+                       extract(epoch FROM now() - max(failed_at))::float8 AS address_since
+                FROM sign_in_failures WHERE client_address = $2 AND failed_at > now() - make_interval(mins => $3::int)
+                """, [key, clientAddress, Self.throttleWindowMinutes])[0]
+            let pairWait = Self.delay(failures: try counts.decode("pair"), free: Self.freeFailuresPerPair)
+                - Int((try counts.decode("pair_since", as: Double?.self) ?? 1e9).rounded(.down))
+            let addressWait = Self.delay(failures: try counts.decode("address"), free: Self.freeFailuresPerAddress)
+                - Int((try counts.decode("address_since", as: Double?.self) ?? 1e9).rounded(.down))
+            let wait = max(pairWait, addressWait)
+            if wait > 0 { return wait }
+            try db.query("""
+                WITH old AS (DELETE FROM sign_in_failures WHERE failed_at < now() - interval '1 day')
+                INSERT INTO sign_in_failures (email_key, client_address) VALUES ($1, $2)
+                """, [key, clientAddress])
+            return 0
         }
+        if wait > 0 { return .throttled(seconds: wait) }
 
         let rows = try pool.query("""
             SELECT id, email, display_name, password_hash, disabled_at IS NOT NULL AS disabled
@@ -70,11 +103,26 @@ public struct AccountStore: Sendable {
             try pool.query("DELETE FROM sign_in_failures WHERE email_key = $1", [key])
             return .signedIn(try user(from: row))
         }
-        try pool.query("""
-            WITH old AS (DELETE FROM sign_in_failures WHERE failed_at < now() - interval '1 day')
-            INSERT INTO sign_in_failures (email_key, client_address) VALUES ($1, $2)
-            """, [key, clientAddress])
         return .wrongCredentials
+    }
+
+    /// Counts a sign-up attempt from `clientAddress`; false when the address made too many this
+    /// hour. One statement, so concurrent attempts cannot all slip under the limit.
+    public func allowSignUp(from clientAddress: String) throws -> Bool {
+        let row = try pool.query("""
+            WITH old AS (DELETE FROM sign_up_attempts WHERE attempted_at < now() - interval '1 day'),
+                 counted AS (
+                     INSERT INTO sign_up_attempts (client_address, attempts, window_start) VALUES ($1, 1, now())
+                     ON CONFLICT (client_address) DO UPDATE SET
+                         attempts = CASE WHEN sign_up_attempts.window_start < now() - interval '1 hour' THEN 1
+                                         ELSE sign_up_attempts.attempts + 1 END,
+                         window_start = CASE WHEN sign_up_attempts.window_start < now() - interval '1 hour' THEN now()
+                                             ELSE sign_up_attempts.window_start END,
+                         attempted_at = now()
+                     RETURNING attempts)
+            SELECT attempts FROM counted
+            """, [clientAddress])[0]
+        return try row.decode("attempts", as: Int.self) <= Self.signUpsPerAddressPerHour
     }
 
     // MARK: Sessions

@@ -23,6 +23,12 @@ extension WebRoutes {
             if form.displayName.count > 100 { form.errors["display_name"] = "Use at most 100 characters." }
             if let problem = Password.problem(with: password) { form.errors["password"] = problem }
             if password != confirmation { form.errors["password_confirmation"] = "The two passwords differ." }
+            if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteAddress) {
+                form.errors["email"] = "Too many new accounts from your network this hour. Try again later."
+                var response = HTTPResponse.page(AccountViews.signUp(form, chrome: context.chrome), status: .tooManyRequests)
+                response.headers.set("Retry-After", "3600")
+                return response
+            }
             if form.errors.isEmpty {
                 do {
                     let user = try accounts.createUser(email: form.email, displayName: form.displayName, password: password)
@@ -59,10 +65,11 @@ extension WebRoutes {
             case .wrongCredentials:
                 form.error = "That email and password do not match an account."
                 return .page(AccountViews.signIn(form, chrome: context.chrome), status: .unprocessableContent)
-            case .throttled:
-                form.error = "Too many failed attempts. Wait \(AccountStore.throttleWindowMinutes) minutes, then try again."
+            case .throttled(let seconds):
+                let wait = seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+                form.error = "Too many failed attempts. Wait \(wait), then try again."
                 var response = HTTPResponse.page(AccountViews.signIn(form, chrome: context.chrome), status: .tooManyRequests)
-                response.headers.set("Retry-After", String(AccountStore.throttleWindowMinutes * 60))
+                response.headers.set("Retry-After", String(seconds))
                 return response
             }
         }

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who the client is when a reverse proxy stands in front (TRUSTED_PROXIES). The peer's address
+/// is the proxy's, for every person: throttling by it locks everyone out at once, and logs and
+/// metrics say nothing. Forwarding headers are honoured only from peers listed here, and read from
+/// the right: each trusted proxy appends the address it saw, so the rightmost address that is not
+/// one of ours was written by our own proxy and is the client; anything to its left came from the
+/// client and is ignored.
+public struct TrustedProxies: Sendable, Equatable {
+    public let ranges: [AddressRange]
+
+    public init(_ ranges: [AddressRange] = []) { self.ranges = ranges }
+
+    /// "10.0.0.0/8, 192.168.1.5, fd00::/8" → ranges; nil when any part is not an address or CIDR.
+    public init?(parsing text: String) {
+        var ranges: [AddressRange] = []
+        for part in text.split(separator: ",") {
+            let item = part.trimmingCharacters(in: " \t")
+            if item.isEmpty { continue }
+            guard let range = AddressRange(item) else { return nil }
+            ranges.append(range)
+        }
+        self.ranges = ranges
+    }
+
+    public func trusts(_ address: String) -> Bool {
+        guard let bytes = AddressRange.bytes(of: address) else { return false }
+        return ranges.contains { $0.contains(bytes) }
+    }
+
+    /// The client's address for a request that arrived from `peer`.
+    public func clientAddress(peer: String, headers: HTTPHeaders) -> String {
+        guard !ranges.isEmpty, trusts(peer) else { return peer }
+        var hops: [String] = []
+        // RFC 7239 Forwarded first (for=…), else the de-facto X-Forwarded-For.
+        for value in headers.values("Forwarded") {
+            for element in value.split(separator: ",") {
+                for pair in element.split(separator: ";") {
+                    let kv = pair.split(separator: "=", maxSplits: 1)
+                    guard kv.count == 2, kv[0].trimmingCharacters(in: " \t").lowercased() == "for" else { continue }
+                    hops.append(Self.unquoteNode(kv[1].trimmingCharacters(in: " \t")))
+                }
+            }
+        }
+        if hops.isEmpty {
+            for value in headers.values("X-Forwarded-For") {
+                hops += value.split(separator: ",").map { $0.trimmingCharacters(in: " \t") }
+            }
+        }
+        var client = peer
+        for hop in hops.reversed().prefix(32) {
+            guard AddressRange.bytes(of: hop) != nil else { return client }  // not an address: stop at the last good one
+            client = hop
+            if !trusts(hop) { return hop }
+        }
+        return client
+    }
+
+    /// `"[2001:db8::1]:4711"` → `2001:db8::1`; `192.0.2.1:80` → `192.0.2.1` (RFC 7239 §6).
+    static func unquoteNode(_ node: String) -> String {
+        var text = Substring(node)
+        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return String(text) }
+            return String(text[text.index(after: text.startIndex)..<close])
+        }
+        if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") { return String(text[..<colon]) }
+        return String(text)
+    }
+}
+
+/// An IPv4 or IPv6 address with a prefix length. IPv4-mapped IPv6 peers (::ffff:a.b.c.d, how a
+/// dual-stack socket reports IPv4 clients) match IPv4 ranges.
+public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
+    let network: [UInt8]
+    let prefix: Int
+    public let description: String
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let bytes = Self.bytes(of: String(parts[0])) else { return nil }
+        let bits = bytes.count * 8
+        var prefix = bits
+        if parts.count == 2 {
+            guard parts[1].count <= 3, let n = Int(parts[1]), (0...bits).contains(n) else { return nil }
+            prefix = n
+        }
+        network = bytes
+        self.prefix = prefix
+        description = text
+    }
+
+    func contains(_ address: [UInt8]) -> Bool {
+        guard address.count == network.count else { return false }
+        var remaining = prefix
+        for i in network.indices where remaining > 0 {
+            let take = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - take))
+            if address[i] & mask != network[i] & mask { return false }
+            remaining -= take
+        }
+        return true
+    }
+
+    /// 4 bytes for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; nil for anything else.
+    static func bytes(of text: String) -> [UInt8]? {
+        guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return Array(bytes[12...]) }
+            return bytes
+        }
+        return nil
+    }
+}
+
+private extension Substring {
+    func trimmingCharacters(in set: String) -> String {
+        let chars = Set(set)
+        var s = self
+        while let f = s.first, chars.contains(f) { s = s.dropFirst() }
+        while let l = s.last, chars.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}
