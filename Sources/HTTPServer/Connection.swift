@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 @preconcurrency import Dispatch
+import Synchronization
 
 /// One client connection's driver: it owns the socket and the Dispatch sources, tells the
 /// `ConnectionStateMachine` what happened, and performs the actions it answers with. Every rule
@@ -15,7 +16,12 @@ import Darwin
 final class Connection: @unchecked Sendable {
     let id: Int
     let fd: Int32
+    /// The peer's address (for the server's per-address count).
+    let peer: String
     let queue: DispatchQueue
+    /// Mirrors `machine.isIdleBetweenRequests` after every event, for the server to read from any
+    /// thread when it needs room; `reclaim()` checks again on the queue.
+    let reclaimable = Atomic<Bool>(false)
     private let server: HTTPServer
 
     private var machine: ConnectionStateMachine
@@ -30,6 +36,7 @@ final class Connection: @unchecked Sendable {
     init(id: Int, fd: Int32, remoteAddress: String, server: HTTPServer) {
         self.id = id
         self.fd = fd
+        self.peer = remoteAddress
         self.server = server
         self.queue = DispatchQueue(label: "http.connection", target: server.ioQueue)
         self.machine = ConnectionStateMachine(settings: .init(server.configuration, remoteAddress: remoteAddress),
@@ -81,9 +88,12 @@ final class Connection: @unchecked Sendable {
 
     func close() { perform(machine.forceClose()) }
 
+    func reclaim() { perform(machine.reclaim()) }
+
     // MARK: Actions
 
     private func perform(_ actions: ConnectionActions) {
+        defer { reclaimable.store(machine.isIdleBetweenRequests && !machine.isClosed, ordering: .relaxed) }
         if let reading = actions.reading {
             if reading == .pause { readSource?.suspend() } else { readSource?.resume() }
         }

@@ -23,6 +23,7 @@ struct ConnectionStateMachine {
         var maxPending = 16
         /// A stream's unsent bytes past which its client is taken to have stopped reading.
         var maxStreamBacklog = 1024 * 1024
+        var maxStreamLifetime: UInt64 = 600_000_000_000
         var remoteAddress = ""
         var trustedProxies = TrustedProxies()
         var errorPage: ErrorPageRenderer = DefaultErrorPage.render
@@ -36,6 +37,7 @@ struct ConnectionStateMachine {
             requestReadTimeout = Self.nanos(configuration.requestReadTimeout)
             idleTimeout = Self.nanos(configuration.idleTimeout)
             writeTimeout = Self.nanos(configuration.writeTimeout)
+            maxStreamLifetime = Self.nanos(configuration.maxStreamLifetime)
             errorPage = configuration.errorPage
             self.remoteAddress = remoteAddress
             trustedProxies = configuration.trustedProxies
@@ -114,6 +116,8 @@ struct ConnectionStateMachine {
     /// When the request now arriving began (or the connection opened, before its first byte).
     private var readStarted: UInt64?
     private var lastActivity: UInt64
+    /// When the stream that owns the connection began (its lifetime is bounded).
+    private var streamSince: UInt64?
 
     init(settings: Settings, now: UInt64) {
         self.settings = settings
@@ -292,6 +296,7 @@ struct ConnectionStateMachine {
         queue(head)
         actions.log = ResponseLogRecord(exchange, status: status, bytes: 0)
         answering = .streaming(heartbeat: heartbeat)
+        streamSince = now
         actions.heartbeat = heartbeat
         actions.send = true
         if draining { finishStream(&actions) }
@@ -346,6 +351,10 @@ struct ConnectionStateMachine {
             close(&actions)
             return actions
         }
+        if case .streaming = answering, let since = streamSince, elapsed(since) > settings.maxStreamLifetime {
+            finishStream(&actions)  // the client's EventSource reconnects
+            return actions
+        }
         guard case .idle = answering, pending.isEmpty, !hasUnsentOutput else { return actions }
         if let started = readStarted {
             guard elapsed(started) > settings.requestReadTimeout else { return actions }
@@ -376,6 +385,21 @@ struct ConnectionStateMachine {
             reportReading(wasPaused: wasPaused, &actions)
         default: break
         }
+        return actions
+    }
+
+    /// Between requests with nothing owed either way: a connection the server may close to make
+    /// room for a new one (RFC 9112 §9.8 allows closing an idle keep-alive connection at any time).
+    var isIdleBetweenRequests: Bool {
+        guard case .idle = answering, pending.isEmpty, !hasUnsentOutput, input == .open else { return false }
+        return !parser.hasPartialRequest
+    }
+
+    /// The table is full and this connection was picked to make room: it closes if it is still
+    /// idle, and carries on otherwise (a request may have arrived since it was picked).
+    mutating func reclaim() -> ConnectionActions {
+        var actions = ConnectionActions()
+        if isIdleBetweenRequests { close(&actions) }
         return actions
     }
 

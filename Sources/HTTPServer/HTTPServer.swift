@@ -29,6 +29,8 @@ public final class HTTPServer: Sendable {
         var listener: (any DispatchSourceRead)?
         var sweeper: (any DispatchSourceTimer)?
         var connections: [Int: Connection] = [:]
+        /// Open connections per peer address (maxConnectionsPerAddress).
+        var perAddress: [String: Int] = [:]
         var nextID = 0
         var accepted = 0
         var stopping = false
@@ -163,21 +165,42 @@ public final class HTTPServer: Sendable {
 
     private func admit(_ fd: Int32, remote: String) {
         Socket.setNoDelay(fd)
-        let connection: Connection? = state.withLock { s in
-            guard s.connections.count < configuration.maxConnections, !s.stopping else { return nil }
+        enum Refusal: Error { case full, perAddress }
+        let capped = !configuration.trustedProxies.trusts(remote)
+        let admitted: Result<(Connection, reclaimed: Connection?), Refusal> = state.withLock { s in
+            guard !s.stopping else { return .failure(.full) }
+            if capped, s.perAddress[remote, default: 0] >= configuration.maxConnectionsPerAddress { return .failure(.perAddress) }
+            var reclaimed: Connection?
+            if s.connections.count >= configuration.maxConnections {
+                // Room is made by an idle keep-alive connection, never by one at work.
+                guard let idle = s.connections.values.first(where: { $0.reclaimable.load(ordering: .relaxed) }) else {
+                    return .failure(.full)
+                }
+                idle.reclaimable.store(false, ordering: .relaxed)
+                reclaimed = idle
+            }
             s.nextID += 1
             s.accepted += 1
             let c = Connection(id: s.nextID, fd: fd, remoteAddress: remote, server: self)
             s.connections[c.id] = c
-            return c
+            s.perAddress[remote, default: 0] += 1
+            return .success((c, reclaimed))
         }
-        guard let connection else {
+        let connection: Connection
+        switch admitted {
+        case .success(let (c, reclaimed)):
+            connection = c
+            if let reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
+        case .failure(let refusal):
             // Over capacity: say so and hang up; the connections already open keep being served.
             let busy = Array("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
             _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
             Glibc.shutdown(fd, Int32(SHUT_WR))
             Glibc.close(fd)
-            serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnections) already open")
+            switch refusal {
+            case .full: serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnections) already open, none idle")
+            case .perAddress: serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnectionsPerAddress) already open from that address")
+            }
             return
         }
         if configuration.connectionSetupDelay > 0 {
@@ -188,7 +211,10 @@ public final class HTTPServer: Sendable {
     }
 
     func connectionClosed(_ connection: Connection) {
-        state.withLock { _ = $0.connections.removeValue(forKey: connection.id) }
+        state.withLock { s in
+            guard s.connections.removeValue(forKey: connection.id) != nil else { return }
+            if let n = s.perAddress[connection.peer] { s.perAddress[connection.peer] = n > 1 ? n - 1 : nil }
+        }
     }
 
     private func sweep() {

@@ -45,6 +45,7 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     public static let notImplemented = HTTPStatus(501)
     public static let badGateway = HTTPStatus(502)
     public static let serviceUnavailable = HTTPStatus(503)
+    public static let gatewayTimeout = HTTPStatus(504)
     public static let versionNotSupported = HTTPStatus(505)
 
     static let standardReasons: [Int: String] = [

@@ -11,8 +11,15 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Double = 60
     /// How long a response may wait for a client that stopped reading.
     public var writeTimeout: Double = 30
-    /// Open connections at once; more are answered 503 and closed.
+    /// Open connections at once. When the table is full an idle keep-alive connection is closed to
+    /// make room; only when none is idle is the newcomer answered 503 and closed.
     public var maxConnections = 4096
+    /// Open connections from one client address (trusted proxies excepted: they carry everyone).
+    /// One address cannot take the whole table; a browser needs about six per site.
+    public var maxConnectionsPerAddress = 256
+    /// A stream (Server-Sent Events) is ended after this long; EventSource reconnects by itself,
+    /// so a forgotten tab cannot hold a connection and a handler's watcher forever.
+    public var maxStreamLifetime: Double = 600
     /// Handlers running at once (they may block on the database) and requests queued behind them.
     public var handlerConcurrency = 64
     public var handlerBacklog = 4096

@@ -279,12 +279,59 @@ func statuses(_ text: String) -> [String] {
         wire.perform(wire.machine.heartbeatDue(now: wire.now))
         #expect(wire.take() == ": keep-alive\n\n")
 
-        // Streams are not idle connections: the sweep leaves them alone.
-        wire.timer(after: 3600)
+        // Streams are not idle connections: the sweep leaves them alone (past the idle timeout,
+        // inside the stream lifetime).
+        wire.timer(after: 300)
         #expect(!wire.closed)
 
         wire.perform(wire.machine.streamFinished(now: wire.now))
         #expect(wire.closed)
+    }
+
+    /// A stream ends after its lifetime, what it wrote still delivered; EventSource reconnects.
+    @Test func aStreamEndsAfterItsLifetime() {
+        var wire = Wire { $0.maxStreamLifetime = 600 * Wire.second }
+        wire.read(get("/events"))
+        wire.respond(.eventStream(heartbeat: 15) { _ in })
+        wire.perform(wire.machine.streamStarted(now: wire.now))
+        _ = wire.take()
+        wire.timer(after: 599)
+        #expect(!wire.closed)
+        wire.perform(wire.machine.streamWrite(Array("data: last\n\n".utf8), now: wire.now))
+        wire.timer(after: 2)
+        #expect(wire.take() == "data: last\n\n")
+        #expect(wire.closed)
+    }
+
+    /// When the server needs room it may take an idle keep-alive connection, never one at work.
+    @Test func onlyAnIdleConnectionCanBeReclaimed() {
+        var idle = Wire()
+        idle.read(get("/a"))
+        idle.respond("a")
+        _ = idle.take()
+        #expect(idle.machine.isIdleBetweenRequests)
+        idle.perform(idle.machine.reclaim())
+        #expect(idle.closed)
+
+        var busy = Wire()
+        busy.read(get("/a"))
+        #expect(!busy.machine.isIdleBetweenRequests)
+        busy.perform(busy.machine.reclaim())
+        #expect(!busy.closed)
+        busy.respond("a")
+        #expect(statuses(busy.take()) == ["200"])
+
+        var halfway = Wire()
+        halfway.read("GET /a HTTP/1.1\r\nHo")
+        #expect(!halfway.machine.isIdleBetweenRequests)
+        halfway.perform(halfway.machine.reclaim())
+        #expect(!halfway.closed)
+
+        var streaming = Wire()
+        streaming.read(get("/events"))
+        streaming.respond(.eventStream(heartbeat: nil) { _ in })
+        streaming.perform(streaming.machine.streamStarted(now: streaming.now))
+        #expect(!streaming.machine.isIdleBetweenRequests)
     }
 
     @Test func aStreamWhoseClientStopsReadingIsClosed() {

@@ -313,14 +313,44 @@ func serverSideSockets(port: Int) -> Int {
         for (i, c) in clients.enumerated() { #expect(try c.readResponse().text == "pin \(i)") }
     }
 
-    @Test func connectionsBeyondTheMaximumAreRefusedCleanly() throws {
+    /// A full table makes room by closing an idle keep-alive connection; when every connection is
+    /// at work, the newcomer is refused cleanly and the others carry on.
+    @Test func aFullTableMakesRoomFromIdleConnectionsOnly() throws {
         let t = try TestServer { $0.maxConnections = 5 }
         let held = try (0..<5).map { _ in try TestClient(port: t.port) }
+        for c in held { try c.send("GET /hello HTTP/1.1\r\nHo") }  // each halfway through a request
         #expect(eventually { t.server.openConnections == 5 })
+        usleep(200_000)  // let each connection read its half request
         let extra = try TestClient(port: t.port)
-        let refused = try extra.readResponse()
-        #expect(refused.status == 503)
+        #expect(try extra.readResponse().status == 503)
         for c in held {
+            try c.send("st: x\r\n\r\n")
+            #expect(try c.readResponse().text == "hello")
+        }
+        // Now all five are idle keep-alive connections: a newcomer is served in place of one.
+        let newcomer = try TestClient(port: t.port)
+        try newcomer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try newcomer.readResponse().text == "hello")
+        #expect(eventually { held.filter { $0.isClosedByPeer() }.count == 1 })
+        #expect(eventually { t.server.openConnections == 5 })
+    }
+
+    /// One address cannot take the whole table; a trusted proxy (which carries everyone) can.
+    @Test func oneAddressCannotTakeTheWholeTable() throws {
+        let t = try TestServer { $0.maxConnectionsPerAddress = 3 }
+        var held = try (0..<3).map { _ in try TestClient(port: t.port) }
+        #expect(eventually { t.server.openConnections == 3 })
+        #expect(try TestClient(port: t.port).readResponse().status == 503)
+        held[0].close()
+        held.removeFirst()
+        #expect(eventually { t.server.openConnections == 2 })
+        let again = try TestClient(port: t.port)
+        try again.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try again.readResponse().text == "hello")
+
+        let proxied = try TestServer { $0.maxConnectionsPerAddress = 3; $0.trustedProxies = TrustedProxies(parsing: "127.0.0.1")! }
+        let many = try (0..<6).map { _ in try TestClient(port: proxied.port) }
+        for c in many {
             try c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try c.readResponse().text == "hello")
         }

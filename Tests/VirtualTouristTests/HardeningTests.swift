@@ -1,7 +1,12 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPServer
 import Testing
 import TestSupport
+import PhotoFixture
+import Synchronization
 @testable import VirtualTourist
 
 /// What one person's input can do to the server and to the others: each case from the field,
@@ -77,5 +82,94 @@ import TestSupport
         let source = try String(contentsOfFile: TestApp.repositoryRoot + "/Sources/VirtualTourist/Albums/AlbumWorkers.swift", encoding: .utf8)
         // Every failure recorded for people goes through a phrase, never "\(error)".
         #expect(!source.contains("fail(job, reason:"))
+    }
+}
+
+/// One account's live album pages cannot hold every connection: past eight, 429; closing one frees
+/// its place; another person is unaffected.
+@Suite struct StreamQuotaTests {
+    /// Opens an event stream with `browser`'s session and returns the socket and the status line.
+    static func openStream(_ app: TestApp, _ browser: Browser, pin: Int) throws -> (fd: Int32, status: String) {
+        let fd = try connectLoopback(port: app.port, receiveTimeout: 5)
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let request = Array("GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nCookie: \(cookie)\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        let text = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
+        return (fd, text.components(separatedBy: "\r\n").first ?? "")
+    }
+
+    @Test func eventStreamsPerPersonAreCapped() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "streams@example.org")
+        let pin = try AlbumTests.dropPin(ann)
+        var open: [Int32] = []
+        defer { open.forEach { close($0) } }
+        for _ in 0..<8 {
+            let (fd, status) = try Self.openStream(app, ann, pin: pin)
+            open.append(fd)
+            #expect(status == "HTTP/1.1 200 OK")
+        }
+        let annID = Int64(try app.count("SELECT id FROM users WHERE email = 'streams@example.org'"))
+        #expect(eventually { app.app.streamQuota.count(annID) == 8 })
+        let (refusedFD, refused) = try Self.openStream(app, ann, pin: pin)
+        close(refusedFD)
+        #expect(refused == "HTTP/1.1 429 Too Many Requests")
+        // Someone else's album page still opens.
+        let bob = try app.signedUp(email: "other-streams@example.org")
+        let (bobFD, bobStatus) = try Self.openStream(app, bob, pin: try AlbumTests.dropPin(bob))
+        close(bobFD)
+        #expect(bobStatus == "HTTP/1.1 200 OK")
+        // Closing a tab frees its place.
+        close(open.removeLast())
+        #expect(eventually { app.app.streamQuota.count(annID) == 7 })
+        let (againFD, again) = try Self.openStream(app, ann, pin: pin)
+        open.append(againFD)
+        #expect(again == "HTTP/1.1 200 OK")
+    }
+}
+
+/// Picker pages call the provider; a slow provider must not take the handlers every other page needs.
+@Suite struct PickerIsolationTests {
+    @Test func slowPickerPagesNeverStallOtherPages() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 2
+        let app = try TestApp(fixture: options) { $0.pickerSlots = 2; $0.pickerTimeout = 1; $0.providerCallsPerHour = 100_000; $0.providerCallBurst = 1_000 }
+        let picker = try app.signedUp(email: "picker@example.org")
+        let pin = try AlbumTests.dropPin(picker)
+        let other = try app.signedUp(email: "bystander@example.org")
+        // Twenty picker pages at once, each asking a provider that takes 2 s.
+        let statuses = Mutex<[Int]>([])
+        nonisolated(unsafe) let browsers = (0..<20).map { _ in app.browser() }
+        for b in browsers { for (name, value) in picker.cookies { b.setCookie(name, value) } }
+        let group = DispatchGroup()
+        for i in browsers.indices {
+            DispatchQueue.global().async(group: group) {
+                let status = (try? browsers[i].get("/pins/\(pin)/picker?page=1").status) ?? 0
+                statuses.withLock { $0.append(status) }
+            }
+        }
+        usleep(200_000)
+        // Meanwhile another person's map page answers at once (a liveness bound, not a benchmark).
+        var slowest = 0.0
+        for _ in 0..<10 {
+            let started = Date()
+            #expect(try other.get("/").status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+        }
+        #expect(slowest < 0.5, "the map page took \(slowest) s while picker pages waited on the provider")
+        group.wait()
+        let all = statuses.withLock { $0 }
+        // At most two searches ran; the rest were told "busy" (503) or "slow" (504), none hung.
+        #expect(all.allSatisfy { [200, 503, 504].contains($0) }, "\(all.sorted())")
+        #expect(all.filter { $0 == 503 }.count >= 15, "\(all.sorted())")
+        #expect(app.fixture.searchCount <= 4)
+        // The searches that timed out finished in the background: the reload is served from the cache.
+        #expect(eventually { app.app.pickerSearches.running == 0 })
+        let searches = app.fixture.searchCount
+        let reload = try picker.get("/pins/\(pin)/picker?page=1")
+        #expect(reload.status == 200)
+        #expect(app.fixture.searchCount == searches)
     }
 }

@@ -3,7 +3,8 @@ import HTTPServer
 
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebRoutes {
-    mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider) {
+    mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
+                                 searches: PickerSearches) {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
@@ -46,8 +47,16 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
-            let change = AlbumChange(userID: context.user.id, pinID: id)
+            // A person's live pages are capped: past it, 429 (the page then falls back to polling).
+            let user = context.user.id
+            guard streams.count(user) < streams.perPerson else {
+                throw HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
+            }
+            let change = AlbumChange(userID: user, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+                // Counted once the stream runs, so a stream refused by a busy server holds no place.
+                guard streams.admit(user) else { return stream.close() }
+                stream.onClose { streams.release(user) }
                 let watcher = StreamWatcher(stream)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }
@@ -120,10 +129,15 @@ extension WebRoutes {
             let page = InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
             let result: PhotoSearchPage
             do {
-                result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
                     .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw Self.providerPage(error, provider: provider)
+            } catch is PickerSearches.Busy {
+                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
+                                headers: ["Retry-After": "5"])
+            } catch is PickerSearches.TimedOut {
+                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
             }
             let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
             return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
@@ -141,10 +155,15 @@ extension WebRoutes {
             // Details come from the provider again, never from the form: only real results are saved.
             let result: PhotoSearchPage
             do {
-                result = try provider.search(lat: album.pin.lat, lon: album.pin.lon, page: page)
+                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
                     .keepingImages(from: provider.imageHosts, provider: provider.name)
             } catch let error as PhotoProviderError {
                 throw Self.providerPage(error, provider: provider)
+            } catch is PickerSearches.Busy {
+                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
+                                headers: ["Retry-After": "5"])
+            } catch is PickerSearches.TimedOut {
+                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
             }
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
             guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }

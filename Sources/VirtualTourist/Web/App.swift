@@ -48,6 +48,11 @@ public struct AppSettings: Sendable {
     public var contactEmail: String?
     /// Report each request's database round trips in a Server-Timing header (SERVER_TIMING=1).
     public var serverTiming = false
+    /// Live album pages (event streams) one person may have open at once.
+    public var maxStreamsPerPerson = 8
+    /// Provider searches for picker pages at once, and how long a page waits for one.
+    public var pickerSlots = 4
+    public var pickerTimeout: Double = 8
 
     public init() {}
 
@@ -70,6 +75,10 @@ public final class App: Sendable {
     public let tiles: (any TileSource)?
     private let listener: PostgresListener
     private let connectionCount = ConnectionGauge()
+    /// Open live album pages per person.
+    let streamQuota: StreamQuota
+    /// The picker's provider searches, on their own slots.
+    let pickerSearches: PickerSearches
     private let retention: PhotoRetention
 
     public init(pool: PostgresPool, settings: AppSettings) {
@@ -134,7 +143,9 @@ public final class App: Sendable {
         web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
         web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info)
-        web.addAlbumRoutes(albums: albums, events: events, provider: interactive)
+        streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
+        pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
+        web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.

@@ -1,0 +1,69 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Provider searches made for pages (the photo picker), kept apart from everything else a page
+/// handler does. A handler thread blocked on a slow provider is a handler no one else can use:
+/// sixteen slow picker pages used to stall every page of the site. Here searches run on their own
+/// few slots, a page waits for one at most `timeout` (the search goes on and lands in the cache for
+/// the reload), a full set of slots answers "busy" at once, and recent answers are reused.
+public final class PickerSearches: Sendable {
+    public struct Busy: Error {}
+    public struct TimedOut: Error {}
+
+    struct Key: Hashable { let provider: String, lat: Double, lon: Double, page: Int }
+    private struct Entry { let page: PhotoSearchPage, at: Date }
+
+    let slots: Int
+    let timeout: Double
+    let cacheSeconds: Double
+    let cacheEntries: Int
+    private let inFlight = Mutex(0)
+    private let cache = Mutex<[Key: Entry]>([:])
+    private let queue = DispatchQueue(label: "picker-searches", attributes: .concurrent)
+
+    public init(slots: Int = 4, timeout: Double = 8, cacheSeconds: Double = 300, cacheEntries: Int = 512) {
+        self.slots = slots
+        self.timeout = timeout
+        self.cacheSeconds = cacheSeconds
+        self.cacheEntries = cacheEntries
+    }
+
+    /// The provider's page of results near a point: from the cache, or searched on a free slot.
+    public func search(_ provider: any PhotoProvider, lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
+        let key = Key(provider: provider.name, lat: lat, lon: lon, page: page)
+        let now = Date()
+        if let hit = cache.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < cacheSeconds { return hit.page }
+        guard inFlight.withLock({ n -> Bool in
+            guard n < slots else { return false }
+            n += 1
+            return true
+        }) else { throw Busy() }
+
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<PhotoSearchPage, any Error>?>(nil)
+        queue.async { [self] in
+            let result = Result { try provider.search(lat: lat, lon: lon, page: page) }
+            if case .success(let found) = result { remember(key, found) }
+            outcome.withLock { $0 = result }
+            inFlight.withLock { $0 -= 1 }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + timeout) == .success, let result = outcome.withLock({ $0 }) else { throw TimedOut() }
+        return try result.get()
+    }
+
+    private func remember(_ key: Key, _ page: PhotoSearchPage) {
+        cache.withLock { entries in
+            if entries.count >= cacheEntries {
+                // Drop the oldest half: cheap, and the picker's working set is small.
+                let oldest = entries.sorted { $0.value.at < $1.value.at }.prefix(entries.count / 2).map(\.key)
+                for key in oldest { entries[key] = nil }
+            }
+            entries[key] = Entry(page: page, at: Date())
+        }
+    }
+
+    /// Searches running now (for tests and metrics).
+    public var running: Int { inFlight.withLock { $0 } }
+}
