@@ -89,13 +89,20 @@ album.dataset.live = "true";
 document.getElementById("new-collection-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   newCollection.disabled = true;
+  let refused = false;
   try {
-    await fetch(`/pins/${pinID}/collection`, {
+    const response = await fetch(`/pins/${pinID}/collection`, {
       method: "POST", credentials: "same-origin",
       headers: { "X-CSRF-Token": csrf, Accept: "application/json" },
     });
+    // A quota (429) says why in words: show them, and keep the album as it is.
+    if (response.status === 429) {
+      refused = true;
+      newCollection.disabled = false;
+      showError((await response.json()).error);
+    }
   } finally {
-    refresh();
+    if (!refused) refresh();
   }
 });
 

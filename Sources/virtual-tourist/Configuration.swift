@@ -106,6 +106,18 @@ struct Configuration {
             guard let n = Int(v), (1...65535).contains(n) else { throw Invalid(description: "METRICS_PORT must be 1–65535, not \(v)") }
             c.metricsPort = n
         }),
+        ("QUOTA_PINS", "pins per person, unless users.max_pins says otherwise (5000)", { c, v in
+            guard let n = Int(v), (0...10_000_000).contains(n) else { throw Invalid(description: "QUOTA_PINS must be 0–10000000, not \(v)") }
+            c.app.quotas.pins = n
+        }),
+        ("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour, unless users.max_collections_per_hour says otherwise (60)", { c, v in
+            guard let n = Int(v), (0...100_000).contains(n) else { throw Invalid(description: "QUOTA_COLLECTIONS_PER_HOUR must be 0–100000, not \(v)") }
+            c.app.quotas.collectionsPerHour = n
+        }),
+        ("QUOTA_PHOTO_MB", "stored photo megabytes per person, unless users.max_photo_bytes says otherwise (2048)", { c, v in
+            guard let n = Int64(v), (0...100_000_000).contains(n) else { throw Invalid(description: "QUOTA_PHOTO_MB must be 0–100000000, not \(v)") }
+            c.app.quotas.photoBytes = n * 1024 * 1024
+        }),
         ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
             guard let proxies = TrustedProxies(parsing: v) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs separated by commas, not \(v)") }
             c.trustedProxies = proxies

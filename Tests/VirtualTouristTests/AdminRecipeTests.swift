@@ -34,12 +34,39 @@ import TestSupport
         let claimed = ["ORDER BY u.created_at DESC", "gen_salt('bf')", "SET disabled_at = now()",
                        "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
                        "GROUP BY email_key", "DELETE FROM sign_in_failures", "ORDER BY photo_bytes DESC",
-                       "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped"]
+                       "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped",
+                       "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
             #expect(claimed.contains { block.contains($0) }, "unchecked recipe:\n\(block)")
         }
+    }
+
+    /// The quota recipes change what a person may do, at once, and back.
+    @Test func quotasPerPerson() throws {
+        var quotas = Quotas()
+        quotas.pins = 2
+        let app = try TestApp { $0.quotas = quotas }
+        let browser = try app.signedUp(email: "person@example.org")
+        let token = try browser.get("/").csrfToken ?? ""
+        func drop() throws -> Browser.Page {
+            try browser.post("/pins", form: [("_csrf", token), ("lat", "10"), ("lon", "20")], headers: [("Accept", "application/json")])
+        }
+        #expect(try drop().status == 201)
+        #expect(try drop().status == 201)
+        let refused = try drop()
+        #expect(refused.status == 429)
+        #expect(refused.body.contains("limit of 2 pins"))
+        let usage = try app.pool.query(try Self.recipe(containing: "ORDER BY pins DESC"))
+        #expect(try usage[0].decode("pins", as: Int.self) == 2)
+        #expect(try usage[0].decode("max_pins", as: Int?.self) == nil)
+        try run(app, try Self.recipe(containing: "max_pins = 20000"))
+        #expect(try drop().status == 201)
+        #expect(try app.count("SELECT max_photo_bytes FROM users") == 10 * 1024 * 1024 * 1024)
+        try run(app, try Self.recipe(containing: "max_pins = NULL"))
+        #expect(try drop().status == 429)
+        #expect(try app.count("SELECT count(*) FROM pins") == 3)
     }
 
     @Test func listPeople() throws {

@@ -173,3 +173,43 @@ import Synchronization
         #expect(app.fixture.searchCount == searches)
     }
 }
+
+/// New Collections per hour and stored bytes: each refused with words, and nothing else lost.
+@Suite struct QuotaTests {
+    @Test func newCollectionsPerHourAndStoredBytes() throws {
+        var quotas = Quotas()
+        quotas.collectionsPerHour = 2
+        let app = try TestApp(workers: true) { $0.quotas = quotas }
+        let browser = try app.signedUp(email: "q@example.org")
+        let pin = try AlbumTests.dropPin(browser)
+        #expect(try AlbumTests.settled(browser, pin: pin).count("ready") == 30)
+        let token = try browser.get("/").csrfToken ?? ""
+        func newCollection() throws -> Browser.Page {
+            try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)], headers: [("Accept", "application/json")])
+        }
+        for _ in 0..<2 {
+            #expect(try newCollection().status == 202)
+            _ = try AlbumTests.settled(browser, pin: pin)
+        }
+        let refused = try newCollection()
+        #expect(refused.status == 429)
+        #expect(refused.body.contains("2 new collections in the past hour"))
+        // The album is untouched by the refusal.
+        #expect(try AlbumTests.settled(browser, pin: pin).count("ready") == 30)
+        // The form version says so on the album page.
+        let form = try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)])
+        #expect(form.status == 303)
+        #expect(try browser.get("/pins/\(pin)").body.contains("2 new collections in the past hour"))
+
+        // Stored bytes: with a limit below what this album holds, a new pin's album does not start,
+        // and its page says why.
+        try app.pool.query("UPDATE users SET max_photo_bytes = 1000, max_collections_per_hour = 100")
+        let second = try AlbumTests.dropPin(browser, lat: 48.85, lon: 2.35)
+        let page = try browser.get("/pins/\(second)")
+        #expect(page.body.contains("use all of your 0 MB of storage"))
+        #expect(try app.count("SELECT count(*) FROM photos WHERE pin_id = $1", [second]) == 0)
+        // New Collection on the first pin is not blocked by its own photos (they would be replaced).
+        try app.pool.query("UPDATE users SET max_photo_bytes = 1")
+        #expect(try newCollection().status == 202)
+    }
+}

@@ -51,7 +51,12 @@ public struct AlbumJob: Sendable {
 public struct AlbumStore: Sendable {
     let pool: PostgresPool
 
-    public init(pool: PostgresPool) { self.pool = pool }
+    public var quotas = Quotas()
+
+    public init(pool: PostgresPool, quotas: Quotas = Quotas()) {
+        self.pool = pool
+        self.quotas = quotas
+    }
 
     static let jobsChannel = "album_jobs"
     static let eventsChannel = "album_events"
@@ -142,6 +147,8 @@ public struct AlbumStore: Sendable {
         /// Nothing to do (the pin already has its album).
         case unchanged
         case notFound
+        /// The person's New Collections this hour or stored bytes are at their limit.
+        case quotaReached(QuotaReached)
     }
 
     /// Starts a new collection for a pin: bumps the generation, drops the old photos, cancels the
@@ -155,6 +162,9 @@ public struct AlbumStore: Sendable {
             let status: PinStatus = try row.decode("status")
             if onlyIfNew && status != .new { return .unchanged }
             if status == .downloading { return .busy }
+            if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, quotas: quotas, newCollection: !onlyIfNew) {
+                return .quotaReached(reached)
+            }
             let generation: Int = try db.query("""
                 UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now()
                 WHERE id = $1 AND user_id = $2 RETURNING generation
@@ -163,6 +173,26 @@ public struct AlbumStore: Sendable {
             try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .collection)
             return .started
         }
+    }
+
+    /// Whether starting a collection on this pin would pass a quota: stored bytes (not counting the
+    /// photos of this pin, which the new collection replaces) and, for New Collection and Retry, the
+    /// collections started in the past hour. Runs under the pin's row lock.
+    static func quotaReached(_ db: PostgresConnection, pinID: Int64, userID: Int64, quotas: Quotas,
+                             newCollection: Bool) throws -> QuotaReached? {
+        let row = try db.query("""
+            SELECT coalesce(u.max_photo_bytes, $3) AS byte_limit,
+                   coalesce(u.max_collections_per_hour, $4) AS collection_limit,
+                   (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE user_id = $1 AND pin_id <> $2)::bigint AS bytes,
+                   (SELECT count(*) FROM album_jobs WHERE user_id = $1 AND kind = 'collection' AND generation > 1
+                        AND created_at > now() - interval '1 hour') AS collections
+            FROM users u WHERE u.id = $1
+            """, [userID, pinID, quotas.photoBytes, quotas.collectionsPerHour])[0]
+        let byteLimit: Int64 = try row.decode("byte_limit")
+        if try row.decode("bytes", as: Int64.self) >= byteLimit { return .photoBytes(byteLimit) }
+        let collectionLimit: Int = try row.decode("collection_limit")
+        if newCollection, try row.decode("collections", as: Int.self) >= collectionLimit { return .collections(collectionLimit) }
+        return nil
     }
 
     /// Adds chosen photos (from the picker) to the current album and queues their download.
@@ -326,7 +356,7 @@ public struct AlbumStore: Sendable {
         // each statement costs a round trip on a busy pool).
         try pool.query("""
             WITH stored AS (
-                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, byte_size = octet_length($4), content_type = $5, width = $6, height = $7, error = NULL
                 FROM pins p
                 WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3

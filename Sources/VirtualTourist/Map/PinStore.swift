@@ -7,7 +7,12 @@ public struct PinStore: Sendable {
     let pool: PostgresPool
 
 
-    public init(pool: PostgresPool) { self.pool = pool }
+    public var quotas = Quotas()
+
+    public init(pool: PostgresPool, quotas: Quotas = Quotas()) {
+        self.pool = pool
+        self.quotas = quotas
+    }
 
     private static let columns = """
         p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
@@ -101,12 +106,20 @@ public struct PinStore: Sendable {
         try pool.query("SELECT \(Self.columns) FROM pins p WHERE p.id = $1 AND p.user_id = $2", [id, userID]).first.map(Self.pin)
     }
 
+    /// Throws `QuotaReached` when the person has their limit of pins (users.max_pins, else the
+    /// default). The person's row is locked for the count, so simultaneous drops cannot overshoot.
     public func create(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
-        let row = try pool.query("""
-            INSERT INTO pins (user_id, lat, lon, place_name) VALUES ($1, $2, $3, $4)
-            RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
-            """, [userID, lat, lon, placeName])[0]
-        return try Self.pin(row)
+        try pool.transaction { db in
+            let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
+                                          [userID, quotas.pins])[0].decode("n")
+            let rows = try db.query("""
+                INSERT INTO pins (user_id, lat, lon, place_name)
+                SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
+                RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
+                """, [userID, lat, lon, placeName, limit])
+            guard let row = rows.first else { throw QuotaReached.pins(limit) }
+            return try Self.pin(row)
+        }
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.

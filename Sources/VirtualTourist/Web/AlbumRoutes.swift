@@ -13,12 +13,14 @@ extension WebRoutes {
             }
             // A pin with no album yet gets one when opened (pins made before workers ran, say); only
             // then does the page cost more than the session and one statement.
+            var chrome = context.chrome
             if album.pin.status == .new {
-                guard try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true) != .notFound,
-                      let started = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+                let start = try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true)
+                guard start != .notFound, let started = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+                if case .quotaReached(let reached) = start { chrome.flash = reached.description }
                 album = started
             }
-            return .page(AlbumPages.album(album, chrome: context.chrome, providerName: provider.name))
+            return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name))
         }
 
         // The album as data, for the page's script to redraw the grid after a change.
@@ -71,6 +73,12 @@ extension WebRoutes {
                 guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
                 let result = try albums.startCollection(pinID: id, userID: context.user.id)
                 if result == .notFound { throw HTTPError.notFound }
+                if case .quotaReached(let reached) = result {
+                    if context.request.headers["Accept"]?.contains("application/json") ?? false {
+                        return .jsonValue(QuotaJSON(started: false, error: reached.description), status: .tooManyRequests)
+                    }
+                    return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
+                }
                 if context.request.headers["Accept"]?.contains("application/json") ?? false {
                     return .jsonValue(["started": result == .started], status: result == .busy ? .conflict : .accepted)
                 }
@@ -172,6 +180,12 @@ extension WebRoutes {
             return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
         }
     }
+}
+
+/// A refused New Collection, for the page's script to show.
+struct QuotaJSON: Codable {
+    let started: Bool
+    let error: String
 }
 
 /// The album as the page's script sees it.

@@ -48,6 +48,8 @@ public struct AppSettings: Sendable {
     public var contactEmail: String?
     /// Report each request's database round trips in a Server-Timing header (SERVER_TIMING=1).
     public var serverTiming = false
+    /// Defaults of the per-person quotas (users.max_* override them).
+    public var quotas = Quotas()
     /// Live album pages (event streams) one person may have open at once.
     public var maxStreamsPerPerson = 8
     /// Provider searches for picker pages at once, and how long a page waits for one.
@@ -83,7 +85,7 @@ public final class App: Sendable {
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
-        albums = AlbumStore(pool: pool)
+        albums = AlbumStore(pool: pool, quotas: settings.quotas)
         events = AlbumEvents()
         let metrics = Metrics()
         self.metrics = metrics
@@ -142,7 +144,7 @@ public final class App: Sendable {
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
-        web.addMapRoutes(pins: PinStore(pool: pool), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info)
+        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info)
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches)

@@ -65,7 +65,14 @@ extension WebRoutes {
                                              value: request.formValue("place") ?? "", context: context, pins: pins, settings: settings)
             }
             if placeName == nil { placeName = places().nearest(lat: lat, lon: lon).map { $0.place.label } }
-            let pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+            let pin: Pin
+            do {
+                pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+            } catch let reached as QuotaReached {
+                if wantsJSON { throw HTTPError(.tooManyRequests, reached.description) }
+                return try Self.mapWithError(reached.description, value: request.formValue("place") ?? "", context: context,
+                                             pins: pins, settings: settings)
+            }
             // The album starts downloading at once, so it is often ready by the time it is opened.
             _ = try albums.startCollection(pinID: pin.id, userID: context.user.id, onlyIfNew: true)
             if wantsJSON { return .jsonValue(PinJSON(pin), status: .created) }

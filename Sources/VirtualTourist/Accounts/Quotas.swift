@@ -1,0 +1,26 @@
+/// How much one person may hold and do: the instance's defaults (QUOTA_* settings), which an
+/// administrator overrides per person in SQL (users.max_pins, max_collections_per_hour,
+/// max_photo_bytes; docs/admin.md). A household shares one machine: without these, one account's
+/// thousands of pins or endless New Collections fill the disk and the queue for everyone.
+public struct Quotas: Sendable, Equatable {
+    public var pins = 5_000
+    public var collectionsPerHour = 60
+    public var photoBytes: Int64 = 2 * 1024 * 1024 * 1024
+
+    public init() {}
+}
+
+/// A quota was reached: the sentence says which and what to do.
+public struct QuotaReached: Error, Equatable, CustomStringConvertible {
+    public let description: String
+
+    static func pins(_ limit: Int) -> QuotaReached {
+        QuotaReached(description: "You have reached your limit of \(limit) pins. Delete a pin to drop a new one, or ask your administrator for more.")
+    }
+    static func collections(_ limit: Int) -> QuotaReached {
+        QuotaReached(description: "You have started \(limit) new collections in the past hour, your limit. Try again later.")
+    }
+    static func photoBytes(_ limit: Int64) -> QuotaReached {
+        QuotaReached(description: "Your photos use all of your \(limit / (1024 * 1024)) MB of storage. Delete a pin or some photos to make room, or ask your administrator for more.")
+    }
+}
