@@ -98,6 +98,10 @@ struct Configuration {
             guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
             c.app.photoRetentionDays = n
         }),
+        ("JOB_RETENTION_DAYS", "delete finished album jobs older than this many days, hourly; 0 keeps them (7)", { c, v in
+            guard let n = Int(v), (0...36500).contains(n) else { throw Invalid(description: "JOB_RETENTION_DAYS must be a number of days, not \(v)") }
+            c.app.jobRetentionDays = n
+        }),
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),

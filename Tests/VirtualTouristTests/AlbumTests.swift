@@ -399,3 +399,50 @@ final class RawStream {
 
     func close() { Glibc.close(fd) }
 }
+
+/// The queue takes people in turn: one person's long queue does not hold back another's first album.
+@Suite struct FairQueueTests {
+    @Test func anotherPersonsFirstAlbumStartsBeforeTheThirdOfALongQueue() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 0.2  // an album takes a few tenths of a second: longer than a pin drop
+        let app = try TestApp(workers: true, fixture: options) { $0.workers.workers = 1 }
+        let ann = try app.signedUp(email: "ann-queue@example.org")
+        let bob = try app.signedUp(email: "bob-queue@example.org")
+        // Ann queues 200 albums, straight into the table (as 200 pin drops would).
+        let annID = Int64(try app.count("SELECT id FROM users WHERE email = 'ann-queue@example.org'"))
+        try app.pool.query("""
+            WITH made AS (
+                INSERT INTO pins (user_id, lat, lon, status, generation)
+                SELECT $1, n * 0.1, n * 0.1, 'downloading', 1 FROM generate_series(1, 200) n RETURNING id)
+            INSERT INTO album_jobs (pin_id, user_id, generation, kind) SELECT id, $1, 1, 'collection' FROM made
+            """, [annID])
+        try app.pool.query("NOTIFY album_jobs")
+        func started(_ email: String) throws -> Int {
+            try app.count("""
+                SELECT count(*) FROM album_jobs j JOIN users u ON u.id = j.user_id
+                WHERE u.email = $1 AND (j.state <> 'queued' OR j.attempts > 0)
+                """, [email])
+        }
+        #expect(eventually { (try? started("ann-queue@example.org")) ?? 0 >= 1 })
+        // Bob drops one pin; his album must start before Ann's next two have.
+        let annBefore = try started("ann-queue@example.org")
+        let pin = try AlbumTests.dropPin(bob)
+        #expect(eventually(timeout: 30) { (try? started("bob-queue@example.org")) ?? 0 == 1 })
+        let annAfter = try started("ann-queue@example.org")
+        #expect(annAfter - annBefore <= 2, "Ann's albums started meanwhile: \(annAfter - annBefore)")
+        #expect(try AlbumTests.settled(bob, pin: pin).count("ready") == 30)
+        // Photo updates (pending → ready) are HOT now that status is in no index: most rows are
+        // updated in place. (Statistics reach pg_stat_user_tables within a second or so.)
+        var ratio = 0.0
+        #expect(eventually {
+            let row = try? app.pool.query("""
+                SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'photos'
+                """).first
+            let updates = (try? row?.decode("n_tup_upd", as: Int.self)) ?? 0
+            let hot = (try? row?.decode("n_tup_hot_upd", as: Int.self)) ?? 0
+            ratio = updates > 0 ? Double(hot) / Double(updates) : 0
+            return updates >= 30 && ratio >= 0.5
+        }, "HOT updates of photos: \(Int(ratio * 100)) %")
+        withExtendedLifetime(ann) {}
+    }
+}

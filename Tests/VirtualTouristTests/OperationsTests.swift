@@ -67,9 +67,27 @@ import Glibc
         let browser = try app.signedUp()
         _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
         try app.pool.query("UPDATE photos SET created_at = now() - interval '40 days' WHERE position < 12")
-        #expect(PhotoRetention(pool: app.pool, days: 30).purge() == 12)
-        #expect(PhotoRetention(pool: app.pool, days: 30).purge() == 0)
+        #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 12)
+        #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 0)
         #expect(try app.count("SELECT count(*) FROM photos") == 18)
+    }
+
+    /// Finished jobs leave the queue's table after JOB_RETENTION_DAYS; live and recent ones stay.
+    @Test func finishedJobsArePrunedAfterTheirRetention() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        _ = try AlbumTests.settled(browser, pin: pin)
+        for _ in 0..<3 {
+            _ = try browser.post("/pins/\(pin)/collection", form: [("_csrf", try browser.get("/").csrfToken ?? "")])
+            _ = try AlbumTests.settled(browser, pin: pin)
+        }
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE state = 'done'") == 4)
+        try app.pool.query("UPDATE album_jobs SET finished_at = now() - interval '8 days' WHERE id IN (SELECT id FROM album_jobs ORDER BY id LIMIT 3)")
+        #expect(Housekeeping(pool: app.pool, photoDays: 0, jobDays: 7).pruneJobs() == 3)
+        #expect(Housekeeping(pool: app.pool, photoDays: 0, jobDays: 7).pruneJobs() == 0)
+        #expect(try app.count("SELECT count(*) FROM album_jobs") == 1)
+        #expect(Housekeeping(pool: app.pool, photoDays: 0, jobDays: 0).pruneJobs() == 0)
     }
 
     static func freePort() -> Int {

@@ -265,16 +265,23 @@ public struct AlbumStore: Sendable {
 
     // MARK: The worker's side
 
-    /// Claims the next due job, or one whose worker's lease ran out (the worker died).
+    /// Claims the next due job, or one whose worker's lease ran out (the worker died). People take
+    /// turns: the job of the person served least recently comes first (then the oldest), and the
+    /// claim records the turn in the same statement.
     public func claimJob(worker: String, leaseSeconds: Int) throws -> AlbumJob? {
         try pool.query("""
+            WITH next AS (
+                SELECT j.id, j.user_id FROM album_jobs j LEFT JOIN queue_turns t ON t.user_id = j.user_id
+                WHERE (j.state = \(JobState.queued.sql) AND j.run_after <= now())
+                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now())
+                ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
+                LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
+            turn AS (
+                INSERT INTO queue_turns (user_id, served_at) SELECT user_id, clock_timestamp() FROM next
+                ON CONFLICT (user_id) DO UPDATE SET served_at = EXCLUDED.served_at)
             UPDATE album_jobs SET state = \(JobState.running.sql), attempts = attempts + 1, locked_by = $1,
                    locked_until = now() + make_interval(secs => $2::int)
-            WHERE id = (
-                SELECT id FROM album_jobs
-                WHERE (state = \(JobState.queued.sql) AND run_after <= now()) OR (state = \(JobState.running.sql) AND locked_until < now())
-                ORDER BY run_after, id
-                LIMIT 1 FOR UPDATE SKIP LOCKED)
+            WHERE id = (SELECT id FROM next)
             RETURNING id, pin_id, user_id, generation, kind, attempts
             """, [worker, leaseSeconds]).first.map {
             AlbumJob(id: try $0.decode("id"), pinID: try $0.decode("pin_id"), userID: try $0.decode("user_id"),

@@ -38,6 +38,8 @@ public struct AppSettings: Sendable {
     public var workers = AlbumWorkers.Settings()
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
+    /// Finished album jobs older than this many days are deleted hourly (0: kept).
+    public var jobRetentionDays = 7
     public var httpClient = HTTPClient.Options()
     /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
     public var providerCallsPerHour: Double?
@@ -81,7 +83,7 @@ public final class App: Sendable {
     let streamQuota: StreamQuota
     /// The picker's provider searches, on their own slots.
     let pickerSearches: PickerSearches
-    private let retention: PhotoRetention
+    private let housekeeping: Housekeeping
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
@@ -108,7 +110,7 @@ public final class App: Sendable {
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
-        retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
+        housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
@@ -212,7 +214,7 @@ public final class App: Sendable {
             events.everyoneReread()
         }
         workers.start()
-        retention.start()
+        housekeeping.start()
         // The licence list before the first album needs it (one call a day; see LicenseStore).
         if let licenses = (workers.provider as? FlickrProvider)?.licenses {
             DispatchQueue.global().async { _ = licenses.licenses() }
@@ -220,7 +222,7 @@ public final class App: Sendable {
     }
 
     public func stopBackgroundWork() {
-        retention.stop()
+        housekeeping.stop()
         workers.stop()
         listener.stop()
         workers.client.shutdown()  // closes the idle connections of the shared cache
@@ -254,25 +256,32 @@ final class ConnectionGauge: Sendable {
     func read() -> Int { source.withLock { $0?() ?? 0 } }
 }
 
-/// Deletes photos older than the retention period, hourly (Flickr asks that copies be kept only
-/// "for reasonable periods"). Every instance may run it; the DELETE is idempotent.
-final class PhotoRetention: @unchecked Sendable {
+/// Hourly housekeeping: photos past the retention period (Flickr asks that copies be kept only
+/// "for reasonable periods"; PHOTO_RETENTION_DAYS, 0 keeps them) and finished album jobs past
+/// JOB_RETENTION_DAYS (the admin views show recent failures; older rows only weigh on the queue's
+/// table and its indexes).
+final class Housekeeping: @unchecked Sendable {
     let pool: PostgresPool
-    let days: Int
-    private let queue = DispatchQueue(label: "photo-retention")
+    let photoDays: Int
+    let jobDays: Int
+    private let queue = DispatchQueue(label: "housekeeping")
     private var timer: (any DispatchSourceTimer)?
 
-    init(pool: PostgresPool, days: Int) {
+    init(pool: PostgresPool, photoDays: Int, jobDays: Int = 7) {
         self.pool = pool
-        self.days = days
+        self.photoDays = photoDays
+        self.jobDays = jobDays
     }
 
     func start() {
-        guard days > 0 else { return }
+        guard photoDays > 0 || jobDays > 0 else { return }
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + 60, repeating: 3600)
-            timer.setEventHandler { [weak self] in self?.purge() }
+            timer.setEventHandler { [weak self] in
+                self?.purgePhotos()
+                self?.pruneJobs()
+            }
             timer.resume()
             self.timer = timer
         }
@@ -281,7 +290,18 @@ final class PhotoRetention: @unchecked Sendable {
     func stop() { queue.sync { timer?.cancel(); timer = nil } }
 
     @discardableResult
-    func purge() -> Int {
-        (try? pool.query("DELETE FROM photos WHERE created_at < now() - make_interval(days => $1::int)", [days]).affectedRows) ?? 0
+    func purgePhotos() -> Int {
+        guard photoDays > 0 else { return 0 }
+        return (try? pool.query("DELETE FROM photos WHERE created_at < now() - make_interval(days => $1::int)", [photoDays]).affectedRows) ?? 0
+    }
+
+    /// Deletes done, failed and cancelled jobs that finished more than `jobDays` ago.
+    @discardableResult
+    func pruneJobs() -> Int {
+        guard jobDays > 0 else { return 0 }
+        return (try? pool.query("""
+            DELETE FROM album_jobs
+            WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < now() - make_interval(days => $1::int)
+            """, [jobDays]).affectedRows) ?? 0
     }
 }
