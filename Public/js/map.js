@@ -9,10 +9,14 @@ import { VectorTiles } from "./vector.js";
 const LONG_PRESS_MS = 500;
 const LONG_PRESS_SLOP = 6;          // px the pointer may wander during a press-and-hold
 const DOUBLE_TAP_MS = 300;
-const SEA = "#a9cfe0";
-const LAND = "#f3efe4";
-const BORDER = "#b7ab93";
-const COAST = "#8fa9b4";
+// The built-in basemap in the page's theme (prefers-color-scheme), so a dark page does not frame
+// a glaring map. The light sea colour is also what tests read to tell background from tiles.
+const LIGHT = { sea: "#a9cfe0", land: "#f3efe4", border: "#b7ab93", coast: "#8fa9b4",
+                dot: "#5b5347", label: "#2f2a22", halo: "rgba(255,255,255,0.9)" };
+const DARK = { sea: "#1c3441", land: "#2b302d", border: "#6a6251", coast: "#456573",
+               dot: "#c2b8a3", label: "#ece6d8", halo: "rgba(20,24,27,0.9)" };
+const darkScheme = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
+const colours = () => (darkScheme && darkScheme.matches ? DARK : LIGHT);
 
 /** Whether a tile overlaps the archive's bounds (west, south, east, north in degrees). */
 function tileInBounds(t, bounds) {
@@ -46,6 +50,7 @@ export class MapView {
     this.scheduled = false;
     this.resize();
     new ResizeObserver(() => { this.resize(); this.redraw(); }).observe(canvas);
+    if (darkScheme) darkScheme.addEventListener("change", () => this.redraw());
     if (interactive) this.attachInput();
     this.loadCell(0, 0, 0);
     if (this.tileTemplate) this.loadTileInfo();
@@ -209,7 +214,7 @@ export class MapView {
   draw() {
     const ctx = this.ctx;
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
-    ctx.fillStyle = SEA;
+    ctx.fillStyle = colours().sea;
     ctx.fillRect(0, 0, this.width, this.height);
     // Tiles from /tiles when configured; where they are missing, the built-in map beneath.
     if (this.vector) this.vector.draw(ctx, this, () => this.drawBasemap(ctx));
@@ -387,7 +392,7 @@ export class MapView {
       for (let i = 2; i < ring.length; i += 2) ctx.lineTo(ring[i] * size + ox, ring[i + 1] * size + oy);
       ctx.closePath();
     }
-    ctx.fillStyle = LAND;
+    ctx.fillStyle = colours().land;
     ctx.fill("evenodd");
     ctx.beginPath();
     for (const line of cell.lines) {
@@ -395,7 +400,7 @@ export class MapView {
       for (let i = 2; i < line.length; i += 2) ctx.lineTo(line[i] * size + ox, line[i + 1] * size + oy);
       if (cell.closedLines) ctx.closePath();
     }
-    ctx.strokeStyle = this.zoom < 3 ? COAST : BORDER;
+    ctx.strokeStyle = this.zoom < 3 ? colours().coast : colours().border;
     ctx.lineWidth = this.zoom < 3 ? 0.6 : 0.9;
     ctx.stroke();
   }
@@ -417,14 +422,15 @@ export class MapView {
       const box = { x0: x - 3, y0: y - 9, x1: x + 8 + w, y1: y + 9 };
       if (placed.some((b) => box.x0 < b.x1 && box.x1 > b.x0 && box.y0 < b.y1 && box.y1 > b.y0)) continue;
       placed.push(box);
-      ctx.fillStyle = "#5b5347";
+      const c = colours();
+      ctx.fillStyle = c.dot;
       ctx.beginPath();
       ctx.arc(x, y, 2.2, 0, 2 * Math.PI);
       ctx.fill();
-      ctx.strokeStyle = "rgba(255,255,255,0.9)";
+      ctx.strokeStyle = c.halo;
       ctx.lineWidth = 3;
       ctx.strokeText(l.name, x + 5, y);
-      ctx.fillStyle = "#2f2a22";
+      ctx.fillStyle = c.label;
       ctx.fillText(l.name, x + 5, y);
     }
   }

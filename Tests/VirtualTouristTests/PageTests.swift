@@ -356,4 +356,18 @@ import TestSupport
         let theirs = try JSONSerialization.jsonObject(with: MapPage.encoder.encode(pins.map(PinJSON.init))) as? [[String: Any]]
         #expect(ours.map { NSArray(array: $0) } == theirs.map { NSArray(array: $0) })
     }
+
+    /// An error page shows the header of whoever is signed in, not the signed-out one.
+    @Test func errorPagesKnowWhoIsSignedIn() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "lost@example.org", name: "Lost Person")
+        let page = try browser.get("/no-such-page")
+        #expect(page.status == 404)
+        #expect(page.body.contains("Lost Person"))
+        #expect(page.body.contains("Sign out"))
+        let anonymous = try app.browser().get("/no-such-page")
+        #expect(anonymous.status == 404)
+        #expect(!anonymous.body.contains("Sign out"))
+        #expect(anonymous.body.contains("Sign in"))
+    }
 }

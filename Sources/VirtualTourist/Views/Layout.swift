@@ -70,7 +70,7 @@ enum Layout {
     /// Friendly error pages (403, 404, 500…) in the site's own look. They never show internals:
     /// the message is the error's public message.
     /// `code` and `reason` are the HTTP status's (Views know no HTTP types; Web/ passes them in).
-    static func errorPage(code: Int, reason: String, message: String) -> HTML {
+    static func errorPage(code: Int, reason: String, message: String, chrome: Chrome = Chrome()) -> HTML {
         let heading: String
         switch code {
         case 403: heading = "That is not allowed"
@@ -81,7 +81,7 @@ enum Layout {
         case 500...599: heading = "Something went wrong"
         default: heading = reason
         }
-        return page(title: heading, chrome: Chrome(), bodyClass: "error-page", main: """
+        return page(title: heading, chrome: chrome, bodyClass: "error-page", main: """
             <section class="card narrow">
             <p class="status-code">\(code)</p>
             <h1>\(text: heading)</h1>

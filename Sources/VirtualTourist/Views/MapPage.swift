@@ -35,6 +35,7 @@ enum MapPage {
         PinJSON.write(model.embedded, to: &pinsJSON)
         let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
         return Layout.page(title: "Your map", chrome: chrome, bodyClass: "map-page", head: head, main: """
+            <h1 class="visually-hidden">Your map</h1>
             <div class="map" id="map"
                  data-lat="\(decimal: model.region.lat)" data-lon="\(decimal: model.region.lon)" data-zoom="\(decimal: model.region.zoom)"
                  data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
@@ -44,7 +45,7 @@ enum MapPage {
             <form class="map-search" role="search" action="/" method="get" autocomplete="off">
             <label for="place-search" class="visually-hidden">Search for a place</label>
             <input id="place-search" name="q" type="search" placeholder="Search for a place or “lat, lon”"
-                   aria-autocomplete="list" aria-controls="place-suggestions" aria-expanded="false">
+                   role="combobox" aria-autocomplete="list" aria-controls="place-suggestions" aria-expanded="false">
             <ul id="place-suggestions" class="suggestions" role="listbox" hidden></ul>
             </form>
             <div class="map-controls">

@@ -79,6 +79,8 @@ public final class App: Sendable {
     public let tiles: (any TileSource)?
     private let listener: PostgresListener
     private let connectionCount = ConnectionGauge()
+    /// Cookies are Secure and __Host- (the error page reads the session cookie by that name).
+    private let secureCookies: Bool
     /// Open live album pages per person.
     let streamQuota: StreamQuota
     /// The picker's provider searches, on their own slots.
@@ -87,6 +89,7 @@ public final class App: Sendable {
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
+        secureCookies = settings.cookiesAreSecure
         albums = AlbumStore(pool: pool, quotas: settings.quotas)
         events = AlbumEvents()
         let metrics = Metrics()
@@ -195,6 +198,18 @@ public final class App: Sendable {
             metrics.recordResponse(status: entry.status, seconds: entry.seconds)
             log?(entry)
         }
+        // Error pages show the header of whoever is signed in (a 404 must not look like being
+        // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
+        // the error page must never wait for either.
+        let accounts = accounts, secure = secureCookies
+        configuration.errorPage = { status, message, request in
+            var session: Session?
+            if (400..<500).contains(status.code), let request,
+               let token = Cookies.parse(request, secure: secure)[Cookies.session] {
+                session = try? accounts.session(token: token)
+            }
+            return App.errorResponse(status, message, session: session)
+        }
     }
 
     public func attach(server: HTTPServer) {
@@ -229,8 +244,12 @@ public final class App: Sendable {
     }
 
     /// Error pages in the site's look, with the same security headers as every other page.
-    public static let errorPage: ErrorPageRenderer = { status, message, _ in
-        var response = HTTPResponse.page(Layout.errorPage(code: status.code, reason: status.reason, message: message), status: status)
+    public static let errorPage: ErrorPageRenderer = { status, message, _ in errorResponse(status, message, session: nil) }
+
+    static func errorResponse(_ status: HTTPStatus, _ message: String, session: Session?) -> HTTPResponse {
+        let page = Layout.errorPage(code: status.code, reason: status.reason, message: message,
+                                    chrome: Layout.Chrome(user: session?.user, csrfToken: session?.csrfToken))
+        var response = HTTPResponse.page(page, status: status)
         SecurityHeaders().apply(to: &response)
         response.headers.set("Cache-Control", "no-store")
         return response

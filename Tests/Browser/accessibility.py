@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Every page in every state through axe-core, in the light and the dark theme, then reflow at
+320 px and at 200 % text. script/test runs it after the journey, against the same app:
+
+    accessibility.py BASE_URL SCREENSHOT_DIR DATABASE_URL
+
+axe.min.js comes from the axe-playwright-python wheel (installed by script/test; only the file is
+used, injected through Selenium, so Playwright itself is not needed). A page passes with no
+critical and no serious violation; every violation is printed by page, theme and impact, so the
+output is the before/after record. DATABASE_URL lets the test put an album into the failed state,
+which the photo fixture cannot be asked for from outside.
+"""
+import importlib.util, json, os, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import journey as j  # noqa: E402  (same BASE and SCREENSHOT_DIR arguments)
+from selenium.webdriver.common.by import By  # noqa: E402
+
+BASE, SHOTS, DATABASE_URL = sys.argv[1], sys.argv[2], sys.argv[3]
+spec = importlib.util.find_spec("axe_playwright_python")
+AXE = open(os.path.join(os.path.dirname(spec.origin), "axe.min.js"), encoding="utf-8").read()
+LONG_TITLE = "W" * 300
+failures = []
+
+
+def psql(sql):
+    subprocess.run(["psql", DATABASE_URL, "-qAtc", sql], check=True, capture_output=True)
+
+
+def theme(driver, scheme):
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+
+
+def axe(driver):
+    """axe-core's violations on the current page: [(impact, rule id, how many nodes)]."""
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE)
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map("
+        "  v => [v.impact || 'minor', v.id, v.nodes.length, v.nodes.slice(0, 2).map(n => n.target.join(' '))])))"
+        ".catch(e => done([['critical', 'axe-error: ' + e, 0, []]]));")
+    return result
+
+
+def record(label, scheme, violations):
+    counts = {k: 0 for k in ("critical", "serious", "moderate", "minor")}
+    for impact, *_ in violations:
+        counts[impact] = counts.get(impact, 0) + 1
+    details = "; ".join("%s %s×%d %s" % (impact, rule, n, targets) for impact, rule, n, targets in violations)
+    print("    %-34s %-5s critical %d  serious %d  moderate %d  minor %d  %s" % (
+        label, scheme, counts["critical"], counts["serious"], counts["moderate"], counts["minor"], details), flush=True)
+    if counts["critical"] or counts["serious"]:
+        failures.append("%s (%s): %s" % (label, scheme, details))
+
+
+def check_all_states(driver, pages):
+    for scheme in ("light", "dark"):
+        theme(driver, scheme)
+        for label, url, ready in pages:
+            driver.get(BASE + url)
+            if ready:
+                j.wait(driver, lambda: ready(driver), message=label)
+            record(label, scheme, axe(driver))
+            if scheme == "dark" and label.startswith("map"):
+                j.shot(driver, "dark-" + label.replace(" ", "-"))
+
+
+def reflow(driver, pages):
+    """WCAG 1.4.10: no horizontal scrolling at 320 CSS px, nor at 200 % text."""
+    for width, font in ((320, 16), (640, 32)):
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+        # The browser's own text-size setting, as a person sets it: pages must follow it (rem).
+        driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": font, "fixed": font}})
+        for label, url, ready in pages:
+            driver.get(BASE + url)
+            if ready:
+                j.wait(driver, lambda: ready(driver), message=label)
+            wide = driver.execute_script("return document.documentElement.scrollWidth")
+            text = driver.execute_script("return parseFloat(getComputedStyle(document.body).fontSize)")
+            if text < font * 0.95:
+                failures.append("%s: body text is %.0f px with the browser's text size at %d px" % (label, text, font))
+            ok = wide <= width
+            print("    %-34s %4d px, %d px text: page %d px wide%s" % (label, width, font, wide, "" if ok else "  TOO WIDE"))
+            if not ok:
+                failures.append("%s at %d px with %d px text is %d px wide" % (label, width, font, wide))
+            if width == 320 and label == "map with 50 pins":
+                j.shot(driver, "map-320px")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 16, "fixed": 13}})
+
+
+def main():
+    driver = j.browser()
+    try:
+        signed_out = [
+            ("sign-in", "/sign-in", None),
+            ("sign-up", "/sign-up", None),
+            ("error page, signed out", "/no-such-page", None),
+        ]
+        for scheme in ("light", "dark"):
+            theme(driver, scheme)
+            for label, url, _ in signed_out:
+                driver.get(BASE + url)
+                record(label, scheme, axe(driver))
+            # Forms with their errors showing.
+            driver.get(BASE + "/sign-up")
+            driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+            j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".field-error, [role=alert], .error"), message="sign-up errors")
+            record("sign-up with errors", scheme, axe(driver))
+            driver.get(BASE + "/sign-in")
+            driver.find_element(By.ID, "email").send_keys("nobody@example.org")
+            driver.find_element(By.ID, "password").send_keys("not the password")
+            driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+            j.wait(driver, lambda: "do not match" in driver.page_source, message="sign-in error")
+            record("sign-in with an error", scheme, axe(driver))
+        theme(driver, "light")
+
+        email = "a11y-%d@example.org" % int(time.time() * 1000)
+        j.sign_up(driver, email, "Ada")
+        record("map with 0 pins", "light", axe(driver))
+        theme(driver, "dark")
+        driver.get(BASE + "/")
+        record("map with 0 pins", "dark", axe(driver))
+        theme(driver, "light")
+
+        # Fifty pins, one of them with a 300-character unbroken title.
+        ids = driver.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const csrf = document.querySelector('[data-csrf]').dataset.csrf;
+          (async () => {
+            const ids = [];
+            for (let i = 0; i < 50; i++) {
+              const body = new URLSearchParams({lat: String(-40 + i * 1.5), lon: String(-100 + i * 4)});
+              const r = await fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'}, body});
+              ids.push((await r.json()).id);
+            }
+            return ids;
+          })().then(done, e => done(String(e)));
+        """)
+        assert isinstance(ids, list), ids
+        psql("UPDATE pins SET place_name = '%s' WHERE id = %d" % (LONG_TITLE, ids[0]))
+        ready_id, failed_id = ids[1], ids[2]
+        # An empty album: the fixture has no photos south of 60°S.
+        empty_id = driver.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const csrf = document.querySelector('[data-csrf]').dataset.csrf;
+          fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'},
+                          body: new URLSearchParams({lat: '-75', lon: '10'})}).then(r => r.json()).then(p => done(p.id));
+        """)
+        status = lambda i: (lambda d: d.find_element(By.ID, "album").get_attribute("data-status") in ("ready", "failed", "empty"))
+        driver.get(BASE + "/pins/%d" % ready_id)
+        j.wait_album_ready(driver)
+        photo = driver.find_element(By.CSS_SELECTOR, "#album li[data-id]").get_attribute("data-id")
+        psql("UPDATE photos SET title = '%s' WHERE id = %s" % (LONG_TITLE, photo))
+        psql("UPDATE pins SET status = 'failed', error = 'The photos could not be downloaded. Try again in a while.', "
+             "retryable = true WHERE id = %d" % failed_id)
+        # A fresh pin for the loading state (the fixture answers after 0.3 s, so it is still loading).
+        loading_url = driver.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const csrf = document.querySelector('[data-csrf]').dataset.csrf;
+          fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'},
+                          body: new URLSearchParams({lat: '41.9', lon: '12.5'})}).then(r => r.json()).then(p => done('/pins/' + p.id));
+        """)
+        driver.get(BASE + loading_url)
+        record("album loading", "light", axe(driver))
+
+        pages = [
+            ("map with 50 pins", "/", lambda d: j.data(d, "basemap") == "ready"),
+            ("album ready (300-char title)", "/pins/%d" % ready_id, status(ready_id)),
+            ("album empty", "/pins/%d" % empty_id, status(empty_id)),
+            ("album failed", "/pins/%d" % failed_id, None),
+            ("album with a long place name", "/pins/%d" % ids[0], None),
+            ("picker", "/pins/%d/picker" % ready_id, None),
+            ("photo (300-char title)", "/photos/%s/view" % photo, None),
+            ("error page, signed in", "/no-such-page", None),
+        ]
+        check_all_states(driver, pages)
+        print("  reflow:")
+        reflow(driver, pages + signed_out[:2])
+    finally:
+        driver.quit()
+    if failures:
+        print("\n%d accessibility failure(s):" % len(failures))
+        for failure in failures:
+            print("  ", failure)
+        sys.exit(1)
+    print("accessibility: no critical or serious violations; no page wider than the screen")
+
+
+if __name__ == "__main__":
+    main()
