@@ -37,7 +37,13 @@ function patch(markup) {
     const old = existing.get(li.dataset.id);
     return old && old.dataset.status === li.dataset.status ? old : li;
   });
+  // Moving the element that has focus blurs it: note where focus was and put it back.
+  const focusedLi = grid.contains(document.activeElement) ? document.activeElement.closest("li") : null;
+  const focusedIsRemove = focusedLi && document.activeElement.closest(".remove") !== null;
   grid.replaceChildren(...items);
+  if (focusedLi && focusedLi.isConnected && !focusedLi.contains(document.activeElement)) {
+    (focusedIsRemove ? focusedLi.querySelector(".remove button") : focusedLi.querySelector("a"))?.focus();
+  }
   statusBox.replaceChildren(...freshStatus.childNodes);
   album.dataset.status = freshStatus.dataset.status;
   newCollection.disabled = album.dataset.status === "downloading";
@@ -101,6 +107,10 @@ document.getElementById("new-collection-form").addEventListener("submit", async 
       newCollection.disabled = false;
       showError((await response.json()).error);
     }
+    // The button is disabled while the new photos download: focus moves to the status it
+    // announces, rather than falling back to the page.
+    statusBox.tabIndex = -1;
+    statusBox.focus();
   } finally {
     if (!refused) refresh();
   }
@@ -123,10 +133,16 @@ grid.addEventListener("submit", async (event) => {
   const li = form.closest("li");
   li.classList.add("removing");
   const id = li.dataset.id;
+  // Focus goes to the next photo's Remove (or the previous one's, or Done), never to the page's
+  // top. Found again by id afterwards: a live update may have redrawn the grid meanwhile.
+  const hadFocus = li.contains(document.activeElement);
+  const neighbour = (li.nextElementSibling || li.previousElementSibling)?.dataset.id;
   try {
     const response = await fetch(`/photos/${id}`, { method: "DELETE", credentials: "same-origin", headers: { "X-CSRF-Token": csrf } });
     if (!response.ok && response.status !== 404) throw new Error(String(response.status));
     li.remove();
+    grid.querySelector(`li[data-id="${id}"]`)?.remove();
+    if (hadFocus) (grid.querySelector(`li[data-id="${neighbour}"] .remove button`) || editToggle).focus();
   } catch {
     li.classList.remove("removing");
     showError("The photo could not be removed. Please try again.");

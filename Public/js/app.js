@@ -73,7 +73,9 @@ root.dataset.ready = "true";
 const hint = document.getElementById("map-hint");
 setTimeout(() => hint.classList.add("faded"), 8000);
 
-map.on("longpress", async ({ lat, lon }) => {
+map.on("longpress", ({ lat, lon }) => dropPinAt(lat, lon));
+
+async function dropPinAt(lat, lon) {
   hint.classList.add("faded");
   closeCard();
   const temporary = pins.add({ id: -Date.now(), lat, lon, name: "Saving…", photos: 0, status: "new", pending: true });
@@ -89,7 +91,7 @@ map.on("longpress", async ({ lat, lon }) => {
     showToast(`The pin could not be saved: ${error.message}`, "error");
   }
   map.redraw();
-});
+}
 
 // ----- the pin card -----
 
@@ -147,6 +149,7 @@ function cardPoint(pin) {
 
 async function deletePin(pin) {
   closeCard();
+  canvas.focus({ preventScroll: true }); // where the pin was: the map, not the page's top
   pins.remove(pin);
   map.redraw();
   try {
@@ -175,6 +178,75 @@ map.on("tap", ({ x, y }) => {
 map.on("move", () => { if (cardPin) positionCard(...cardPoint(cardPin)); });
 document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && !card.hidden) { closeCard(); canvas.focus(); }
+});
+
+// ----- the map without a mouse -----
+// The canvas is focusable: arrows pan and +/- zoom (map.js); Enter drops a pin at the centre
+// crosshair; Tab and Shift+Tab step through the pins and clusters in view (then leave the map as
+// usual); Enter opens the one in focus (a cluster zooms in), Delete asks to delete it. Each step is
+// said in the live region.
+
+const announcer = document.getElementById("map-announcer");
+let keyboardIndex = -1;
+
+function keyboardTargets() {
+  return [...pins.hits].sort((a, b) => a.x - b.x || a.y - b.y);
+}
+
+function describe(target, index, count) {
+  const where = `${index + 1} of ${count}`;
+  if (target.members.length > 1) return `${target.members.length} pins close together, ${where}. Enter zooms in.`;
+  const pin = target.members[0];
+  const photos = pin.photos === 1 ? "1 photo" : `${pin.photos} photos`;
+  return `${pin.name || "Pin"}, ${photos}, ${where}. Enter opens it, Delete deletes it.`;
+}
+
+function clearKeyboardFocus() {
+  if (keyboardIndex < 0 && !pins.focused) return;
+  keyboardIndex = -1;
+  pins.focused = null;
+  root.dataset.keyboardPin = "";
+  map.redraw();
+}
+
+canvas.addEventListener("keydown", (e) => {
+  if (e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.key === "Tab") {
+    const targets = keyboardTargets();
+    const next = keyboardIndex + (e.shiftKey ? -1 : 1);
+    if (keyboardIndex === -1 && e.shiftKey) return; // leave backwards at once
+    if (next < 0 || next >= targets.length) { clearKeyboardFocus(); return; } // leave the map
+    e.preventDefault();
+    keyboardIndex = next;
+    pins.focused = targets[next];
+    root.dataset.keyboardPin = targets[next].members.length > 1 ? "cluster" : String(targets[next].members[0].id);
+    announcer.textContent = describe(targets[next], next, targets.length);
+    map.redraw();
+  } else if (e.key === "Enter" || e.key === " ") {
+    e.preventDefault();
+    const target = pins.focused;
+    if (!target) {
+      const { lat, lon } = map.view;
+      dropPinAt(lat, lon);
+    } else if (target.members.length > 1) {
+      clearKeyboardFocus();
+      map.animateZoom(target.x, target.y, Math.min(18, map.zoom + 2), 350);
+      announcer.textContent = "Zoomed in. Tab to step through the pins.";
+    } else {
+      openCard(target.members[0], target.x, target.y + 16);
+    }
+  } else if ((e.key === "Delete" || e.key === "Backspace") && pins.focused && pins.focused.members.length === 1) {
+    e.preventDefault();
+    const target = pins.focused;
+    openCard(target.members[0], target.x, target.y + 16);
+    confirmDelete(target.members[0]);
+  }
+});
+canvas.addEventListener("blur", clearKeyboardFocus);
+map.on("move", () => { if (keyboardIndex >= 0) clearKeyboardFocus(); });
+document.getElementById("drop-pin").addEventListener("click", () => {
+  const { lat, lon } = map.view;
+  dropPinAt(lat, lon);
 });
 
 // ----- zoom buttons -----

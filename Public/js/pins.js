@@ -74,6 +74,19 @@ export class PinLayer {
       this.drawMarker(ctx, x, y + drop, pin === this.selected || (this.selected && pin.id === this.selected.id), pin.pending);
       this.hits.push({ x, y: y - 16, r: 16, members: [pin] });
     }
+    // The keyboard's current pin or cluster (Tab on the map): a ring in the page's focus colour.
+    if (this.focused) {
+      const f = this.hits.find((h) => h.members.length === this.focused.members.length && h.members[0].id === this.focused.members[0].id);
+      if (f) {
+        ctx.save();
+        ctx.beginPath();
+        ctx.arc(f.x, f.y, f.r + 6, 0, 2 * Math.PI);
+        ctx.lineWidth = 4;
+        ctx.strokeStyle = getComputedStyle(map.canvas).getPropertyValue("--focus").trim() || "#0b5cad";
+        ctx.stroke();
+        ctx.restore();
+      }
+    }
     map.canvas.parentElement.dataset.pinsDrawn = String(points.length);
     map.canvas.parentElement.dataset.clusters = String(groups.filter((g) => g.members.length > 1).length);
   }

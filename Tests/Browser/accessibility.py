@@ -14,7 +14,9 @@ import importlib.util, json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import journey as j  # noqa: E402  (same BASE and SCREENSHOT_DIR arguments)
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 BASE, SHOTS, DATABASE_URL = sys.argv[1], sys.argv[2], sys.argv[3]
 spec = importlib.util.find_spec("axe_playwright_python")
@@ -60,7 +62,8 @@ def check_all_states(driver, pages):
         for label, url, ready in pages:
             driver.get(BASE + url)
             if ready:
-                j.wait(driver, lambda: ready(driver), message=label)
+                # Fifty albums queue behind one worker pair: the last ones take a while.
+                j.wait(driver, lambda: ready(driver), timeout=120, message=label)
             record(label, scheme, axe(driver))
             if scheme == "dark" and label.startswith("map"):
                 j.shot(driver, "dark-" + label.replace(" ", "-"))
@@ -91,9 +94,178 @@ def reflow(driver, pages):
     driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 16, "fixed": 13}})
 
 
+# ----- the keyboard-only journey -----
+
+FOCUS_RING = """
+  const el = document.activeElement;
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 4).map(Number);
+  const lum = (rgb) => { const [r, g, b] = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+                         return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const behind = (node) => { for (; node; node = node.parentElement) { const c = parse(getComputedStyle(node).backgroundColor);
+                             if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c.slice(0, 3); } return [255, 255, 255]; };
+  const style = getComputedStyle(el);
+  let colour = null;
+  if (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2) colour = parse(style.outlineColor).slice(0, 3);
+  else if (style.boxShadow && style.boxShadow !== 'none') colour = parse(style.boxShadow).slice(0, 3);
+  if (!colour) return {ring: false, id: el.id, tag: el.tagName};
+  // The ring sits outside the element (outline-offset) on its parent's background, or inside it.
+  const around = style.outlineOffset && parseFloat(style.outlineOffset) < 0 ? behind(el) : behind(el.parentElement);
+  const a = lum(colour), b = lum(around);
+  return {ring: true, contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), id: el.id, tag: el.tagName};
+"""
+
+
+def keys(driver, *sequence):
+    """Key presses to whatever has focus: no pointer event of any kind."""
+    ActionChains(driver).send_keys(*sequence).perform()
+
+
+def focused(driver, selector):
+    return driver.execute_script("return document.activeElement.matches(arguments[0])", selector)
+
+
+def tab_to(driver, selector, limit=100, backwards=False):
+    for _ in range(limit):
+        if focused(driver, selector):
+            return
+        keys(driver, (Keys.SHIFT + Keys.TAB) if backwards else Keys.TAB)
+    raise AssertionError("Tab never reached " + selector)
+
+
+def ring_visible(driver, where):
+    info = driver.execute_script(FOCUS_RING)
+    assert info["ring"], "%s: no visible focus ring on %s#%s" % (where, info["tag"], info["id"])
+    assert info["contrast"] >= 3, "%s: focus ring contrast %.2f on %s#%s" % (where, info["contrast"], info["tag"], info["id"])
+    return info["contrast"]
+
+
+def map_at_rest(driver):
+    """The view stops changing (a flight or zoom animation has ended)."""
+    def still():
+        first = j.view(driver)
+        time.sleep(0.25)
+        return first == j.view(driver)
+    j.wait(driver, still, message="the map at rest")
+
+
+def keyboard_journey(driver):
+    steps = []
+
+    def step(name, check):
+        with j.Step(driver, "keyboard: " + name):
+            check()
+            steps.append(name)
+
+    email = "keys-%d@example.org" % int(time.time() * 1000)
+
+    def sign_up():
+        driver.get(BASE + "/sign-up")
+        tab_to(driver, "#email")
+        ring_visible(driver, "email field")
+        keys(driver, email, Keys.TAB)
+        assert focused(driver, "#display_name")
+        keys(driver, "Kay", Keys.TAB)
+        assert focused(driver, "#password")
+        keys(driver, j.PASSWORD, Keys.TAB)
+        assert focused(driver, "#password_confirmation")
+        keys(driver, j.PASSWORD, Keys.ENTER)
+        j.wait(driver, lambda: driver.find_elements(By.ID, "map-canvas"), message="the map page")
+        j.wait(driver, lambda: j.data(driver, "basemap") == "ready", message="the basemap")
+    step("sign up", sign_up)
+
+    def search():
+        tab_to(driver, "#place-search")
+        ring_visible(driver, "place search")
+        keys(driver, "Rome")
+        j.wait(driver, lambda: driver.find_element(By.ID, "place-search").get_attribute("aria-expanded") == "true", message="suggestions")
+        assert driver.find_element(By.ID, "place-search").get_attribute("aria-activedescendant")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: focused(driver, "#map-canvas"), message="focus on the map")
+        j.wait(driver, lambda: abs(j.view(driver)["viewLat"] - 41.9) < 0.5, message="the map at Rome")
+        map_at_rest(driver)
+        ring_visible(driver, "map canvas")
+    step("search a place (focus moves to the map)", search)
+
+    def drop():
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: j.pin_count(driver) == 1, message="a pin")
+        j.wait(driver, lambda: "Pin dropped near" in driver.find_element(By.ID, "map-toast").text, message="the announcement")
+        assert focused(driver, "#map-canvas")
+    step("drop a pin with Enter at the centre", drop)
+
+    def open_album():
+        keys(driver, Keys.TAB)
+        j.wait(driver, lambda: j.data(driver, "keyboardPin"), message="a pin in keyboard focus")
+        said = driver.find_element(By.ID, "map-announcer").get_attribute("textContent")
+        assert " of 1" in said, "the live region said: %r" % said
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: focused(driver, "#pin-card a.primary"), message="focus on Open album")
+        ring_visible(driver, "Open album")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: driver.find_elements(By.ID, "album"), message="the album page")
+        j.wait_album_ready(driver)
+    step("Tab to the pin, Enter, Enter: its album", open_album)
+
+    def remove_photo():
+        before = len(j.album_ids(driver))
+        tab_to(driver, "#edit-toggle")
+        ring_visible(driver, "Edit")
+        keys(driver, Keys.ENTER)
+        tab_to(driver, ".photo .remove button", limit=6)
+        ring_visible(driver, "Remove")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: len(j.album_ids(driver)) == before - 1, message="the photo removed")
+        j.wait(driver, lambda: focused(driver, ".photo .remove button"), timeout=5, message="focus on the next photo's Remove")
+    step("remove a photo (focus to the next one)", remove_photo)
+
+    def new_collection():
+        tab_to(driver, "#new-collection", backwards=True)
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: focused(driver, "#album-status"), message="focus on the album's status")
+        j.wait_album_ready(driver)
+    step("New Collection (focus to the status it announces)", new_collection)
+
+    def full_screen():
+        tab_to(driver, ".photo a")
+        ring_visible(driver, "photo tile")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: "/view" in driver.current_url, message="the photo page")
+        first = driver.current_url
+        keys(driver, Keys.ARROW_RIGHT)
+        j.wait(driver, lambda: driver.current_url != first and "/view" in driver.current_url, message="the next photo")
+    step("open a photo full screen and step to the next", full_screen)
+
+    def delete_pin():
+        tab_to(driver, "a.brand", backwards=True)
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: driver.find_elements(By.ID, "map-canvas"), message="the map page")
+        j.wait(driver, lambda: j.data(driver, "basemap") == "ready", message="the basemap")
+        tab_to(driver, "#map-canvas")
+        map_at_rest(driver)
+        keys(driver, Keys.TAB)
+        j.wait(driver, lambda: j.data(driver, "keyboardPin"), message="the pin in keyboard focus")
+        keys(driver, Keys.DELETE)
+        j.wait(driver, lambda: focused(driver, "#pin-card button.danger"), message="focus on Delete")
+        ring_visible(driver, "Delete")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: j.pin_count(driver) == 0, message="the pin deleted")
+        assert focused(driver, "#map-canvas"), "focus back on the map"
+    step("delete the pin (Tab, Delete, Enter)", delete_pin)
+    print("    keyboard journey steps passed: %d of 8" % len(steps))
+    if len(steps) < 8:
+        failures.append("keyboard journey: %d of 8 steps passed" % len(steps))
+        failures.extend(j.failures)
+
+
 def main():
     driver = j.browser()
     try:
+        for scheme in ("light", "dark"):
+            print("  keyboard only (%s):" % scheme)
+            theme(driver, scheme)
+            keyboard_journey(driver)
+            driver.delete_all_cookies()
+        theme(driver, "light")
         signed_out = [
             ("sign-in", "/sign-in", None),
             ("sign-up", "/sign-up", None),
@@ -110,7 +282,7 @@ def main():
             j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".field-error, [role=alert], .error"), message="sign-up errors")
             record("sign-up with errors", scheme, axe(driver))
             driver.get(BASE + "/sign-in")
-            driver.find_element(By.ID, "email").send_keys("nobody@example.org")
+            driver.find_element(By.ID, "email").send_keys("nobody-%d@example.org" % int(time.time() * 1000))
             driver.find_element(By.ID, "password").send_keys("not the password")
             driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
             j.wait(driver, lambda: "do not match" in driver.page_source, message="sign-in error")

@@ -9,7 +9,9 @@ KIND is one of
   streams       COUNT event streams of one account (COOKIE, PATH = /pins/ID/events)
   chunked       COUNT connections pouring one-byte chunks behind 1 KiB chunk extensions
 Connections the server closes are opened again, so the pressure lasts SECONDS. Prints what the
-server did to them: opened, refused (503/429 or closed at once), closed later.
+server did to them: opened, refused (503/429 or closed at once), closed later. The attack comes
+from 127.0.0.2, so per-address limits apply to it and not to the normal client on 127.0.0.1, as
+they would between two hosts.
 """
 import selectors
 import socket
@@ -39,6 +41,7 @@ def first_bytes():
 
 def open_one():
     s = socket.socket()
+    s.bind(("127.0.0.2", 0))
     s.setblocking(False)
     try:
         s.connect_ex(("127.0.0.1", port))

@@ -40,8 +40,11 @@ enum MapPage {
                  data-lat="\(decimal: model.region.lat)" data-lon="\(decimal: model.region.lon)" data-zoom="\(decimal: model.region.zoom)"
                  data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
                  data-total-pins="\(model.totalPins)" data-csrf="\(text: chrome.csrfToken ?? "")">
-            <canvas id="map-canvas" tabindex="0" role="application"
-                    aria-label="World map. Press and hold to drop a pin. Arrow keys pan, plus and minus zoom."></canvas>
+            <canvas id="map-canvas" tabindex="0" role="application" aria-describedby="map-keys"
+                    aria-label="World map"></canvas>
+            <p id="map-keys" class="visually-hidden">Press and hold to drop a pin, or press Enter to drop one at the centre.
+            Arrow keys pan, plus and minus zoom. Tab steps through the pins in view; Enter opens one, Delete deletes it.</p>
+            <p id="map-announcer" class="visually-hidden" aria-live="polite"></p>
             <form class="map-search" role="search" action="/" method="get" autocomplete="off">
             <label for="place-search" class="visually-hidden">Search for a place</label>
             <input id="place-search" name="q" type="search" placeholder="Search for a place or “lat, lon”"
@@ -51,6 +54,7 @@ enum MapPage {
             <div class="map-controls">
             <button type="button" id="zoom-in" aria-label="Zoom in">+</button>
             <button type="button" id="zoom-out" aria-label="Zoom out">−</button>
+            <button type="button" id="drop-pin" aria-label="Drop a pin at the centre of the map">⌖</button>
             </div>
             <p class="map-hint" id="map-hint">Press and hold anywhere to drop a pin</p>
             <div class="map-attribution" id="map-attribution">\(attribution(model))</div>
