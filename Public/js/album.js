@@ -136,7 +136,10 @@ grid.addEventListener("submit", async (event) => {
   // Focus goes to the next photo's Remove (or the previous one's, or Done), never to the page's
   // top. Found again by id afterwards: a live update may have redrawn the grid meanwhile.
   const hadFocus = li.contains(document.activeElement);
-  const neighbour = (li.nextElementSibling || li.previousElementSibling)?.dataset.id;
+  const siblings = [...grid.children];
+  const at = siblings.indexOf(li);
+  const neighbour = [...siblings.slice(at + 1), ...siblings.slice(0, at).reverse()]
+    .find((other) => other.querySelector(".remove button"))?.dataset.id;
   try {
     const response = await fetch(`/photos/${id}`, { method: "DELETE", credentials: "same-origin", headers: { "X-CSRF-Token": csrf } });
     if (!response.ok && response.status !== 404) throw new Error(String(response.status));

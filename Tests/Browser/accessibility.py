@@ -338,6 +338,29 @@ def main():
         driver.get(BASE + loading_url)
         record("album loading", "light", axe(driver))
 
+        # Pictures sized for where they show: the album's tiles against the photos they stand for.
+        driver.get(BASE + "/pins/%d" % ready_id)
+        j.wait_album_ready(driver)
+        j.wait(driver, lambda: driver.execute_script(
+            "return [...document.querySelectorAll('#photo-grid img')].filter(i => i.getBoundingClientRect().top < innerHeight)"
+            ".every(i => i.complete && i.naturalWidth > 0)"), message="the visible tiles loaded")
+        tiles, originals, count = driver.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const loaded = performance.getEntriesByType('resource').filter(e => /\\/photos\\/\\d+\\?w=/.test(e.name));
+          (async () => {
+            let originals = 0;
+            for (const e of loaded) {
+              const id = e.name.match(/\\/photos\\/(\\d+)/)[1];
+              originals += (await (await fetch('/photos/' + id, {cache: 'no-store'})).arrayBuffer()).byteLength;
+            }
+            return [loaded.reduce((sum, e) => sum + e.encodedBodySize, 0), originals, loaded.length];
+          })().then(done, e => done([0, 0, String(e)]));
+        """)
+        print("    album page images: %d tiles, %d bytes; the same photos in full: %d bytes (%.0f %%)" % (
+            count, tiles, originals, 100.0 * tiles / max(1, originals)))
+        if not count or tiles > 0.25 * originals:
+            failures.append("album tiles are %d bytes for %d photos of %d bytes: more than 25 %%" % (tiles, count, originals))
+
         pages = [
             ("map with 50 pins", "/", lambda d: j.data(d, "basemap") == "ready"),
             ("album ready (300-char title)", "/pins/%d" % ready_id, status(ready_id)),

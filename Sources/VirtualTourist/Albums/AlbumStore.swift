@@ -120,10 +120,14 @@ public struct AlbumStore: Sendable {
         !(try pool.query("SELECT 1 FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).isEmpty)
     }
 
-    /// The bytes of a ready photo, with what the browser needs to cache it.
-    public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String)? {
+    /// The bytes of a ready photo, with what the browser needs to cache it. `width` 256 or 512
+    /// asks for that thumbnail (the photo itself when it has none); nil for the photo.
+    public func image(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (bytes: [UInt8], contentType: String)? {
+        let column = width == 256 ? "coalesce(thumb_256, bytes)" : width == 512 ? "coalesce(thumb_512, bytes)" : "bytes"
+        let type = width == nil ? "content_type" : "CASE WHEN \(width == 256 ? "thumb_256" : "thumb_512") IS NULL THEN content_type ELSE 'image/jpeg' END"
         let rows = try pool.query("""
-            SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
+            SELECT \(column) AS bytes, \(type) AS content_type FROM photos
+            WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
         guard let row = rows.first else { return nil }
         let data: Data = try row.decode("bytes")
@@ -358,19 +362,22 @@ public struct AlbumStore: Sendable {
     }
 
     /// Stores an image; dropped when the album has moved on to a newer generation.
-    func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
+    func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo, thumbnails: [Int: [UInt8]] = [:]) throws {
         // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
         // each statement costs a round trip on a busy pool).
         try pool.query("""
             WITH stored AS (
-                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, byte_size = octet_length($4), content_type = $5, width = $6, height = $7, error = NULL
+                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL,
+                       thumb_256 = $10::bytea, thumb_512 = $11::bytea,
+                       byte_size = octet_length($4) + coalesce(octet_length($10::bytea), 0) + coalesce(octet_length($11::bytea), 0)
                 FROM pins p
                 WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
                 RETURNING ph.id)
             SELECT pg_notify($8, $9) FROM stored
             """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height,
-                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload,
+                  thumbnails[256].map { Data($0) }, thumbnails[512].map { Data($0) }])
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {

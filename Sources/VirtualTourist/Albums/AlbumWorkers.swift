@@ -200,7 +200,11 @@ public final class AlbumWorkers: @unchecked Sendable {
                 switch fetchImage(photo.url, hosts: hosts) {
                 case .success(let (bytes, info)):
                     metrics?.download(succeeded: true)
-                    try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
+                    var thumbnails: [Int: [UInt8]] = [:]
+                    if info.contentType == "image/jpeg" {
+                        for width in Thumbnails.widths { thumbnails[width] = Thumbnails.jpeg(bytes, width: width) }
+                    }
+                    try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info, thumbnails: thumbnails)
                 case .failure(let reason):
                     metrics?.download(succeeded: false)
                     try store.failPhoto(photoID: photo.id, job: job, reason: reason)
@@ -221,7 +225,10 @@ public final class AlbumWorkers: @unchecked Sendable {
                 outage.withLock { $0 = error }
                 return false  // the rest waits for the database (resumeAfterOutage)
             } catch {
+                // Never left pending under a finished album: the tile says it failed (the detail
+                // stays in the log).
                 logger.warning("storing photo \(photo.id) failed: \(error)")
+                try? store.failPhoto(photoID: photo.id, job: job, reason: "could not be stored")
                 return true
             }
         }

@@ -98,7 +98,8 @@ enum AlbumPages {
             let credit = [photo.ownerName, photo.license].filter { !$0.isEmpty }.joined(separator: " · ")
             return """
                 <li class="photo" data-id="\(id)" data-status="ready">
-                <a href="/photos/\(id)/view" title="\(text: title) — \(text: credit)"><img src="/photos/\(id)" alt="\(text: title)"\(size) loading="lazy">
+                <a href="/photos/\(id)/view" title="\(text: title) — \(text: credit)"><img src="/photos/\(id)?w=256" srcset="/photos/\(id)?w=256 256w, /photos/\(id)?w=512 512w"
+                     sizes="(max-width: 600px) 33vw, 180px" alt="\(text: title)"\(size) loading="lazy">
                 <span class="credit">\(text: credit)</span></a>
                 <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
                 <button type="submit" aria-label="Remove \(text: title)" title="Remove">×</button></form>

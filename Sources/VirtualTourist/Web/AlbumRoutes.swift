@@ -93,14 +93,18 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
             // Stored bytes never change under an id (a new collection makes new rows): a strong
             // ETag and a year of private caching.
-            let etag = "\"photo-\(id)\""
+            // ?w=256 or 512: the tile-sized copy (any other width is read as the nearest of the
+            // two, or the photo itself past 512).
+            let width = context.request.queryValue("w").flatMap { InputNumber.decimal($0, in: 1...100_000) }
+                .map { $0 <= 256 ? 256 : $0 <= 512 ? 512 : 0 }.flatMap { $0 == 0 ? nil : $0 }
+            let etag = width.map { "\"photo-\(id)-w\($0)\"" } ?? "\"photo-\(id)\""
             var headers: HTTPHeaders = ["ETag": etag, "Cache-Control": "private, max-age=31536000, immutable"]
             if ETag.matches(context.request.headers["If-None-Match"], etag) {
                 // Still the owner's, still there: checked without reading the bytes.
                 guard try albums.imageExists(id, userID: context.user.id) else { throw HTTPError.notFound }
                 return HTTPResponse(status: .notModified, headers: headers)
             }
-            guard let image = try albums.image(id, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let image = try albums.image(id, userID: context.user.id, width: width) else { throw HTTPError.notFound }
             headers.set("Content-Type", image.contentType)
             return HTTPResponse(status: .ok, headers: headers, body: image.bytes)
         }

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+import PhotoFixture
+import TestSupport
+@testable import VirtualTourist
+
+/// Tile-sized copies of album photos, made at download and served at /photos/ID?w=256|512.
+@Suite struct ThumbnailTests {
+    static func photo(_ name: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/" + name)))
+    }
+
+    @Test func thumbnailsAreAtLeastTheWidthAskedAndSmaller() throws {
+        for name in ["astronaut.jpg", "rocket.jpg", "hubble_deep_field.jpg", "coins.jpg"] {
+            let original = try Self.photo(name)
+            let info = try #require(ImageInspector.inspect(original))
+            let thumb = try #require(Thumbnails.jpeg(original, width: 256), "\(name)")
+            let small = try #require(ImageInspector.inspect(thumb))
+            #expect(small.contentType == "image/jpeg")
+            #expect(small.width >= 256 && small.width < 512 && small.width < info.width, "\(name): \(small.width) px")
+            // Half the width or less: under half the bytes; closer in width, still smaller.
+            let limit = info.width >= 512 ? original.count / 2 : original.count
+            #expect(thumb.count < limit, "\(name): \(thumb.count) of \(original.count) bytes")
+        }
+        // Nothing to gain: narrower than asked, not a JPEG, or not an image at all.
+        #expect(Thumbnails.jpeg(try Self.photo("chelsea.jpg"), width: 512) == nil)  // 300 px wide
+        #expect(Thumbnails.jpeg(Array("GIF89a not really".utf8), width: 256) == nil)
+        #expect(Thumbnails.jpeg([0xFF, 0xD8, 0xFF, 0xE0, 0, 0, 1, 2, 3], width: 256) == nil)
+        #expect(Thumbnails.jpeg([], width: 256) == nil)
+    }
+
+    @Test func albumTilesComeFromThumbnails() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        // Every photo stored, with and without thumbnails (the fixture's photos are 300–640 px:
+        // some get only the 256 px copy).
+        #expect(try AlbumTests.settled(browser, pin: pin).count("ready") == 30)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_256 IS NOT NULL AND thumb_512 IS NULL") > 0)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_512 IS NOT NULL") > 0)
+        let page = try browser.get("/pins/\(pin)")
+        #expect(page.body.contains("?w=256 256w, /photos/"))
+        let id = try app.count("SELECT min(id) FROM photos WHERE thumb_256 IS NOT NULL")
+        let full = try browser.get("/photos/\(id)")
+        let tile = try browser.get("/photos/\(id)?w=256")
+        let large = try browser.get("/photos/\(id)?w=512")
+        #expect(tile.status == 200 && tile.header("Content-Type") == "image/jpeg")
+        #expect(tile.body.utf8.count < full.body.utf8.count)
+        #expect(tile.header("ETag") != full.header("ETag"))
+        #expect(large.header("ETag") != tile.header("ETag"))
+        // Each variant answers 304 to its own ETag.
+        let again = try browser.get("/photos/\(id)?w=256", headers: [("If-None-Match", tile.header("ETag") ?? "")])
+        #expect(again.status == 304)
+        // Widths outside the two are read into range; garbage is the photo itself.
+        #expect(try browser.get("/photos/\(id)?w=100").header("ETag") == tile.header("ETag"))
+        #expect(try browser.get("/photos/\(id)?w=1e308").header("ETag") == full.header("ETag"))
+        #expect(try browser.get("/photos/\(id)?w=abc").header("ETag") == full.header("ETag"))
+        // Stored bytes per person count the thumbnails too.
+        #expect(try app.count("SELECT count(*) FROM photos WHERE byte_size > octet_length(bytes)") > 0)
+    }
+}
