@@ -18,6 +18,18 @@ import TestSupport
         // A budget big enough for the hundreds of picker calls below: its own 503 is tested elsewhere.
         let app = try TestApp { $0.photoProvider = provider; $0.providerCallsPerHour = 1_000_000; $0.providerCallBurst = 100_000 }
         let owner = try app.signedUp(email: "edge-\(provider)@example.org")
+        // Someone else's pins and album, which nothing below may touch.
+        let bystander = try app.signedUp(email: "bystander-\(provider)@example.org")
+        _ = try AlbumTests.dropPin(bystander)
+        let bystanderID = Int64(try app.count("SELECT id FROM users WHERE email = $1", ["bystander-\(provider)@example.org"]))
+        func bystanderRows() throws -> String {
+            try app.pool.query("""
+                SELECT (SELECT coalesce(string_agg(id || ':' || lat || ':' || lon || ':' || status || ':' || generation, ',' ORDER BY id), '') FROM pins WHERE user_id = $1)
+                    || '|' || (SELECT count(*) FROM photos WHERE user_id = $1) || '|' || (SELECT count(*) FROM album_jobs WHERE user_id = $1)
+                    || '|' || (SELECT count(*) FROM map_regions WHERE user_id = $1) || '|' || (SELECT count(*) FROM sessions WHERE user_id = $1) AS rows
+                """, [bystanderID])[0].decode("rows")
+        }
+        let before = try bystanderRows()
         let resources = try RouteCoverageTests.resourcePaths(app: app, owner: owner)
         let token = try #require(try owner.get("/").csrfToken)
         let routes = app.app.routes.filter { $0.pattern != "/sign-out" }
@@ -52,6 +64,7 @@ import TestSupport
             }
         }
         #expect(asked > 500)
+        #expect(try bystanderRows() == before, "another person's rows changed")
         // Still serving, and still serving this person.
         #expect(try app.browser().get("/healthz").status == 200)
         #expect(try owner.get("/").status == 200)

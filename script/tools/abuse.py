@@ -9,7 +9,9 @@ KIND is one of
   streams       COUNT event streams of one account (COOKIE, PATH = /pins/ID/events)
   chunked       COUNT connections pouring one-byte chunks behind 1 KiB chunk extensions
 Connections the server closes are opened again, so the pressure lasts SECONDS. Prints what the
-server did to them: opened, refused (503/429 or closed at once), closed later. The attack comes
+server did to them: opened, refused (503/429 or closed at once), closed later. A refused slot
+tries again after 0.1 s: the attack holds COUNT connections rather than flooding connects (which
+would measure this script's CPU, on the load generator's core, as much as the server). The attack comes
 from 127.0.0.2, so per-address limits apply to it and not to the normal client on 127.0.0.1, as
 they would between two hosts.
 """
@@ -23,6 +25,7 @@ cookie = sys.argv[5] if len(sys.argv) > 5 else ""
 path = sys.argv[6] if len(sys.argv) > 6 else "/"
 
 sel = selectors.DefaultSelector()
+retry_at = []  # times at which a refused slot opens again
 stats = {"opened": 0, "refused": 0, "closed": 0, "bytes_sent": 0}
 CHUNK = b"1;" + b"e" * 1024 + b"\r\na\r\n"
 
@@ -71,13 +74,13 @@ while time.time() < deadline:
                 stats["closed" if data["answered"] or kind != "streams" else "refused"] += 1
                 sel.unregister(s)
                 s.close()
-                open_one()
+                retry_at.append(time.time() + 0.1)
                 continue
             if got and (got.startswith(b"HTTP/1.1 503") or got.startswith(b"HTTP/1.1 429")):
                 stats["refused"] += 1
                 sel.unregister(s)
                 s.close()
-                open_one()
+                retry_at.append(time.time() + 0.1)
                 continue
             if got:
                 data["answered"] = True
@@ -96,7 +99,12 @@ while time.time() < deadline:
                 sel.unregister(s)
                 s.close()
                 stats["closed"] += 1
-                open_one()
+                retry_at.append(time.time() + 0.1)
+    now = time.time()
+    due = [t for t in retry_at if t <= now]
+    retry_at = [t for t in retry_at if t > now]
+    for _ in due:
+        open_one()
     if kind == "slow-headers" and time.time() - last_trickle > 2:
         last_trickle = time.time()
         for key in list(sel.get_map().values()):

@@ -19,6 +19,7 @@ enum AccountViews {
             <h1>Create your account</h1>
             <p class="lead">Drop pins anywhere in the world and see photos taken there.</p>
             <form method="post" action="/sign-up" class="stacked" novalidate>
+            \(errorSummary(form.errors))
             \(Layout.csrfField(chrome.csrfToken ?? ""))
             \(field("email", label: "Email", type: "email", value: form.email, autocomplete: "email", error: form.errors["email"]))
             \(field("display_name", label: "Your name", type: "text", value: form.displayName, autocomplete: "nickname", error: form.errors["display_name"], hint: "Shown at the top of your pages."))
@@ -48,6 +49,14 @@ enum AccountViews {
             <p class="alternative">New here? <a href="/sign-up">Create an account</a></p>
             </section>
             """)
+    }
+
+    /// Announced as the page arrives (role=alert): how many fields need attention; each field's own
+    /// message is tied to it with aria-describedby.
+    static func errorSummary(_ errors: [String: String]) -> HTML {
+        guard !errors.isEmpty else { return .empty }
+        let count = errors.count == 1 ? "One field needs" : "\(errors.count) fields need"
+        return "<p class=\"form-error\" role=\"alert\" id=\"sign-up-errors\">\(text: count) your attention: \(text: errors.values.sorted().joined(separator: " "))</p>"
     }
 
     static func field(_ name: String, label: String, type: String, value: String, autocomplete: String,
