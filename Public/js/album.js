@@ -46,6 +46,9 @@ function patch(markup) {
   }
   statusBox.replaceChildren(...freshStatus.childNodes);
   album.dataset.status = freshStatus.dataset.status;
+  // "collection 2 of 40" follows New Collection without a reload.
+  const pageInfo = document.getElementById("album-page-info");
+  if (pageInfo && freshStatus.dataset.pageInfo !== undefined) pageInfo.textContent = freshStatus.dataset.pageInfo;
   newCollection.disabled = album.dataset.status === "downloading";
   return true;
 }

@@ -137,9 +137,6 @@ public final class HTTPServer: Sendable {
                     return
                 }
             }
-            // accept4 is not exported to Swift by Glibc; two fcntls do the same.
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             admit(fd, remote: Socket.address(of: storage))
         }
     }
@@ -164,7 +161,6 @@ public final class HTTPServer: Sendable {
     }
 
     private func admit(_ fd: Int32, remote: String) {
-        Socket.setNoDelay(fd)
         enum Refusal: Error { case full, perAddress }
         let capped = !configuration.trustedProxies.trusts(remote)
         let admitted: Result<(Connection, reclaimed: Connection?), Refusal> = state.withLock { s in
@@ -190,6 +186,12 @@ public final class HTTPServer: Sendable {
         switch admitted {
         case .success(let (c, reclaimed)):
             connection = c
+            // Only now the socket is set up (a refusal costs no more syscalls than it must: one
+            // address flooding connects made these a third of the server's time). accept4 is not
+            // exported to Swift by Glibc; two fcntls do the same.
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            Socket.setNoDelay(fd)
             if let reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
         case .failure(let refusal):
             // Over capacity: say so and hang up; the connections already open keep being served.

@@ -330,7 +330,11 @@ def desktop_journey(first_email):
             wait(d, lambda: d.current_url == here, message="the previous photo")
             d.find_element(By.CSS_SELECTOR, ".breadcrumbs a").click()
             d.find_element(By.LINK_TEXT, "Choose photos").click()
-            wait(d, lambda: "Page 1 of" in d.page_source, message="the picker")
+            # It opens on a page other than the album's own (usually page 2); page 1 is one back.
+            wait(d, lambda: "Choose photos near" in d.page_source, message="the picker")
+            if "Page 1 of" not in d.page_source:
+                d.find_element(By.PARTIAL_LINK_TEXT, "Previous page").click()
+                wait(d, lambda: "Page 1 of" in d.page_source, message="page 1")
             d.find_element(By.PARTIAL_LINK_TEXT, "Next page").click()
             wait(d, lambda: "Page 2 of" in d.page_source, message="page 2")
             shot(d, "desktop-picker")

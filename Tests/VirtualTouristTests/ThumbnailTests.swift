@@ -59,3 +59,26 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM photos WHERE byte_size > octet_length(bytes)") > 0)
     }
 }
+
+/// The picker opens on photos that can still be added, and the album's "collection N of M"
+/// follows a New Collection.
+@Suite struct PickerAndCounterTests {
+    @Test func pickerOpensPastTheAlbumsOwnPageAndCountsWhatIsNew() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        let album = try AlbumTests.settled(browser, pin: pin)
+        #expect(album.page == 1)
+        let opened = try browser.get("/pins/\(pin)/picker")
+        #expect(opened.body.contains("Page 2 of"))
+        #expect(!opened.body.contains("(in the album)"))
+        let first = try browser.get("/pins/\(pin)/picker?page=1")
+        #expect(first.body.contains("All 30 photos on this page are in the album already"))
+        // The album's page counter is in the fragment the page patches itself with.
+        let token = try browser.get("/").csrfToken ?? ""
+        _ = try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)])
+        let next = try AlbumTests.settled(browser, pin: pin)
+        let fragment = try browser.get("/pins/\(pin)/album.html")
+        #expect(fragment.body.contains("data-page-info=\" · collection \(next.page ?? 0) of"))
+    }
+}

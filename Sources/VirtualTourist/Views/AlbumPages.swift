@@ -20,7 +20,7 @@ enum AlbumPages {
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
             <div class="album-title">
             <h1>\(text: pin.title)</h1>
-            <p class="muted">\(text: pin.coordinates)\(text: pageInfo(album))</p>
+            <p class="muted">\(text: pin.coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
             </div>
             <div class="album-actions">
             <form method="post" action="/pins/\(id)/collection" id="new-collection-form">
@@ -51,7 +51,8 @@ enum AlbumPages {
     /// so the grid has one renderer, this one.
     static func fragment(_ album: Album, csrf: String) -> HTML {
         """
-        <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status.rawValue)">\(statusBanner(album, csrf: csrf))</div>
+        <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status.rawValue)"
+             data-page-info="\(text: pageInfo(album))">\(statusBanner(album, csrf: csrf))</div>
         <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf) })</ul>
         """
     }
@@ -175,6 +176,7 @@ enum AlbumPages {
             <nav class="breadcrumbs"><a href="/pins/\(id)">← \(text: pin.title)</a></nav>
             <h1>Choose photos near \(text: pin.title)</h1>
             <div class="picker-nav">\(previousPage)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(nextPage)</div>
+            \(newCount(result, saved: saved))
             \(items.isEmpty ? "<p class=\"banner empty\">No photos on this page.</p>" : HTML.empty)
             <form method="post" action="/pins/\(id)/picker">
             \(Layout.csrfField(chrome.csrfToken ?? ""))
@@ -184,6 +186,16 @@ enum AlbumPages {
             </form>
             <p class="attribution muted">\(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
+    }
+
+    /// How many photos on this page could still be added (those in the album are shown, marked).
+    static func newCount(_ result: PhotoSearchPage, saved: Set<String>) -> HTML {
+        guard !result.photos.isEmpty else { return .empty }
+        let new = result.photos.filter { !saved.contains($0.remoteID) }.count
+        let text = new == result.photos.count ? "" : new == 0
+            ? "All \(result.photos.count) photos on this page are in the album already; try the next page."
+            : "\(new) of the \(result.photos.count) photos on this page are not in the album yet."
+        return text.isEmpty ? .empty : "<p class=\"muted\" id=\"picker-new-count\">\(text: text)</p>"
     }
 
     /// Links and images from a provider: http(s) only, so a javascript: URL can never become a link.

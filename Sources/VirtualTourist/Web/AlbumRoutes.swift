@@ -138,7 +138,12 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
                 throw HTTPError.notFound
             }
-            let page = InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
+            // Without a page: not the one the album already shows (page 1 is usually the album's own
+            // thirty photos), so the picker opens on photos that can still be added.
+            let shown = album.page ?? 0
+            let page = context.request.queryValue("page") == nil
+                ? min(shown == 1 ? 2 : 1, provider.lastPage)
+                : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
             let result: PhotoSearchPage
             do {
                 result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
