@@ -84,6 +84,7 @@ async function dropPinAt(lat, lon) {
   try {
     const saved = await send("POST", "/pins", { lat: lat.toFixed(6), lon: lon.toFixed(6) });
     pins.replace(temporary, saved);
+    listAdd(saved);
     root.dataset.pinCount = String(pins.pins.length);
     showToast(`Pin dropped near ${saved.name}.`);
   } catch (error) {
@@ -91,6 +92,34 @@ async function dropPinAt(lat, lon) {
     showToast(`The pin could not be saved: ${error.message}`, "error");
   }
   map.redraw();
+}
+
+// ----- the pin list: a panel over the map, in step with it -----
+
+const listPanel = document.getElementById("pin-list-details");
+const listItems = document.getElementById("pins");
+const listTitle = document.getElementById("pin-list-title");
+function setListTotal(change) {
+  if (!listTitle) return;
+  const total = Math.max(0, Number(listTitle.dataset.total) + change);
+  listTitle.dataset.total = String(total);
+  listTitle.textContent = `Your pins (${total})`;
+}
+if (listPanel && !location.hash.includes("pin-list")) listPanel.open = false;
+
+function listAdd(pin) {
+  if (!listItems) return;
+  document.getElementById("no-pins")?.remove();
+  listItems.prepend(el("li", { class: "pin-row", "data-pin-id": String(pin.id) },
+    el("a", { href: `/pins/${pin.id}` }, el("strong", {}, pin.name || "Pin")), " ",
+    el("span", { class: "muted" }, `${pin.lat.toFixed(4)}, ${pin.lon.toFixed(4)}`)));
+  setListTotal(+1);
+}
+
+function listRemove(pin) {
+  const row = listItems && listItems.querySelector(`li[data-pin-id="${pin.id}"]`);
+  if (row) row.remove();
+  setListTotal(-1);
 }
 
 // ----- the pin card -----
@@ -154,6 +183,7 @@ async function deletePin(pin) {
   map.redraw();
   try {
     await send("DELETE", `/pins/${pin.id}`);
+    listRemove(pin);
     root.dataset.pinCount = String(pins.pins.length);
     showToast("Pin deleted.");
   } catch (error) {

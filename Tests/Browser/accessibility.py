@@ -191,6 +191,10 @@ def keyboard_journey(driver):
         j.wait(driver, lambda: j.pin_count(driver) == 1, message="a pin")
         j.wait(driver, lambda: "Pin dropped near" in driver.find_element(By.ID, "map-toast").text, message="the announcement")
         assert focused(driver, "#map-canvas")
+        # The pin list panel (every pin as a link, for keyboards and screen readers) follows.
+        title = driver.find_element(By.ID, "pin-list-title").get_attribute("textContent")
+        assert title == "Your pins (1)", title
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#pins li a[href^='/pins/']")) == 1
     step("drop a pin with Enter at the centre", drop)
 
     def open_album():
@@ -250,6 +254,8 @@ def keyboard_journey(driver):
         keys(driver, Keys.ENTER)
         j.wait(driver, lambda: j.pin_count(driver) == 0, message="the pin deleted")
         assert focused(driver, "#map-canvas"), "focus back on the map"
+        j.wait(driver, lambda: driver.find_element(By.ID, "pin-list-title").get_attribute("textContent") == "Your pins (0)",
+               message="the pin list in step")
     step("delete the pin (Tab, Delete, Enter)", delete_pin)
     print("    keyboard journey steps passed: %d of 8" % len(steps))
     if len(steps) < 8:

@@ -185,7 +185,7 @@ import TestSupport
         var page = try browser.get("/")
         #expect(page.body.contains("Pin added: Kyoto"))
         #expect(page.body.contains("Your pins (1)"))
-        #expect(page.body.firstMatch(of: /<li class="pin-row">\s*<a href="\/pins\/\d+"><strong>Kyoto/) != nil)
+        #expect(page.body.firstMatch(of: /<li class="pin-row" data-pin-id="\d+">\s*<a href="\/pins\/\d+"><strong>Kyoto/) != nil)
         #expect(!page.body.contains("pins-next"))
 
         // 120 pins: three pages of 50, newest first, with next and previous links.

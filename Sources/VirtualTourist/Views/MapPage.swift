@@ -69,7 +69,7 @@ enum MapPage {
     static func list(_ model: Model, csrf: String) -> HTML {
         let items = HTML.each(model.listed) { pin in
             """
-            <li class="pin-row">
+            <li class="pin-row" data-pin-id="\(pin.id)">
             <a href="/pins/\(pin.id)"><strong>\(text: pin.title)</strong></a>
             <span class="muted">\(text: pin.coordinates) · \(photoCount(pin.photoCount))</span>
             <form method="post" action="/pins/\(pin.id)/delete" class="inline">
@@ -82,8 +82,10 @@ enum MapPage {
         let error: HTML = model.addError.map { "<p class=\"field-error\" id=\"add-pin-error\">\(text: $0)</p>" } ?? .empty
         return """
             <section class="pin-list card" id="pin-list" aria-labelledby="pin-list-title">
-            <h2 id="pin-list-title">Your pins (\(model.totalPins))</h2>
-            \(model.listed.isEmpty ? "<p class=\"muted\">No pins yet.</p>" : "<ul class=\"pins\">\(items)</ul>")
+            <details id="pin-list-details" open>
+            <summary><h2 id="pin-list-title" data-total="\(model.totalPins)">Your pins (\(model.totalPins))</h2></summary>
+            \(model.listed.isEmpty ? "<p class=\"muted\" id=\"no-pins\">No pins yet.</p>" : HTML.empty)
+            <ul class="pins" id="pins">\(items)</ul>
             \(pagination(model))
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
@@ -94,6 +96,7 @@ enum MapPage {
             </div>
             \(error)
             </form>
+            </details>
             </section>
             """
     }
