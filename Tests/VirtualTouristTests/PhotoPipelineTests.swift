@@ -120,7 +120,7 @@ import TestSupport
         #expect(album.count("failed") == 0)  // dropped, never a broken tile
         #expect(try app.count("SELECT count(*) FROM photos WHERE remote_url NOT LIKE $1", [app.fixture.baseURL + "/photos/%"]) == 0)
 
-        let picker = try browser.get("/pins/\(pin)/picker")
+        let picker = try browser.get("/pins/\(pin)/picker?page=1")
         #expect(picker.status == 200)
         // Only addresses on the image hosts are shown. The one whose address is on the fixture's own
         // origin stays (its redirect is only seen when fetched: the worker refuses it, a browser

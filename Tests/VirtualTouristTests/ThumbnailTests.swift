@@ -40,6 +40,8 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_512 IS NOT NULL") > 0)
         let page = try browser.get("/pins/\(pin)")
         #expect(page.body.contains("?w=256 256w, /photos/"))
+        // The live region says the album is ready (the progress bar itself is hidden from readers).
+        #expect(page.body.contains("Album ready: 30 photos."))
         let id = try app.count("SELECT min(id) FROM photos WHERE thumb_256 IS NOT NULL")
         let full = try browser.get("/photos/\(id)")
         let tile = try browser.get("/photos/\(id)?w=256")

@@ -70,8 +70,8 @@ enum AlbumPages {
             if let waiting = album.waiting { return "<p class=\"banner waiting\">\(text: waiting)</p>" }
             if total == 0 { return "<p class=\"banner\">Searching for photos near this place…</p>" }
             return """
-                <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total)</span>
-                <progress id="album-progress" max="\(total)" value="\(done)">\(done) of \(total)</progress></p>
+                <p class="banner">Downloading photos… <span id="progress-text">\(done) of \(total) photos downloaded</span>
+                <progress id="album-progress" max="\(total)" value="\(done)" aria-hidden="true"></progress></p>
                 """
         case .empty:
             return "<p class=\"banner empty\">No photos found near this place. Try a pin near a town or a landmark.</p>"
@@ -86,7 +86,10 @@ enum AlbumPages {
                 \(retry)</div>
                 """
         default:
-            return album.photos.isEmpty ? "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>" : .empty
+            if album.photos.isEmpty { return "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>" }
+            // Said by the live region when a download finishes; nothing to see on the page.
+            let ready = album.photos.filter { $0.status == .ready }.count
+            return "<p class=\"visually-hidden\" id=\"album-ready\">Album ready: \(ready) photo\(ready == 1 ? "" : "s" as HTML).</p>"
         }
     }
 
