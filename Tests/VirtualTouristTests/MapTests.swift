@@ -108,6 +108,16 @@ import TestSupport
         #expect(((sao["places"] as? [[String: Any]])?.first?["name"] as? String) == "São Paulo")
         #expect((try json(try browser.get("/places/search?q="))["places"] as? [Any])?.isEmpty == true)
         #expect(try browser.get("/places/search?q=" + String(repeating: "a", count: 101)).status == 400)
+        // English names of cities the file lists under their local name: the city, not a village
+        // with the English name (before: Cologne, Italy, population 7,000; Seville, Ohio).
+        func first(_ query: String) throws -> [String: Any]? {
+            (try json(try browser.get("/places/search?q=" + query))["places"] as? [[String: Any]])?.first
+        }
+        #expect(try first("Cologne")?["name"] as? String == "Köln")
+        #expect(try first("Cologne")?["country"] as? String == "Germany")
+        #expect(try first("seville")?["name"] as? String == "Sevilla")
+        #expect(try first("Sevil")?["name"] as? String == "Sevilla")
+        #expect(try first("bombay")?["name"] as? String == "Mumbai")
     }
 
     @Test func reverseGeocodingNamesTheNearestPlace() throws {

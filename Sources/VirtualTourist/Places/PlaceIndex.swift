@@ -78,10 +78,42 @@ public final class PlaceIndex: Sendable {
         }
     }
 
-    /// Places whose name (or a word of it) starts with `query`, largest first.
+    /// English names of cities GeoNames lists under their local name (the places file has no
+    /// alternate names): without them "Cologne" found only a village in Italy and "Seville" two
+    /// small towns in Ohio and Australia. Folded English name → the name in the file.
+    static let englishNames: [String: String] = [
+        "cologne": "Köln", "seville": "Sevilla", "hanover": "Hannover", "brunswick": "Braunschweig",
+        "saragossa": "Zaragoza", "marseilles": "Marseille", "lyons": "Lyon", "corunna": "A Coruña",
+        "aix-la-chapelle": "Aachen", "ghent": "Gent", "bruges": "Brugge", "louvain": "Leuven",
+        "lucerne": "Luzern", "berne": "Bern", "bangalore": "Bengaluru", "calcutta": "Kolkata",
+        "madras": "Chennai", "bombay": "Mumbai", "saigon": "Ho Chi Minh City",
+    ]
+
+    /// Places whose name (or a word of it, or its English name) starts with `query`: names equal to
+    /// the query first ("Paris" before "Parisot"), each group largest first, so "Seville" is the
+    /// city of 690,000 before the two towns of 2,000 that share the English name.
     public func search(_ query: String, limit: Int = 8) -> [Place] {
         let folded = Self.fold(query.trimmingCharacters(in: .whitespacesAndNewlines))
         guard !folded.isEmpty else { return [] }
+        var matches = prefixMatches(folded)
+        var exact = matches.filter { Self.fold(places[Int($0)].name) == folded }
+        if folded.count >= 3 {
+            for (english, local) in Self.englishNames where english.hasPrefix(folded) {
+                let target = Self.fold(local)
+                let named = prefixMatches(target).filter { Self.fold(places[Int($0)].name) == target }
+                matches.formUnion(named)
+                if english == folded { exact.formUnion(named) }
+            }
+        }
+        return matches.sorted { a, b in
+            let ea = exact.contains(a), eb = exact.contains(b)
+            if ea != eb { return ea }
+            return places[Int(a)].population > places[Int(b)].population
+        }.prefix(limit).map { places[Int($0)] }
+    }
+
+    /// Indexes of the places with a name, or a word of one, starting with `folded`.
+    private func prefixMatches(_ folded: String) -> Set<Int32> {
         var low = 0, high = keys.count
         while low < high {
             let mid = (low + high) / 2
@@ -93,13 +125,7 @@ public final class PlaceIndex: Sendable {
             matches.insert(keys[i].index)
             i += 1
         }
-        let exact = matches.filter { Self.fold(places[Int($0)].name) == folded }
-        return matches.sorted { a, b in
-            // An exact name first ("Paris" before "Parisot"), then by population.
-            let ea = exact.contains(a), eb = exact.contains(b)
-            if ea != eb { return ea }
-            return places[Int(a)].population > places[Int(b)].population
-        }.prefix(limit).map { places[Int($0)] }
+        return matches
     }
 
     /// The place a point is best named after: near, and preferring larger places a little, so a
