@@ -263,6 +263,24 @@ def keyboard_journey(driver):
         failures.extend(j.failures)
 
 
+def forced_colours(driver):
+    """Windows high contrast (forced-colors: active): focus stays visible on fields, buttons and
+    the map, and pins keep their own colours (a canvas is not recoloured)."""
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "forced-colors", "value": "active"}]})
+    try:
+        outline = "const s = getComputedStyle(document.activeElement); return [s.outlineStyle, parseFloat(s.outlineWidth)]"
+        driver.get(BASE + "/")
+        for selector in ("#map-canvas", "#place-search", "#zoom-in"):
+            tab_to(driver, selector)
+            style, width = driver.execute_script(outline)
+            assert style != "none" and width >= 2, "forced colours: no focus ring on %s (%s %s)" % (selector, style, width)
+        print("    forced colours: focus rings visible")
+    except AssertionError as error:
+        failures.append(str(error))
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "forced-colors", "value": "none"}]})
+
+
 def main():
     driver = j.browser()
     try:
@@ -297,6 +315,7 @@ def main():
 
         email = "a11y-%d@example.org" % int(time.time() * 1000)
         j.sign_up(driver, email, "Ada")
+        forced_colours(driver)
         record("map with 0 pins", "light", axe(driver))
         theme(driver, "dark")
         driver.get(BASE + "/")

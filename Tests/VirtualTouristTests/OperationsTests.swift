@@ -147,6 +147,37 @@ import Glibc
         #expect(fixture.searchCount == 20)
         #expect(fixture.imageCount == 20 * 30)
         #expect(try pool.query("SELECT count(*) AS n FROM photos WHERE status = 'ready'")[0].decode("n", as: Int.self) == 600)
+
+        // Live updates cross instances: a page watching an album on B hears of a photo removed on A
+        // (through PostgreSQL's NOTIFY, which both instances LISTEN to).
+        let pinID: Int64 = try pool.query("SELECT min(id) AS id FROM pins")[0].decode("id")
+        let photoID: Int64 = try pool.query("SELECT min(id) AS id FROM photos WHERE pin_id = $1", [pinID])[0].decode("id")
+        let stream = try connectLoopback(port: ports[1], receiveTimeout: 10)
+        defer { close(stream) }
+        let cookie = onA.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let request = Array("GET /pins/\(pinID)/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nCookie: \(cookie)\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(stream, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var heard = ""
+        func changes() -> Int { heard.components(separatedBy: "event: change").count - 1 }
+        func listen(until wanted: Int) {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while changes() < wanted {
+                let n = recv(stream, &buffer, buffer.count, 0)
+                if n <= 0 { return }
+                heard += String(decoding: buffer.prefix(n), as: UTF8.self)
+            }
+        }
+        listen(until: 1)  // the catch-up event every stream starts with
+        #expect(changes() == 1)
+        let removed = try onA.request("DELETE", "/photos/\(photoID)", headers: [("X-CSRF-Token", token)])
+        #expect(removed.status == 204)
+        listen(until: 2)
+        #expect(changes() >= 2, "B's stream did not hear A's change: \(heard)")
+
+        // The provider's call budget is one, in PostgreSQL, drawn by both instances.
+        let budgets = try pool.query("SELECT count(*) AS n, min(capacity - tokens) AS used FROM provider_budgets")[0]
+        #expect(try budgets.decode("n", as: Int.self) == 1)
+        #expect(try budgets.decode("used", as: Double.self) > 5)
     }
 
     @Test func aBackupRestoresIntoAFreshDatabaseAndServesEverything() throws {
