@@ -58,15 +58,19 @@ if (root.dataset.pinsComplete !== "true") {
   const loadInView = async () => {
     const b = map.bounds(map.width / 2);
     try {
-      const data = await (await fetch(`/pins.json?bbox=${b.west},${b.south},${b.east},${b.north}`)).json();
+      const data = await (await fetch(`/pins.json?bbox=${b.west},${b.south},${b.east},${b.north}&zoom=${map.zoom.toFixed(2)}`)).json();
       const pending = pins.pins.filter((p) => p.pending);
       pins.set(data.pins);
+      // A crowded view comes as clusters with counts (computed by the server), and the number
+      // of pins inside, so nothing is left out without saying so.
+      pins.setClusters(data.clusters || []);
+      if (data.total !== undefined) root.dataset.pinsInView = String(data.total);
       pending.forEach((p) => pins.pins.unshift(p));
       map.redraw();
     } catch { /* the next move tries again */ }
   };
   map.on("moveend", loadInView);
-  if (!embedded) loadInView();
+  loadInView(); // the page embedded the first view's pins; the server's view follows
 }
 root.dataset.ready = "true";
 
@@ -196,7 +200,7 @@ async function deletePin(pin) {
 map.on("tap", ({ x, y }) => {
   const hit = pins.hit(x, y);
   if (!hit) { closeCard(); return; }
-  if (hit.members.length > 1) {
+  if (hit.count > 1) {
     // A cluster: zoom in towards it until its pins separate.
     closeCard();
     const target = Math.min(18, map.zoom + 2);
@@ -225,7 +229,7 @@ function keyboardTargets() {
 
 function describe(target, index, count) {
   const where = `${index + 1} of ${count}`;
-  if (target.members.length > 1) return `${target.members.length} pins close together, ${where}. Enter zooms in.`;
+  if (target.count > 1) return `${target.count} pins close together, ${where}. Enter zooms in.`;
   const pin = target.members[0];
   const photos = pin.photos === 1 ? "1 photo" : `${pin.photos} photos`;
   return `${pin.name || "Pin"}, ${photos}, ${where}. Enter opens it, Delete deletes it.`;
@@ -249,7 +253,7 @@ canvas.addEventListener("keydown", (e) => {
     e.preventDefault();
     keyboardIndex = next;
     pins.focused = targets[next];
-    root.dataset.keyboardPin = targets[next].members.length > 1 ? "cluster" : String(targets[next].members[0].id);
+    root.dataset.keyboardPin = targets[next].count > 1 ? "cluster" : String(targets[next].members[0].id);
     announcer.textContent = describe(targets[next], next, targets.length);
     map.redraw();
   } else if (e.key === "Enter" || e.key === " ") {
@@ -258,14 +262,14 @@ canvas.addEventListener("keydown", (e) => {
     if (!target) {
       const { lat, lon } = map.view;
       dropPinAt(lat, lon);
-    } else if (target.members.length > 1) {
+    } else if (target.count > 1) {
       clearKeyboardFocus();
       map.animateZoom(target.x, target.y, Math.min(18, map.zoom + 2), 350);
       announcer.textContent = "Zoomed in. Tab to step through the pins.";
     } else {
       openCard(target.members[0], target.x, target.y + 16);
     }
-  } else if ((e.key === "Delete" || e.key === "Backspace") && pins.focused && pins.focused.members.length === 1) {
+  } else if ((e.key === "Delete" || e.key === "Backspace") && pins.focused && pins.focused.count === 1) {
     e.preventDefault();
     const target = pins.focused;
     openCard(target.members[0], target.x, target.y + 16);

@@ -8,8 +8,14 @@ const DROP_MS = 350;
 export class PinLayer {
   constructor() {
     this.pins = [];      // {id, lat, lon, name, photos, status, x, y (world), droppedAt?, pending?}
-    this.hits = [];      // what was drawn last frame, for hit-testing
+    this.hits = [];      // what was drawn last frame, for hit-testing: {x, y, r, members, count}
     this.selected = null;
+    this.clusters = [];  // groups the server made for a crowded view: {x, y (world), count}
+  }
+
+  /** The server's clusters for the current view (/pins.json?bbox&zoom), drawn as they are. */
+  setClusters(clusters) {
+    this.clusters = clusters.map((c) => ({ ...project(c.lon, c.lat), count: c.count }));
   }
 
   set(pins) {
@@ -59,8 +65,14 @@ export class PinLayer {
     for (const group of groups) {
       if (group.members.length > 1) {
         this.drawCluster(ctx, group);
-        this.hits.push({ x: group.x, y: group.y, r: 18, members: group.members.map((m) => m.pin) });
+        this.hits.push({ x: group.x, y: group.y, r: 18, members: group.members.map((m) => m.pin), count: group.members.length });
       }
+    }
+    for (const c of this.clusters) {
+      const s = map.worldToScreen(c.x, c.y);
+      if (s.x < -margin || s.x > map.width + margin || s.y < -margin || s.y > map.height + margin) continue;
+      this.drawCluster(ctx, { x: s.x, y: s.y, members: [], count: c.count });
+      this.hits.push({ x: s.x, y: s.y, r: 18, members: [], count: c.count });
     }
     for (const group of groups) {
       if (group.members.length !== 1) continue;
@@ -72,11 +84,12 @@ export class PinLayer {
         if (t >= 1) pin.droppedAt = null;
       }
       this.drawMarker(ctx, x, y + drop, pin === this.selected || (this.selected && pin.id === this.selected.id), pin.pending);
-      this.hits.push({ x, y: y - 16, r: 16, members: [pin] });
+      this.hits.push({ x, y: y - 16, r: 16, members: [pin], count: 1 });
     }
     // The keyboard's current pin or cluster (Tab on the map): a ring in the page's focus colour.
     if (this.focused) {
-      const f = this.hits.find((h) => h.members.length === this.focused.members.length && h.members[0].id === this.focused.members[0].id);
+      const key = (h) => `${h.count}:${h.members.length ? h.members[0].id : `${Math.round(h.x)},${Math.round(h.y)}`}`;
+      const f = this.hits.find((h) => key(h) === key(this.focused));
       if (f) {
         ctx.save();
         ctx.beginPath();
@@ -88,7 +101,7 @@ export class PinLayer {
       }
     }
     map.canvas.parentElement.dataset.pinsDrawn = String(points.length);
-    map.canvas.parentElement.dataset.clusters = String(groups.filter((g) => g.members.length > 1).length);
+    map.canvas.parentElement.dataset.clusters = String(groups.filter((g) => g.members.length > 1).length + this.clusters.length);
   }
 
   drawMarker(ctx, x, y, selected, pending) {
@@ -116,7 +129,7 @@ export class PinLayer {
   }
 
   drawCluster(ctx, group) {
-    const n = group.members.length;
+    const n = group.count ?? group.members.length;
     const r = n < 10 ? 15 : n < 100 ? 18 : 22;
     ctx.beginPath();
     ctx.arc(group.x, group.y, r, 0, 2 * Math.PI);

@@ -160,6 +160,9 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Refused connections since the last log line about them (see `admit`).
+    private let refusals = Mutex<(since: UInt64, count: Int)>((since: 0, count: 0))
+
     private func admit(_ fd: Int32, remote: String) {
         enum Refusal: Error { case full, perAddress }
         let capped = !configuration.trustedProxies.trusts(remote)
@@ -199,9 +202,20 @@ public final class HTTPServer: Sendable {
             _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
             Glibc.shutdown(fd, Int32(SHUT_WR))
             Glibc.close(fd)
-            switch refusal {
-            case .full: serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnections) already open, none idle")
-            case .perAddress: serverLogger.warning("refused a connection from \(remote): \(configuration.maxConnectionsPerAddress) already open from that address")
+            // One line a second at most: a flood of refusals must not become a flood of log writes
+            // (one per refusal was most of what refusing cost).
+            let report: Int? = refusals.withLock { r in
+                r.count += 1
+                let now = monotonicNanos()
+                guard now - r.since >= 1_000_000_000 else { return nil }
+                defer { r = (since: now, count: 0) }
+                return r.count
+            }
+            if let report {
+                switch refusal {
+                case .full: serverLogger.warning("refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnections) already open, none idle")
+                case .perAddress: serverLogger.warning("refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnectionsPerAddress) already open from that address")
+                }
             }
             return
         }

@@ -197,3 +197,44 @@ import TestSupport
         #expect(page.body.contains("data-tile-url=\"/tiles/{z}/{x}/{y}\""))
     }
 }
+
+/// Ten thousand pins: the map asks for its view and gets at most a few hundred markers, clusters
+/// where pins crowd, with counts that add up to every pin inside.
+@Suite struct ViewportTests {
+    @Test func tenThousandPinsComeAsAFewHundredMarkersThatAddUp() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "many@example.org")
+        let userID = Int64(try app.count("SELECT id FROM users WHERE email = 'many@example.org'"))
+        // 9,000 pins in and around Paris (a 0.5° square), 1,000 spread over the world.
+        try app.pool.query("""
+            INSERT INTO pins (user_id, lat, lon, status)
+            SELECT $1, 48.6 + (n % 97) * 0.005 + (n % 7) * 0.0003, 2.1 + (n % 89) * 0.0055, 'ready' FROM generate_series(1, 9000) n
+            UNION ALL
+            SELECT $1, -60 + (n * 13 % 130), -179 + (n * 7 % 358), 'ready' FROM generate_series(1, 1000) n
+            """, [userID])
+        func view(_ bbox: String, zoom: Double) throws -> (markers: Int, sum: Int, total: Int, pins: Int) {
+            let page = try browser.get("/pins.json?bbox=\(bbox)&zoom=\(zoom)")
+            #expect(page.status == 200)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])
+            let pins = json["pins"] as? [[String: Any]] ?? []
+            let clusters = json["clusters"] as? [[String: Any]] ?? []
+            let sum = pins.count + clusters.reduce(0) { $0 + ($1["count"] as? Int ?? 0) }
+            return (pins.count + clusters.count, sum, json["total"] as? Int ?? -1, pins.count)
+        }
+        // A city-sized box around Paris at zoom 11.
+        let city = try view("2.0,48.5,2.7,49.2", zoom: 11)
+        let inside = try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND lat BETWEEN 48.5 AND 49.2 AND lon BETWEEN 2.0 AND 2.7", [userID])
+        #expect(city.markers <= 300, "\(city.markers) markers")
+        #expect(city.total == inside)
+        #expect(city.sum == inside, "counts add up to \(city.sum), not \(inside)")
+        // The whole world at zoom 1: the same promise.
+        let world = try view("-180,-85,180,85", zoom: 1)
+        #expect(world.markers <= 300)
+        #expect(world.total == 10_000 && world.sum == 10_000)
+        // A small box with few pins: the pins themselves.
+        let few = try view("100,-10,110,0", zoom: 6)
+        #expect(few.pins == few.total && few.total < 300)
+        // Without a zoom the old answer stands (the whole list, up to its cap).
+        #expect(try browser.get("/pins.json?bbox=2.0,48.5,2.7,49.2").body.contains("\"pins\":["))
+    }
+}

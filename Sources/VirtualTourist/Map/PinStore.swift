@@ -98,6 +98,41 @@ public struct PinStore: Sendable {
         return try rows.map(Self.pin)
     }
 
+    /// A group of pins the map draws as one marker with a count.
+    public struct Cluster: Sendable, Equatable {
+        public let lat: Double
+        public let lon: Double
+        public let count: Int
+    }
+
+    /// What the map shows in a box: the pins themselves when at most `maxMarkers` fall inside,
+    /// otherwise clusters from a grid computed in SQL (one grouped statement, whatever the number
+    /// of pins). `total` is always every pin inside: nothing is cut without saying so.
+    public func viewport(of userID: Int64, box: (west: Double, south: Double, east: Double, north: Double),
+                         zoom: Double, maxMarkers: Int = 300) throws -> (pins: [Pin], clusters: [Cluster], total: Int) {
+        let inside = """
+            p.user_id = $1 AND p.lat BETWEEN $2 AND $3
+            AND (CASE WHEN $4 <= $5 THEN p.lon BETWEEN $4 AND $5 ELSE p.lon >= $4 OR p.lon <= $5 END)
+            """
+        let total: Int = try pool.query("SELECT count(*) AS n FROM pins p WHERE \(inside)",
+                                        [userID, box.south, box.north, box.west, box.east])[0].decode("n")
+        if total <= maxMarkers {
+            return (try pins(of: userID, in: box, limit: maxMarkers), [], total)
+        }
+        // A cell a quarter of a 256 px tile at this zoom, and never so small that the box holds
+        // more than 16 × 16 of them: at most 17 × 17 = 289 clusters.
+        let width = box.east >= box.west ? box.east - box.west : box.east + 360 - box.west
+        let span = max(width, box.north - box.south)
+        let cell = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, span / 16, 1e-6)
+        let rows = try pool.query("""
+            SELECT count(*) AS n, avg(p.lat) AS lat, avg(p.lon) AS lon FROM pins p
+            WHERE \(inside)
+            GROUP BY floor(p.lat / $6), floor(p.lon / $6)
+            """, [userID, box.south, box.north, box.west, box.east, cell])
+        let clusters = try rows.map { Cluster(lat: try $0.decode("lat"), lon: try $0.decode("lon"), count: try $0.decode("n")) }
+        return ([], clusters, total)
+    }
+
     public func count(of userID: Int64) throws -> Int {
         try pool.query("SELECT count(*) AS n FROM pins WHERE user_id = $1", [userID])[0].decode("n")
     }

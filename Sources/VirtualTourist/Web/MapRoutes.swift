@@ -30,10 +30,29 @@ extension WebRoutes {
                 }
                 box = (numbers[0], numbers[1], numbers[2], numbers[3])
             }
-            let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
             var body: [UInt8] = Array(#"{"pins":"#.utf8)
-            body.reserveCapacity(found.count * 96 + 16)
-            PinJSON.write(found, to: &body)
+            if let box, let zoom = InputNumber.decimal(context.request.queryValue("zoom"), in: 0...22) {
+                // The map's view: at most a few hundred markers, clusters where pins crowd, and
+                // how many pins are inside in all.
+                let view = try pins.viewport(of: context.user.id, box: box, zoom: zoom)
+                body.reserveCapacity(view.pins.count * 96 + view.clusters.count * 48 + 64)
+                PinJSON.write(view.pins, to: &body)
+                body.append(contentsOf: Array(#","clusters":["#.utf8))
+                for (index, cluster) in view.clusters.enumerated() {
+                    if index > 0 { body.append(UInt8(ascii: ",")) }
+                    body.append(contentsOf: Array(#"{"count":"#.utf8))
+                    HTML.appendDecimal(cluster.count, to: &body)
+                    body.append(contentsOf: Array(#","lat":"#.utf8) + Array(String(cluster.lat).utf8))
+                    body.append(contentsOf: Array(#","lon":"#.utf8) + Array(String(cluster.lon).utf8))
+                    body.append(UInt8(ascii: "}"))
+                }
+                body.append(contentsOf: Array(#"],"total":"#.utf8))
+                HTML.appendDecimal(view.total, to: &body)
+            } else {
+                let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
+                body.reserveCapacity(found.count * 96 + 16)
+                PinJSON.write(found, to: &body)
+            }
             body.append(UInt8(ascii: "}"))
             // Cheap to ask again: the same pins answer 304 (the ETag is the body's checksum).
             var response = HTTPResponse(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
