@@ -102,6 +102,10 @@ struct Configuration {
             guard let n = Int(v), (0...36500).contains(n) else { throw Invalid(description: "JOB_RETENTION_DAYS must be a number of days, not \(v)") }
             c.app.jobRetentionDays = n
         }),
+        ("MEMORY_TRIM_SECONDS", "hand freed memory back to the system this often; 0 never (10)", { c, v in
+            guard let n = Double(v), n.isFinite, (0...3600).contains(n) else { throw Invalid(description: "MEMORY_TRIM_SECONDS must be 0–3600, not \(v)") }
+            c.app.memoryTrimSeconds = n
+        }),
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),

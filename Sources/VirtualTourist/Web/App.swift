@@ -40,6 +40,8 @@ public struct AppSettings: Sendable {
     public var photoRetentionDays = 0
     /// Finished album jobs older than this many days are deleted hourly (0: kept).
     public var jobRetentionDays = 7
+    /// Freed memory is handed back to the system this often (MemoryTrim; 0: never).
+    public var memoryTrimSeconds: Double = 10
     public var httpClient = HTTPClient.Options()
     /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
     public var providerCallsPerHour: Double?
@@ -86,6 +88,7 @@ public final class App: Sendable {
     /// The picker's provider searches, on their own slots.
     let pickerSearches: PickerSearches
     private let housekeeping: Housekeeping
+    private let memoryTrim: MemoryTrim
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
@@ -114,6 +117,7 @@ public final class App: Sendable {
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays)
+        memoryTrim = MemoryTrim(seconds: settings.memoryTrimSeconds)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
@@ -230,6 +234,7 @@ public final class App: Sendable {
         }
         workers.start()
         housekeeping.start()
+        memoryTrim.start()
         // The licence list before the first album needs it (one call a day; see LicenseStore).
         if let licenses = (workers.provider as? FlickrProvider)?.licenses {
             DispatchQueue.global().async { _ = licenses.licenses() }
@@ -238,6 +243,7 @@ public final class App: Sendable {
 
     public func stopBackgroundWork() {
         housekeeping.stop()
+        memoryTrim.stop()
         workers.stop()
         listener.stop()
         workers.client.shutdown()  // closes the idle connections of the shared cache
