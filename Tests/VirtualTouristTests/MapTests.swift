@@ -118,6 +118,10 @@ import TestSupport
         #expect(try first("seville")?["name"] as? String == "Sevilla")
         #expect(try first("Sevil")?["name"] as? String == "Sevilla")
         #expect(try first("bombay")?["name"] as? String == "Mumbai")
+        // Capitals before other cities of the same prefix: "Ott" is Ottawa, "Canb" Canberra.
+        #expect(try first("Ott")?["name"] as? String == "Ottawa")
+        #expect(try first("Ott")?["capital"] as? Bool == true)
+        #expect(try first("Kyoto")?["capital"] as? Bool == false)
     }
 
     @Test func reverseGeocodingNamesTheNearestPlace() throws {

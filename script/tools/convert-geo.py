@@ -197,11 +197,14 @@ def load_places():
     if isinstance(countries, dict):
         countries = countries.get("geonames", countries.get("countries", list(countries.values())))
     names = {}
+    capitals = {}
     for c in countries:
         code = c.get("iso") or c.get("countryCode") or c.get("iso_alpha2") or c.get("ISO")
         name = c.get("name") or c.get("countryName") or c.get("Country")
         if code and name:
             names[code] = name
+        if code and c.get("capital"):
+            capitals[code] = c["capital"]
     places = []
     with lzma.open(os.path.join(SRC, "geonames_cities1000.tsv.xz"), "rt", encoding="utf-8") as f:
         header = f.readline().rstrip("\n").split("\t")
@@ -211,7 +214,14 @@ def load_places():
             population = int(row[col["population"]] or 0)
             places.append((row[col["name"]], float(row[col["latitude"]]), float(row[col["longitude"]]),
                            row[col["country"]], names.get(row[col["country"]], row[col["country"]]), population))
-    return places
+    # A country's capital: the largest place of that name in that country (the file has no
+    # feature codes; every row is a populated place). Search ranks capitals before other cities.
+    largest = {}
+    for i, (name, _, _, code, _, population) in enumerate(places):
+        if capitals.get(code) == name and (code not in largest or population > places[largest[code]][5]):
+            largest[code] = i
+    capital_rows = set(largest.values())
+    return [p + (1 if i in capital_rows else 0,) for i, p in enumerate(places)]
 
 
 def main():
@@ -282,9 +292,9 @@ def main():
     os.makedirs(geo_dir, exist_ok=True)
     kept = [p for p in places if p[5] >= 5000]
     buffer = io.StringIO()
-    buffer.write("# GeoNames places with population >= 5000 (CC BY 4.0, geonames.org): name, lat, lon, country code, country, population\n")
-    for name, lat, lon, code, country, population in kept:
-        buffer.write("%s\t%.4f\t%.4f\t%s\t%s\t%d\n" % (name, lat, lon, code, country, population))
+    buffer.write("# GeoNames places with population >= 5000 (CC BY 4.0, geonames.org): name, lat, lon, country code, country, population, capital (1 or 0)\n")
+    for name, lat, lon, code, country, population, capital in kept:
+        buffer.write("%s\t%.4f\t%.4f\t%s\t%s\t%d\t%d\n" % (name, lat, lon, code, country, population, capital))
     with gzip.GzipFile(os.path.join(geo_dir, "places.tsv.gz"), "wb", mtime=0) as f:
         f.write(buffer.getvalue().encode("utf-8"))
     print("places: %d rows, %.0f KB" % (len(kept), os.path.getsize(os.path.join(geo_dir, "places.tsv.gz")) / 1024))

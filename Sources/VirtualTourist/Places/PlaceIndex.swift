@@ -11,6 +11,8 @@ public struct Place: Sendable, Codable, Equatable {
     public let lat: Double
     public let lon: Double
     public let population: Int
+    /// The capital of its country (the search puts capitals before other cities).
+    public var capital = false
 
     /// "Kyoto, Japan".
     public var label: String { country.isEmpty ? name : "\(name), \(country)" }
@@ -61,7 +63,7 @@ public final class PlaceIndex: Sendable {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard f.count >= 6, let lat = Double(f[1]), let lon = Double(f[2]), let population = Int(f[5]) else { continue }
             places.append(Place(name: String(f[0]), country: String(f[4]), countryCode: String(f[3]),
-                                lat: lat, lon: lon, population: population))
+                                lat: lat, lon: lon, population: population, capital: f.count > 6 && f[6] == "1"))
         }
         self.init(places: places)
     }
@@ -108,6 +110,9 @@ public final class PlaceIndex: Sendable {
         return matches.sorted { a, b in
             let ea = exact.contains(a), eb = exact.contains(b)
             if ea != eb { return ea }
+            // Then capitals, then size.
+            let ca = places[Int(a)].capital, cb = places[Int(b)].capital
+            if ca != cb { return ca }
             return places[Int(a)].population > places[Int(b)].population
         }.prefix(limit).map { places[Int($0)] }
     }

@@ -54,7 +54,7 @@ enum MapPage {
             <div class="map-controls">
             <button type="button" id="zoom-in" aria-label="Zoom in">+</button>
             <button type="button" id="zoom-out" aria-label="Zoom out">−</button>
-            <button type="button" id="drop-pin" aria-label="Drop a pin at the centre of the map">⌖</button>
+            <button type="button" id="drop-pin" aria-label="Drop a pin at the centre of the map"><svg width="22" height="22" viewBox="0 0 22 22" aria-hidden="true" focusable="false"><circle cx="11" cy="11" r="6" fill="none" stroke="currentColor" stroke-width="2"></circle><path d="M11 1v6M11 15v6M1 11h6M15 11h6" stroke="currentColor" stroke-width="2"></path></svg></button>
             </div>
             <p class="map-hint" id="map-hint">Press and hold anywhere to drop a pin</p>
             <div class="map-attribution" id="map-attribution">\(attribution(model))</div>
