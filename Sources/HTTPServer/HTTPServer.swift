@@ -197,11 +197,21 @@ public final class HTTPServer: Sendable {
             Socket.setNoDelay(fd)
             if let reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
         case .failure(let refusal):
-            // Over capacity: say so and hang up; the connections already open keep being served.
-            let busy = Array("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
-            _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            Glibc.shutdown(fd, Int32(SHUT_WR))
-            Glibc.close(fd)
+            switch refusal {
+            case .full:
+                // Over capacity: say so and hang up; the connections already open keep being served.
+                let busy = Array("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                Glibc.shutdown(fd, Int32(SHUT_WR))
+                Glibc.close(fd)
+            case .perAddress:
+                // One address past its share is refusing itself: a reset, at once. No answer to
+                // write, no FIN exchange, no TIME_WAIT left behind; under a connect flood the
+                // polite 503 and close cost the server most of a core.
+                var hard = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
+                Glibc.close(fd)
+            }
             // One line a second at most: a flood of refusals must not become a flood of log writes
             // (one per refusal was most of what refusing cost).
             let report: Int? = refusals.withLock { r in

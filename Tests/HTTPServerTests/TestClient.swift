@@ -122,6 +122,13 @@ final class TestClient {
     }
 
     /// One request on a fresh connection.
+    /// True when a new connection is closed (or reset) by the server before any answer.
+    static func refusedAtOnce(port: Int) -> Bool {
+        guard let client = try? TestClient(port: port, timeout: 2) else { return true }
+        try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        return (try? client.readResponse()) == nil
+    }
+
     static func get(_ path: String, port: Int, headers: String = "") throws -> Response {
         let client = try TestClient(port: port)
         try client.send("GET \(path) HTTP/1.1\r\nHost: test\r\n\(headers)Connection: close\r\n\r\n")

@@ -68,6 +68,13 @@ while time.time() < deadline:
                 got = s.recv(65536)
             except (BlockingIOError, InterruptedError):
                 got = None
+            except ConnectionResetError:
+                # Reset at once: the server's per-address cap.
+                stats["refused"] += 1
+                sel.unregister(s)
+                s.close()
+                retry_at.append(time.time() + 0.1)
+                continue
             except OSError:
                 got = b""
             if got == b"":
@@ -98,7 +105,7 @@ while time.time() < deadline:
             except OSError:
                 sel.unregister(s)
                 s.close()
-                stats["closed"] += 1
+                stats["refused" if not data["sent_head"] else "closed"] += 1
                 retry_at.append(time.time() + 0.1)
     now = time.time()
     due = [t for t in retry_at if t <= now]
