@@ -50,8 +50,13 @@ public struct AlbumJob: Sendable {
 /// collection always wins over a late result.
 public struct AlbumStore: Sendable {
     let pool: PostgresPool
+    /// Where the images live; rows keep their hash.
+    public let photos: any PhotoStore
 
-    public init(pool: PostgresPool) { self.pool = pool }
+    public init(pool: PostgresPool, photos: any PhotoStore = FileStore(root: ".data/photos")) {
+        self.pool = pool
+        self.photos = photos
+    }
 
     static let jobsChannel = "album_jobs"
     static let eventsChannel = "album_events"
@@ -110,19 +115,33 @@ public struct AlbumStore: Sendable {
         return (try Self.photo(row), try row.decode("pin_id"))
     }
 
-    /// True when a ready photo with this id is the person's (a 304 needs no bytes).
-    public func imageExists(_ id: Int64, userID: Int64) throws -> Bool {
-        !(try pool.query("SELECT 1 FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).isEmpty)
+    /// The hash of a ready photo of the person's (its strong ETag; a 304 needs no bytes). found is
+    /// false when there is no such photo; hash is nil for one whose bytes are still in the row.
+    public func imageHash(_ id: Int64, userID: Int64) throws -> (hash: String?, found: Bool) {
+        guard let row = try pool.query("SELECT hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).first else {
+            return (nil, false)
+        }
+        return (try row.decode("hash"), true)
     }
 
-    /// The bytes of a ready photo, with what the browser needs to cache it.
-    public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String)? {
+    /// The bytes of a ready photo, with what the browser needs to cache it: from the store, or
+    /// from the row while the photo is not yet moved there.
+    public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String, hash: String)? {
         let rows = try pool.query("""
-            SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
+            SELECT hash, CASE WHEN hash IS NULL THEN bytes END AS bytes, content_type
+            FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
         guard let row = rows.first else { return nil }
+        let contentType: String = try row.decode("content_type")
+        if let hash: String = try row.decode("hash") {
+            guard let bytes = try photos.get(hash) else {
+                throw PhotoStoreError(description: "photo \(id): blob \(hash) is missing from the store")
+            }
+            return (bytes, contentType, hash)
+        }
         let data: Data = try row.decode("bytes")
-        return (Array(data), try row.decode("content_type"))
+        let bytes = Array(data)
+        return (bytes, contentType, SHA256.hex(bytes))
     }
 
     public func deletePhoto(_ id: Int64, userID: Int64) throws -> Int64? {
@@ -320,20 +339,22 @@ public struct AlbumStore: Sendable {
             """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
     }
 
-    /// Stores an image; dropped when the album has moved on to a newer generation.
-    func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo) throws {
+    /// Records an image already in the photo store; dropped when the album has moved on to a newer
+    /// generation (the blob is then the collector's).
+    func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
         // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
         // each statement costs a round trip on a busy pool).
         try pool.query("""
             WITH stored AS (
-                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL
+                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), hash = $4, byte_size = $10, bytes = NULL, content_type = $5,
+                       width = $6, height = $7, error = NULL
                 FROM pins p
                 WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
                 RETURNING ph.id)
             SELECT pg_notify($8, $9) FROM stored
-            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height,
-                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+            """, [photoID, job.userID, job.generation, hash, info.contentType, info.width, info.height,
+                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload, byteSize])
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {

@@ -197,8 +197,19 @@ public final class AlbumWorkers: @unchecked Sendable {
             do {
                 switch fetchImage(photo.url, hosts: hosts) {
                 case .success(let (bytes, info)):
+                    // The blob first, then the row that names it: a row never names a blob that
+                    // is not there. A store that refuses the write fails this photo, not the album.
+                    let hash: String
+                    do {
+                        hash = try store.photos.put(bytes)
+                    } catch {
+                        logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
+                        metrics?.download(succeeded: false)
+                        try store.failPhoto(photoID: photo.id, job: job, reason: "The photo could not be stored.")
+                        return true
+                    }
                     metrics?.download(succeeded: true)
-                    try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info)
+                    try store.storeImage(photoID: photo.id, job: job, hash: hash, byteSize: bytes.count, info: info)
                 case .failure(let reason):
                     metrics?.download(succeeded: false)
                     try store.failPhoto(photoID: photo.id, job: job, reason: reason)

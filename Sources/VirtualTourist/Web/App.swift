@@ -38,6 +38,10 @@ public struct AppSettings: Sendable {
     public var workers = AlbumWorkers.Settings()
     /// Photos older than this many days are deleted hourly (0: kept until removed).
     public var photoRetentionDays = 0
+    /// Where images are kept: a directory (PHOTO_STORE; docs/architecture.md, PhotoStore).
+    public var photoStore = ".data/photos"
+    /// Blobs no row names are removed only once this old (a download may be about to name one).
+    public var photoStoreGraceSeconds: Double = 3600
     public var httpClient = HTTPClient.Options()
     /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
     public var providerCallsPerHour: Double?
@@ -73,7 +77,8 @@ public final class App: Sendable {
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
-        albums = AlbumStore(pool: pool)
+        let photoStore = FileStore(root: settings.photoStore)
+        albums = AlbumStore(pool: pool, photos: photoStore)
         events = AlbumEvents()
         let metrics = Metrics()
         self.metrics = metrics
@@ -96,7 +101,8 @@ public final class App: Sendable {
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
-        retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays)
+        retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays,
+                                   collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
@@ -222,31 +228,50 @@ final class ConnectionGauge: Sendable {
     func read() -> Int { source.withLock { $0?() ?? 0 } }
 }
 
-/// Deletes photos older than the retention period, hourly (Flickr asks that copies be kept only
-/// "for reasonable periods"). Every instance may run it; the DELETE is idempotent.
+/// Deletes photos older than the retention period (Flickr asks that copies be kept only "for
+/// reasonable periods"), then removes the blobs no row names any more, hourly; at start it first
+/// moves images still held in rows into the photo store. Every instance may run it: the DELETE is
+/// idempotent, the move skips rows another instance holds, the sweep honours the grace period.
 final class PhotoRetention: @unchecked Sendable {
     let pool: PostgresPool
     let days: Int
+    /// Nil: retention only (no store upkeep).
+    let collector: PhotoCollector?
+    let grace: Double
     private let queue = DispatchQueue(label: "photo-retention")
     private var timer: (any DispatchSourceTimer)?
+    private let logger = Logger(label: "photo-store")
 
-    init(pool: PostgresPool, days: Int) {
+    init(pool: PostgresPool, days: Int, collector: PhotoCollector? = nil, grace: Double = 3600) {
         self.pool = pool
         self.days = days
+        self.collector = collector
+        self.grace = grace
     }
 
     func start() {
-        guard days > 0 else { return }
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + 60, repeating: 3600)
-            timer.setEventHandler { [weak self] in self?.purge() }
+            timer.schedule(deadline: .now() + 1, repeating: 3600)
+            timer.setEventHandler { [weak self] in self?.run() }
             timer.resume()
             self.timer = timer
         }
     }
 
     func stop() { queue.sync { timer?.cancel(); timer = nil } }
+
+    private func run() {
+        if days > 0 { purge() }
+        guard let collector else { return }
+        do {
+            let moved = try collector.moveAllBytesToStore()
+            if moved > 0 { logger.info("photo store: moved \(moved) images out of the database") }
+            try collector.collect(grace: grace)
+        } catch {
+            logger.warning("photo store upkeep failed: \(error)")
+        }
+    }
 
     @discardableResult
     func purge() -> Int {

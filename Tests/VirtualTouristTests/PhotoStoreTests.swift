@@ -1,0 +1,193 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Postgres
+import Synchronization
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+/// The photo store: content-addressed files, serving from them, moving old rows' bytes into the
+/// store, and the collector. Real files, real PostgreSQL, real HTTP.
+@Suite struct PhotoStoreTests {
+    @Test func sha256MatchesTheStandardVectors() {
+        #expect(SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(SHA256.hex([UInt8](repeating: 0x61, count: 1_000_000)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        // Every length around the block and padding boundaries hashes differently.
+        let lengths = Array(50...130)
+        #expect(Set(lengths.map { SHA256.hex([UInt8](repeating: 7, count: $0)) }).count == lengths.count)
+    }
+
+    @Test func theSameBytesAreStoredOnceUnderTheirHash() throws {
+        let store = FileStore(root: TestApp.scratchDirectory("store"))
+        let bytes = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let hash = try store.put(bytes)
+        #expect(hash == SHA256.hex(bytes))
+        #expect(try store.put(bytes) == hash)
+        #expect(try store.get(hash) == bytes)
+        let fanned = store.root + "/" + hash.prefix(2) + "/" + hash.dropFirst(2).prefix(2) + "/" + hash
+        #expect(FileManager.default.fileExists(atPath: fanned))
+        #expect(try store.list().map(\.hash) == [hash])
+        // No temp file is left behind, and a name that is not a hash reads nothing.
+        let names = try FileManager.default.contentsOfDirectory(atPath: (fanned as NSString).deletingLastPathComponent)
+        #expect(names == [hash])
+        #expect(try store.get("../../etc/passwd") == nil)
+        #expect(try store.get(String(repeating: "0", count: 64)) == nil)
+    }
+
+    @Test func photosAreServedFromTheStoreWithTheirHashAsETag() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE bytes IS NOT NULL") == 0)
+        for id in album.ids.prefix(5) {
+            let image = try browser.get("/photos/\(id)")
+            #expect(image.status == 200)
+            let hash = SHA256.hex(image.bodyBytes)
+            #expect(image.header("ETag") == "\"\(hash)\"")
+            #expect(image.header("Cache-Control") == "private, max-age=31536000, immutable")
+            let stored: String = try app.pool.query("SELECT hash FROM photos WHERE id = $1", [Int64(id)])[0].decode("hash")
+            #expect(stored == hash)
+            let again = try browser.get("/photos/\(id)", headers: [("If-None-Match", "\"\(hash)\"")])
+            #expect(again.status == 304)
+            #expect(again.header("ETag") == "\"\(hash)\"")
+            #expect(try browser.get("/photos/\(id)", headers: [("If-None-Match", "\"other\"")]).status == 200)
+        }
+        // Someone else gets nothing, with or without the ETag.
+        let other = try app.signedUp(email: "bob-\(UUID().uuidString.prefix(6))@example.org", name: "Bob")
+        let first = album.ids[0]
+        let etag = try #require(try browser.get("/photos/\(first)").header("ETag"))
+        #expect(try other.get("/photos/\(first)").status == 404)
+        #expect(try other.get("/photos/\(first)", headers: [("If-None-Match", etag)]).status == 404)
+    }
+
+    /// Rows from before the store (bytes in the row): served from the row, then moved batch by
+    /// batch; a move stopped after one batch is carried on by the next run, and every photo is
+    /// served byte-identical throughout.
+    @Test func movingBytesIntoTheStoreResumesAfterAStop() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        var original: [Int: [UInt8]] = [:]
+        for id in album.ids { original[id] = try browser.get("/photos/\(id)").bodyBytes }
+        // Back to the old shape: the bytes in the rows, no hash, an empty store.
+        let store = app.app.albums.photos
+        for row in try app.pool.query("SELECT id, hash FROM photos") {
+            let hash: String = try row.decode("hash")
+            let bytes = try #require(try store.get(hash))
+            try app.pool.query("UPDATE photos SET bytes = $2, hash = NULL, byte_size = NULL WHERE id = $1", [try row.decode("id", as: Int64.self), bytes])
+        }
+        try FileManager.default.removeItem(atPath: (store as! FileStore).root)
+        for id in album.ids { #expect(try browser.get("/photos/\(id)").bodyBytes == original[id]) }
+
+        // One batch, then the process "dies".
+        #expect(try PhotoCollector(pool: app.pool, store: store).moveBytesToStore(batch: 12) == 12)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE bytes IS NOT NULL") == 18)
+        for id in album.ids { #expect(try browser.get("/photos/\(id)").bodyBytes == original[id]) }
+        // A new run carries on.
+        #expect(try PhotoCollector(pool: app.pool, store: store).moveAllBytesToStore() == 18)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE bytes IS NOT NULL OR hash IS NULL") == 0)
+        for id in album.ids {
+            let image = try browser.get("/photos/\(id)")
+            #expect(image.bodyBytes == original[id])
+            #expect(image.header("ETag") == "\"\(SHA256.hex(original[id]!))\"")
+        }
+    }
+
+    /// After 50 New Collections on one pin only the current album is kept: replaced rows are
+    /// deleted and their blobs collected.
+    @Test func fiftyNewCollectionsKeepOneAlbum() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        _ = try AlbumTests.settled(browser, pin: pin)
+        let store = app.app.albums.photos
+        let collector = PhotoCollector(pool: app.pool, store: store)
+        let albumBytes = try app.count("SELECT sum(byte_size)::int FROM photos")
+        let token = try #require(try browser.get("/").csrfToken)
+        for _ in 0..<50 {
+            let started = try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)], headers: [("Accept", "application/json")])
+            #expect(started.status == 202)
+            #expect(try AlbumTests.settled(browser, pin: pin).status == "ready")
+        }
+        #expect(try app.count("SELECT count(*) FROM photos") == 30)
+        try collector.collect(grace: 0)
+        let storeBytes = try store.list().reduce(0) { total, blob in total + (try store.get(blob.hash)?.count ?? 0) }
+        #expect(storeBytes <= 2 * albumBytes, "store \(storeBytes) bytes, one album \(albumBytes)")
+        // Nothing the album names was collected.
+        for row in try app.pool.query("SELECT hash FROM photos") {
+            #expect(try store.get(try row.decode("hash")) != nil)
+        }
+    }
+
+    @Test func theCollectorKeepsYoungAndNamedBlobsAndRemovesTheRest() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        _ = try AlbumTests.settled(browser, pin: pin)
+        let store = app.app.albums.photos as! FileStore
+        let collector = PhotoCollector(pool: app.pool, store: store)
+        let orphan = try store.put(Array("not named by any row".utf8))
+        // Young: kept however unreferenced.
+        #expect(try collector.collect(grace: 3600) == 0)
+        #expect(try store.get(orphan) != nil)
+        // Old: removed; the album's blobs, just as old, stay.
+        try age(store, by: 7200)
+        #expect(try collector.collect(grace: 3600) == 1)
+        #expect(try store.get(orphan) == nil)
+        #expect(try store.list().count == app.count("SELECT count(DISTINCT hash) FROM photos"))
+    }
+
+    /// The race: a download stores a blob that already exists, old and unnamed (the sweep's
+    /// candidate), and a row names it while sweeps run flat out. The row never loses its blob.
+    @Test func aSweepNeverRemovesABlobADownloadJustNamed() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        _ = try AlbumTests.settled(browser, pin: pin)
+        let store = app.app.albums.photos as! FileStore
+        let collector = PhotoCollector(pool: app.pool, store: store)
+        let ids: [Int64] = try app.pool.query("SELECT id FROM photos ORDER BY id").map { try $0.decode("id") }
+        let blobs = (0..<ids.count).map { i in Array("blob \(i) \(UUID())".utf8) }
+        for blob in blobs { _ = try store.put(blob) }
+        try age(store, by: 7200)
+
+        let done = Atomic<Bool>(false)
+        let sweeps = Atomic<Int>(0)
+        let sweeper = Thread {
+            while !done.load(ordering: .relaxed) {
+                _ = try? collector.collect(grace: 60)
+                sweeps.add(1, ordering: .relaxed)
+            }
+        }
+        sweeper.start()
+        for (id, blob) in zip(ids, blobs) {
+            let hash = try store.put(blob)  // as a download does: the blob, then the row
+            try app.pool.query("UPDATE photos SET hash = $2 WHERE id = $1", [id, hash])
+            usleep(2_000)
+        }
+        done.store(true, ordering: .relaxed)
+        while !sweeper.isFinished { usleep(10_000) }
+        #expect(sweeps.load(ordering: .relaxed) > 1)
+        for (id, blob) in zip(ids, blobs) {
+            let hash: String = try app.pool.query("SELECT hash FROM photos WHERE id = $1", [id])[0].decode("hash")
+            #expect(try store.get(hash) == blob, "photo \(id) lost its blob")
+        }
+    }
+
+    /// Sets every blob's last write `seconds` into the past.
+    private func age(_ store: FileStore, by seconds: Int) throws {
+        var times = [timespec(tv_sec: time(nil) - seconds, tv_nsec: 0), timespec(tv_sec: time(nil) - seconds, tv_nsec: 0)]
+        for blob in try store.list() {
+            let hash = blob.hash
+            let file = store.path(hash).file
+            #expect(utimensat(AT_FDCWD, file, &times, 0) == 0)
+        }
+    }
+}
