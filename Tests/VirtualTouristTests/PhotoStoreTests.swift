@@ -144,6 +144,29 @@ import TestSupport
         #expect(try store.list().count == app.count("SELECT count(DISTINCT hash) FROM photos"))
     }
 
+    /// The race at its narrowest: the sweep has listed an old unnamed blob and read which hashes
+    /// rows name; then a download stores the same bytes and its row names them; then the sweep runs.
+    @Test func aBlobNamedBetweenTheMarkAndTheSweepIsKept() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        let store = app.app.albums.photos as! FileStore
+        let collector = PhotoCollector(pool: app.pool, store: store)
+        let id: Int64 = try app.pool.query("SELECT id FROM photos ORDER BY id LIMIT 1")[0].decode("id")
+        let blob = Array("downloaded again \(UUID())".utf8)
+        let stale = try store.put(blob)
+        let unrelated = try store.put(Array("nobody's \(UUID())".utf8))
+        try age(store, by: 7200)
+        let removed = try collector.collect(grace: 3600) {
+            let hash = try store.put(blob)
+            try app.pool.query("UPDATE photos SET status = 'ready', content_type = 'image/jpeg', hash = $2 WHERE id = $1", [id, hash])
+        }
+        // The album's own blobs are as old, but named.
+        #expect(removed == 1)
+        #expect(try store.get(unrelated) == nil)
+        #expect(try store.get(stale) == blob)
+    }
+
     /// The race: a download stores a blob that already exists, old and unnamed (the sweep's
     /// candidate), and a row names it while sweeps run flat out. The row never loses its blob.
     @Test func aSweepNeverRemovesABlobADownloadJustNamed() throws {

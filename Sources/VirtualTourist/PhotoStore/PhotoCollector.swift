@@ -57,13 +57,15 @@ public struct PhotoCollector: Sendable {
     /// refreshes an existing blob's age) before its row names it, so a blob a row is about to name
     /// is always younger than the grace period; and the age is checked again under the store's
     /// lock at the moment of removal, so a put between the mark and the sweep still wins.
+    /// `afterMark` runs between the mark and the sweep (tests put a download there).
     @discardableResult
-    public func collect(grace: TimeInterval = 3600) throws -> Int {
+    public func collect(grace: TimeInterval = 3600, afterMark: () throws -> Void = {}) throws -> Int {
         let started = Date()
         let blobs = try store.list()
         guard !blobs.isEmpty else { return 0 }
         let named = Set(try pool.query("SELECT DISTINCT hash FROM photos WHERE hash IS NOT NULL").map { try $0.decode("hash", as: String.self) })
         let cutoff = started.addingTimeInterval(-grace)
+        try afterMark()
         var removed = 0
         for blob in blobs where !named.contains(blob.hash) && blob.modified < cutoff {
             if try store.delete(blob.hash, ifNotModifiedSince: cutoff) { removed += 1 }
