@@ -339,29 +339,53 @@ public struct AlbumStore: Sendable {
             """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
     }
 
-    /// Records an image already in the photo store; dropped when the album has moved on to a newer
-    /// generation (the blob is then the collector's).
-    func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
-        // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
-        // each statement costs a round trip on a busy pool).
+    /// What became of one placeholder's download: an image already in the photo store, or a
+    /// failure with its reason.
+    struct PhotoResult: Sendable, Encodable {
+        let id: Int64
+        var hash: String? = nil
+        var byteSize: Int? = nil
+        var contentType: String? = nil
+        var width: Int? = nil
+        var height: Int? = nil
+        var error: String? = nil
+
+        static func stored(_ id: Int64, hash: String, byteSize: Int, info: ImageInfo) -> PhotoResult {
+            PhotoResult(id: id, hash: hash, byteSize: byteSize, contentType: info.contentType, width: info.width, height: info.height)
+        }
+        static func failed(_ id: Int64, reason: String) -> PhotoResult { PhotoResult(id: id, error: reason) }
+    }
+
+    /// Writes a batch of results in one statement with one NOTIFY: an album's 30 downloads cost a
+    /// few round trips and a few page refreshes instead of 30 of each. The rows travel as one JSON
+    /// array (as placeholders do), values bound, never in the SQL. Rows of an older generation are
+    /// left alone (their blobs are then the collector's).
+    func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
+        guard !results.isEmpty else { return }
+        let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
         try pool.query("""
-            WITH stored AS (
-                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), hash = $4, byte_size = $10, bytes = NULL, content_type = $5,
-                       width = $6, height = $7, error = NULL
-                FROM pins p
-                WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
-                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
+            WITH r AS (
+                SELECT * FROM jsonb_to_recordset($4::jsonb)
+                    AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text)),
+            stored AS (
+                UPDATE photos ph SET status = CASE WHEN r.hash IS NULL THEN \(PhotoStatus.failed.sql) ELSE \(PhotoStatus.ready.sql) END,
+                       hash = r.hash, byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
+                       width = r.width, height = r.height, error = r.error
+                FROM r, pins p
+                WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
+                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3
                 RETURNING ph.id)
-            SELECT pg_notify($8, $9) FROM stored
-            """, [photoID, job.userID, job.generation, hash, info.contentType, info.width, info.height,
-                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload, byteSize])
+            SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored
+            """, [job.pinID, job.userID, job.generation, rows, Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+    }
+
+    /// One image already in the photo store (storeResults with a batch of one).
+    func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
+        try storeResults([.stored(photoID, hash: hash, byteSize: byteSize, info: info)], job: job)
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
-        try pool.query("""
-            UPDATE photos SET status = \(PhotoStatus.failed.sql), error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
-            """, [photoID, job.userID, job.generation, reason])
-        try notifyEvent(userID: job.userID, pinID: job.pinID)
+        try storeResults([.failed(photoID, reason: reason)], job: job)
     }
 
     /// Takes a placeholder out of the album (its image was refused: outside the provider's image

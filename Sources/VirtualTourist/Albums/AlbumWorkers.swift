@@ -29,6 +29,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Retries of one image before it is marked failed.
         public var imageAttempts = 3
         public var retryBaseSeconds = 2
+        /// Results are written in batches (one statement, one NOTIFY each): when this many are
+        /// waiting, or the oldest waited this long, so the live page still fills in as they land.
+        public var resultBatch = 10
+        public var resultBatchSeconds = 0.25
         public init() {}
     }
 
@@ -192,6 +196,19 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and the renewal was a third of their database round trips.
         let renewed = Mutex(Date())
+        // Finished downloads wait here and are written in batches (AlbumStore.storeResults).
+        let waiting = Mutex<(results: [AlbumStore.PhotoResult], since: Date)>(([], Date()))
+        let batchSize = max(1, settings.resultBatch), batchSeconds = settings.resultBatchSeconds
+        @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
+            let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
+                if state.results.isEmpty { state.since = Date() }
+                state.results.append(result)
+                guard state.results.count >= batchSize || Date().timeIntervalSince(state.since) >= batchSeconds else { return [] }
+                defer { state.results = [] }
+                return state.results
+            }
+            try store.storeResults(batch, job: job)
+        }
         downloads.run(count: pending.count, width: width) { [self] index in
             let photo = pending[index]
             do {
@@ -199,20 +216,17 @@ public final class AlbumWorkers: @unchecked Sendable {
                 case .success(let (bytes, info)):
                     // The blob first, then the row that names it: a row never names a blob that
                     // is not there. A store that refuses the write fails this photo, not the album.
-                    let hash: String
-                    do {
-                        hash = try store.photos.put(bytes)
-                    } catch {
+                    let hash: String?
+                    do { hash = try store.photos.put(bytes) } catch {
                         logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
-                        metrics?.download(succeeded: false)
-                        try store.failPhoto(photoID: photo.id, job: job, reason: "The photo could not be stored.")
-                        return true
+                        hash = nil
                     }
-                    metrics?.download(succeeded: true)
-                    try store.storeImage(photoID: photo.id, job: job, hash: hash, byteSize: bytes.count, info: info)
+                    metrics?.download(succeeded: hash != nil)
+                    try finished(hash.map { .stored(photo.id, hash: $0, byteSize: bytes.count, info: info) }
+                                 ?? .failed(photo.id, reason: "The photo could not be stored."))
                 case .failure(let reason):
                     metrics?.download(succeeded: false)
-                    try store.failPhoto(photoID: photo.id, job: job, reason: reason)
+                    try finished(.failed(photo.id, reason: reason))
                 case .refused(let reason):
                     // Never shown as a broken tile: the photo leaves the album, the log says why.
                     logger.warning("album of pin \(job.pinID): photo \(photo.id) dropped, \(reason)")
@@ -235,6 +249,9 @@ public final class AlbumWorkers: @unchecked Sendable {
             }
         }
         if let error = outage.withLock({ $0 }) { throw error }
+        // The last, partial batch. (After an outage it is dropped above: those photos are still
+        // pending and download again when the job resumes.)
+        try store.storeResults(waiting.withLock { state in defer { state.results = [] }; return state.results }, job: job)
     }
 
     enum Fetch {
