@@ -214,3 +214,53 @@ import TestSupport
         }
     }
 }
+
+/// Thumbnails: made at download with libjpeg-turbo, stored in the same store, served by ?w=.
+@Suite struct ThumbnailTests {
+    @Test func albumPhotosHaveThumbnailsServedByWidth() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        // Every fixture photo is a JPEG wider than 512 px, or it has no thumbnail of that width.
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_256 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width > 256"))
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_512 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width > 512"))
+        let id: Int64 = try app.pool.query("SELECT id FROM photos WHERE thumb_256 IS NOT NULL AND thumb_512 IS NOT NULL ORDER BY id LIMIT 1")[0].decode("id")
+        let original = try browser.get("/photos/\(id)")
+        let originalInfo = try #require(ImageInspector.inspect(original.bodyBytes))
+        for (asked, served) in [("256", 256), ("200", 256), ("383", 256), ("384", 512), ("512", 512), ("4000", 512), ("-5", 256)] {
+            let image = try browser.get("/photos/\(id)?w=\(asked)")
+            #expect(image.status == 200)
+            #expect(image.header("Content-Type") == "image/jpeg")
+            let info = try #require(ImageInspector.inspect(image.bodyBytes), "w=\(asked)")
+            // The smallest n/8 scale at least that wide: within an eighth of the original above it.
+            #expect(info.width >= served && info.width < served + originalInfo.width / 8 + 1, "w=\(asked): \(info.width) px")
+            #expect(image.bodyBytes.count < original.bodyBytes.count)
+            let etag = try #require(image.header("ETag"))
+            #expect(etag == "\"\(SHA256.hex(image.bodyBytes))\"" && etag != original.header("ETag"))
+            #expect(try browser.get("/photos/\(id)?w=\(asked)", headers: [("If-None-Match", etag)]).status == 304)
+        }
+        // Not a number, or out of Int's range: the original.
+        for asked in ["abc", "99999999999999999999999", ""] {
+            #expect(try browser.get("/photos/\(id)?w=\(asked)").bodyBytes == original.bodyBytes, "w=\(asked)")
+        }
+        // The collector keeps thumbnails: rows name them.
+        #expect(try PhotoCollector(pool: app.pool, store: app.app.albums.photos).collect(grace: 0) == 0)
+        #expect(try browser.get("/photos/\(id)?w=256").status == 200)
+        // Someone else: 404 for thumbnails too.
+        let other = try app.signedUp(email: "bob-\(UUID().uuidString.prefix(6))@example.org", name: "Bob")
+        #expect(try other.get("/photos/\(id)?w=256").status == 404)
+    }
+
+    @Test func onlyJPEGsWiderThanTheTargetGetThumbnails() throws {
+        let photos = TestApp.repositoryRoot + "/Sources/PhotoFixture/Photos/"
+        let jpeg = try #require(FileManager.default.contents(atPath: photos + "astronaut.jpg"))
+        let info = try #require(ImageInspector.inspect([UInt8](jpeg)))
+        let made = Thumbnailer.thumbnails(of: [UInt8](jpeg))
+        #expect(Set(made.keys) == Set(Thumbnailer.widths.filter { $0 < info.width }))
+        #expect(Thumbnailer.thumbnails(of: Array("not an image".utf8)).isEmpty)
+        #expect(Thumbnailer.thumbnails(of: [0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).isEmpty)  // a truncated JPEG
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 40)
+        #expect(Thumbnailer.thumbnails(of: png).isEmpty)
+    }
+}

@@ -117,18 +117,32 @@ public struct AlbumStore: Sendable {
 
     /// The hash of a ready photo of the person's (its strong ETag; a 304 needs no bytes). found is
     /// false when there is no such photo; hash is nil for one whose bytes are still in the row.
-    public func imageHash(_ id: Int64, userID: Int64) throws -> (hash: String?, found: Bool) {
-        guard let row = try pool.query("SELECT hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).first else {
+    public func imageHash(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (hash: String?, found: Bool) {
+        guard let row = try pool.query("""
+            SELECT \(Self.blobColumn(width)) AS hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
+            """, [id, userID]).first else {
             return (nil, false)
         }
         return (try row.decode("hash"), true)
     }
 
+    /// The blob to serve for a requested width: its thumbnail when there is one, else the original.
+    /// `width` is one of Thumbnailer.widths (the route maps any other onto them), never free text.
+    static func blobColumn(_ width: Int?) -> String {
+        switch width {
+        case 256: "coalesce(thumb_256, hash)"
+        case 512: "coalesce(thumb_512, hash)"
+        default: "hash"
+        }
+    }
+
     /// The bytes of a ready photo, with what the browser needs to cache it: from the store, or
     /// from the row while the photo is not yet moved there.
-    public func image(_ id: Int64, userID: Int64) throws -> (bytes: [UInt8], contentType: String, hash: String)? {
+    public func image(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (bytes: [UInt8], contentType: String, hash: String)? {
+        // A thumbnail is always a JPEG; the original has its own type.
         let rows = try pool.query("""
-            SELECT hash, CASE WHEN hash IS NULL THEN bytes END AS bytes, content_type
+            SELECT \(Self.blobColumn(width)) AS hash, CASE WHEN hash IS NULL THEN bytes END AS bytes,
+                   CASE WHEN \(Self.blobColumn(width)) IS DISTINCT FROM hash THEN 'image/jpeg' ELSE content_type END AS content_type
             FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
         guard let row = rows.first else { return nil }
@@ -349,9 +363,12 @@ public struct AlbumStore: Sendable {
         var width: Int? = nil
         var height: Int? = nil
         var error: String? = nil
+        var thumb256: String? = nil
+        var thumb512: String? = nil
 
-        static func stored(_ id: Int64, hash: String, byteSize: Int, info: ImageInfo) -> PhotoResult {
-            PhotoResult(id: id, hash: hash, byteSize: byteSize, contentType: info.contentType, width: info.width, height: info.height)
+        static func stored(_ id: Int64, hash: String, byteSize: Int, info: ImageInfo, thumbnails: [Int: String] = [:]) -> PhotoResult {
+            PhotoResult(id: id, hash: hash, byteSize: byteSize, contentType: info.contentType, width: info.width, height: info.height,
+                        thumb256: thumbnails[256], thumb512: thumbnails[512])
         }
         static func failed(_ id: Int64, reason: String) -> PhotoResult { PhotoResult(id: id, error: reason) }
     }
@@ -366,11 +383,12 @@ public struct AlbumStore: Sendable {
         try pool.query("""
             WITH r AS (
                 SELECT * FROM jsonb_to_recordset($4::jsonb)
-                    AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text)),
+                    AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text,
+                          "thumb256" text, "thumb512" text)),
             stored AS (
                 UPDATE photos ph SET status = CASE WHEN r.hash IS NULL THEN \(PhotoStatus.failed.sql) ELSE \(PhotoStatus.ready.sql) END,
                        hash = r.hash, byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
-                       width = r.width, height = r.height, error = r.error
+                       width = r.width, height = r.height, error = r.error, thumb_256 = r."thumb256", thumb_512 = r."thumb512"
                 FROM r, pins p
                 WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3

@@ -216,13 +216,18 @@ public final class AlbumWorkers: @unchecked Sendable {
                 case .success(let (bytes, info)):
                     // The blob first, then the row that names it: a row never names a blob that
                     // is not there. A store that refuses the write fails this photo, not the album.
-                    let hash: String?
-                    do { hash = try store.photos.put(bytes) } catch {
+                    // Thumbnails too (JPEG only), into the same store.
+                    var hash: String?
+                    var thumbnails: [Int: String] = [:]
+                    do {
+                        hash = try store.photos.put(bytes)
+                        for (width, small) in Thumbnailer.thumbnails(of: bytes) { thumbnails[width] = try store.photos.put(small) }
+                    } catch {
                         logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
                         hash = nil
                     }
                     metrics?.download(succeeded: hash != nil)
-                    try finished(hash.map { .stored(photo.id, hash: $0, byteSize: bytes.count, info: info) }
+                    try finished(hash.map { .stored(photo.id, hash: $0, byteSize: bytes.count, info: info, thumbnails: thumbnails) }
                                  ?? .failed(photo.id, reason: "The photo could not be stored."))
                 case .failure(let reason):
                     metrics?.download(succeeded: false)

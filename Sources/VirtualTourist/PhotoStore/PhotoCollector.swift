@@ -63,7 +63,11 @@ public struct PhotoCollector: Sendable {
         let started = Date()
         let blobs = try store.list()
         guard !blobs.isEmpty else { return 0 }
-        let named = Set(try pool.query("SELECT DISTINCT hash FROM photos WHERE hash IS NOT NULL").map { try $0.decode("hash", as: String.self) })
+        let named = Set(try pool.query("""
+            SELECT hash FROM photos WHERE hash IS NOT NULL
+            UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
+            UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL
+            """).map { try $0.decode("hash", as: String.self) })
         let cutoff = started.addingTimeInterval(-grace)
         try afterMark()
         var removed = 0

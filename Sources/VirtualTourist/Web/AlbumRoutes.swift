@@ -74,18 +74,24 @@ extension WebRoutes {
 
         signedIn("GET", "/photos/:id") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            // ?w=: a thumbnail width. Parsed into a range, then the nearest width there is (ties
+            // go to the larger); anything unparsable is the original.
+            let width = context.request.queryValue("w").flatMap { Int($0) }.map { requested in
+                let clamped = min(max(requested, 1), 100_000)
+                return Thumbnailer.widths.min { abs($0 - clamped) < abs($1 - clamped) || (abs($0 - clamped) == abs($1 - clamped) && $0 > $1) }!
+            }
             // Stored bytes never change under an id (a new collection makes new rows), and the
             // ETag is their SHA-256: strong, and a year of private caching.
             let cache = "private, max-age=31536000, immutable"
             if let condition = context.request.headers["If-None-Match"] {
                 // Still the owner's, still there: checked without reading the bytes.
-                let stored = try albums.imageHash(id, userID: context.user.id)
+                let stored = try albums.imageHash(id, userID: context.user.id, width: width)
                 guard stored.found else { throw HTTPError.notFound }
                 if let hash = stored.hash, ETag.matches(condition, "\"\(hash)\"") {
                     return HTTPResponse(status: .notModified, headers: ["ETag": "\"\(hash)\"", "Cache-Control": cache])
                 }
             }
-            guard let image = try albums.image(id, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let image = try albums.image(id, userID: context.user.id, width: width) else { throw HTTPError.notFound }
             let etag = "\"\(image.hash)\""
             if ETag.matches(context.request.headers["If-None-Match"], etag) {
                 return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": cache])
