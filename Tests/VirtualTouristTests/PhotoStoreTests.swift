@@ -100,6 +100,31 @@ import TestSupport
         }
     }
 
+    /// The app itself moves old rows' bytes soon after it starts (and sweeps).
+    @Test func theAppMovesOldRowsAtStart() throws {
+        let first = try TestApp(workers: true)
+        let browser = try first.signedUp()
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        let store = first.app.albums.photos as! FileStore
+        var original: [Int: [UInt8]] = [:]
+        for id in album.ids { original[id] = try browser.get("/photos/\(id)").bodyBytes }
+        for row in try first.pool.query("SELECT id, hash FROM photos") {
+            let bytes = try #require(try store.get(try row.decode("hash")))
+            try first.pool.query("UPDATE photos SET bytes = $2, hash = NULL, thumb_256 = NULL, thumb_512 = NULL WHERE id = $1",
+                                 [try row.decode("id", as: Int64.self), bytes])
+        }
+        try FileManager.default.removeItem(atPath: store.root)
+        let second = try TestApp(workers: true, database: first.pool.url) {
+            $0.photoStore = store.root
+            $0.photoStoreUpkeepDelay = 0.1
+        }
+        let moved = eventually(timeout: 20) { (try? second.count("SELECT count(*) FROM photos WHERE bytes IS NOT NULL")) == 0 }
+        #expect(moved)
+        for id in album.ids { #expect(try browser.get("/photos/\(id)").bodyBytes == original[id]) }
+        #expect(try store.list().count == second.count("SELECT count(DISTINCT hash) FROM photos"))
+    }
+
     /// After 50 New Collections on one pin only the current album is kept: replaced rows are
     /// deleted and their blobs collected.
     @Test func fiftyNewCollectionsKeepOneAlbum() throws {
@@ -141,7 +166,12 @@ import TestSupport
         try age(store, by: 7200)
         #expect(try collector.collect(grace: 3600) == 1)
         #expect(try store.get(orphan) == nil)
-        #expect(try store.list().count == app.count("SELECT count(DISTINCT hash) FROM photos"))
+        // Originals and thumbnails: every blob a row names, and nothing else.
+        let named = try app.count("""
+            SELECT count(*) FROM (SELECT hash FROM photos UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
+                                  UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS blobs
+            """)
+        #expect(try store.list().count == named)
     }
 
     /// The race at its narrowest: the sweep has listed an old unnamed blob and read which hashes

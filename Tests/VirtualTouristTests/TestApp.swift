@@ -34,6 +34,8 @@ final class TestApp {
         settings.httpClient.totalTimeout = 5
         // Each app its own store, so one test's sweep never sees another's blobs.
         settings.photoStore = TestApp.scratchDirectory("photos")
+        // Tests run the store's upkeep themselves (PhotoCollector), at the moment they choose.
+        settings.photoStoreUpkeepDelay = 3600
         configure(&settings)
         app = App(pool: pool, settings: settings)
         workersRunning = workers

@@ -42,6 +42,8 @@ public struct AppSettings: Sendable {
     public var photoStore = ".data/photos"
     /// Blobs no row names are removed only once this old (a download may be about to name one).
     public var photoStoreGraceSeconds: Double = 3600
+    /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.
+    public var photoStoreUpkeepDelay: Double = 1
     public var httpClient = HTTPClient.Options()
     /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
     public var providerCallsPerHour: Double?
@@ -102,7 +104,8 @@ public final class App: Sendable {
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         retention = PhotoRetention(pool: pool, days: settings.photoRetentionDays,
-                                   collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds)
+                                   collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds,
+                                   firstRunAfter: settings.photoStoreUpkeepDelay)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.plain("/healthz") { _ in .text("ok") }
@@ -238,12 +241,14 @@ final class PhotoRetention: @unchecked Sendable {
     /// Nil: retention only (no store upkeep).
     let collector: PhotoCollector?
     let grace: Double
+    let firstRunAfter: Double
     private let queue = DispatchQueue(label: "photo-retention")
     private var timer: (any DispatchSourceTimer)?
     private let logger = Logger(label: "photo-store")
 
-    init(pool: PostgresPool, days: Int, collector: PhotoCollector? = nil, grace: Double = 3600) {
+    init(pool: PostgresPool, days: Int, collector: PhotoCollector? = nil, grace: Double = 3600, firstRunAfter: Double = 60) {
         self.pool = pool
+        self.firstRunAfter = firstRunAfter
         self.days = days
         self.collector = collector
         self.grace = grace
@@ -252,7 +257,7 @@ final class PhotoRetention: @unchecked Sendable {
     func start() {
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + 1, repeating: 3600)
+            timer.schedule(deadline: .now() + firstRunAfter, repeating: 3600)
             timer.setEventHandler { [weak self] in self?.run() }
             timer.resume()
             self.timer = timer
