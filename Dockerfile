@@ -24,8 +24,8 @@ RUN apt-get update \
  && awk '$1 == "run" { print $2 }' /tmp/packages.txt | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/packages.txt \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist \
- && mkdir -p /data/maps /data/tile-cache \
- && chown 10001 /data/tile-cache
+ && mkdir -p /data/maps /data/tile-cache /data/photos \
+ && chown 10001 /data/tile-cache /data/photos
 WORKDIR /app
 COPY --from=build /out/bin/ /app/bin/
 COPY Public Public
@@ -35,7 +35,8 @@ ENV HOST=0.0.0.0 \
     PORT=8080 \
     PUBLIC_DIR=/app/Public \
     MIGRATIONS_DIR=/app/migrations \
-    TILE_CACHE_DIR=/data/tile-cache
+    TILE_CACHE_DIR=/data/tile-cache \
+    PHOTO_STORE=/data/photos
 USER 10001
 EXPOSE 8080
 # docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.

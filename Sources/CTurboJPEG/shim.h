@@ -1,3 +1,3 @@
-// libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev): album thumbnails, decoded straight
-// at a reduced scale (the DCT does the downscaling) and encoded again.
+// libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev): photo thumbnails, decoded at a
+// reduced scale (tjDecompress2's scaling factors) and encoded again (tjCompress2).
 #include <turbojpeg.h>

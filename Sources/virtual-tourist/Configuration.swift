@@ -106,6 +106,10 @@ struct Configuration {
             guard let n = Double(v), n.isFinite, (0...3600).contains(n) else { throw Invalid(description: "MEMORY_TRIM_SECONDS must be 0–3600, not \(v)") }
             c.app.memoryTrimSeconds = n
         }),
+        ("PHOTO_STORE", "directory where downloaded images are kept, content-addressed by SHA-256 (.data/photos)", { c, v in
+            guard !v.contains("://") else { throw Invalid(description: "PHOTO_STORE must be a directory (object stores are not supported yet), not \(v)") }
+            c.app.photoStore = v
+        }),
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),

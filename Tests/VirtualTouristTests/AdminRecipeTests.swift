@@ -35,7 +35,7 @@ import TestSupport
                        "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
                        "GROUP BY email_key", "DELETE FROM sign_in_failures", "ORDER BY photo_bytes DESC",
                        "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped",
-                       "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL"]
+                       "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -67,6 +67,19 @@ import TestSupport
         try run(app, try Self.recipe(containing: "max_pins = NULL"))
         #expect(try drop().status == 429)
         #expect(try app.count("SELECT count(*) FROM pins") == 3)
+    }
+
+    @Test func followTheMoveOfImagesIntoTheStore() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp(email: "person@example.org")
+        let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        #expect(album.count("ready") == 30)
+        let recipe = try Self.recipe(containing: "AS still_in_rows")
+        #expect(try app.pool.query(recipe)[0].decode("still_in_rows", as: Int.self) == 0)
+        try app.pool.query("UPDATE photos SET bytes = '\\xffd8ff'::bytea, hash = NULL WHERE position < 3")
+        #expect(try app.pool.query(recipe)[0].decode("still_in_rows", as: Int.self) == 3)
+        try PhotoCollector(pool: app.pool, store: app.app.albums.photos).moveAllBytesToStore()
+        #expect(try app.pool.query(recipe)[0].decode("still_in_rows", as: Int.self) == 0)
     }
 
     @Test func listPeople() throws {

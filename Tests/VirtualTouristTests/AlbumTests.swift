@@ -76,7 +76,7 @@ import TestSupport
         #expect(image.header("Cache-Control") == "private, max-age=31536000, immutable")
         let etag = try #require(image.header("ETag"))
         #expect(try browser.get("/photos/\(photoID)", headers: [("If-None-Match", etag)]).status == 304)
-        #expect(try app.count("SELECT count(*) FROM photos WHERE width > 0 AND height > 0 AND octet_length(bytes) > 1000") == 30)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE width > 0 AND height > 0 AND byte_size > 1000 AND hash IS NOT NULL AND bytes IS NULL") == 30)
 
         // The photo page: attribution and previous/next.
         let view = try browser.get("/photos/\(album.ids[1])/view")
@@ -197,7 +197,7 @@ import TestSupport
         #expect(album.count("ready") > 0, "\(fault)")
         let reasons = try app.pool.query("SELECT DISTINCT error FROM photos WHERE status = 'failed'").map { try $0.decode("error", as: String.self) }
         #expect(!reasons.isEmpty)
-        #expect(try app.count("SELECT count(*) FROM photos WHERE status = 'ready' AND (content_type <> 'image/jpeg' OR octet_length(bytes) > 8388608)") == 0)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE status = 'ready' AND (content_type <> 'image/jpeg' OR byte_size > 8388608)") == 0)
         #expect(try browser.get("/healthz").body == "ok")
     }
 
@@ -226,7 +226,7 @@ import TestSupport
         #expect(try store.storeSearchResult(ghost, result))
         for photo in try store.pendingPhotos(ghost).prefix(5) {
             guard case .success(let (bytes, info)) = app.app.workers.fetchImage(photo.url) else { Issue.record("fetch failed"); continue }
-            try store.storeImage(photoID: photo.id, job: ghost, bytes: bytes, info: info)
+            try store.storeImage(photoID: photo.id, job: ghost, hash: try store.photos.put(bytes), byteSize: bytes.count, info: info)
         }
         #expect(try Self.state(browser, pin: pin).count("ready") == 5)
         // Workers start (a restart); the lease runs out and the job is taken over.

@@ -197,7 +197,9 @@ import Glibc
         let restored = try runProcess([bin + "/pg_restore", "--no-owner", "--dbname", restoredURL, dump])
         #expect(restored.status == 0, "\(restored.output)")
 
-        let second = try TestApp(database: restoredURL)
+        // The photo store is restored alongside (docs/admin.md, Backups): the same directory here.
+        let photos = (app.app.albums.photos as! FileStore).root
+        let second = try TestApp(database: restoredURL) { $0.photoStore = photos }
         let visitor = second.browser()
         let form = try visitor.get("/sign-in")
         #expect(try visitor.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "kept@example.org"),

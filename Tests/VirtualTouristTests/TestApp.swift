@@ -32,6 +32,10 @@ final class TestApp {
         settings.workers.retryBaseSeconds = 0
         settings.workers.maxAttempts = 3
         settings.httpClient.totalTimeout = 5
+        // Each app its own store, so one test's sweep never sees another's blobs.
+        settings.photoStore = TestApp.scratchDirectory("photos")
+        // Tests run the store's upkeep themselves (PhotoCollector), at the moment they choose.
+        settings.photoStoreUpkeepDelay = 3600
         configure(&settings)
         app = App(pool: pool, settings: settings)
         workersRunning = workers
@@ -52,6 +56,12 @@ final class TestApp {
         server.shutdown(gracePeriod: 1)
         fixture.stop()
         pool.close()
+    }
+
+    /// A fresh directory under TEST_SCRATCH (or the temporary directory).
+    static func scratchDirectory(_ name: String) -> String {
+        let base = ProcessInfo.processInfo.environment["TEST_SCRATCH"].flatMap { $0.isEmpty ? nil : $0 } ?? NSTemporaryDirectory()
+        return base + "/\(name)-\(UUID().uuidString.prefix(8))"
     }
 
     static var repositoryRoot: String {

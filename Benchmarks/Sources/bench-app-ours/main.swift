@@ -22,6 +22,10 @@ settings.publicDirectory = root + "/Public"
 settings.migrationsDirectory = root + "/migrations"
 settings.photoProvider = "fixture"
 settings.serverTiming = true
+// The seeded album keeps its bytes in the rows, as the peer (which reads photos.bytes) needs: the
+// store's upkeep would move them out of the database. Nothing is downloaded here.
+settings.photoStore = "/tmp/bench-app-photos"
+settings.photoStoreUpkeepDelay = 86_400
 let app = App(pool: pool, settings: settings)
 var configuration = ServerConfiguration()
 configuration.port = port

@@ -50,12 +50,15 @@ public struct AlbumJob: Sendable {
 /// collection always wins over a late result.
 public struct AlbumStore: Sendable {
     let pool: PostgresPool
+    /// Where the images live; rows keep their hash.
+    public let photos: any PhotoStore
 
     public var quotas = Quotas()
 
-    public init(pool: PostgresPool, quotas: Quotas = Quotas()) {
+    public init(pool: PostgresPool, quotas: Quotas = Quotas(), photos: any PhotoStore = FileStore(root: ".data/photos")) {
         self.pool = pool
         self.quotas = quotas
+        self.photos = photos
     }
 
     static let jobsChannel = "album_jobs"
@@ -115,23 +118,47 @@ public struct AlbumStore: Sendable {
         return (try Self.photo(row), try row.decode("pin_id"))
     }
 
-    /// True when a ready photo with this id is the person's (a 304 needs no bytes).
-    public func imageExists(_ id: Int64, userID: Int64) throws -> Bool {
-        !(try pool.query("SELECT 1 FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'", [id, userID]).isEmpty)
+    /// The hash of a ready photo of the person's (its strong ETag; a 304 needs no bytes). found is
+    /// false when there is no such photo; hash is nil for one whose bytes are still in the row.
+    public func imageHash(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (hash: String?, found: Bool) {
+        guard let row = try pool.query("""
+            SELECT \(Self.blobColumn(width)) AS hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
+            """, [id, userID]).first else {
+            return (nil, false)
+        }
+        return (try row.decode("hash"), true)
     }
 
-    /// The bytes of a ready photo, with what the browser needs to cache it. `width` 256 or 512
-    /// asks for that thumbnail (the photo itself when it has none); nil for the photo.
-    public func image(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (bytes: [UInt8], contentType: String)? {
-        let column = width == 256 ? "coalesce(thumb_256, bytes)" : width == 512 ? "coalesce(thumb_512, bytes)" : "bytes"
-        let type = width == nil ? "content_type" : "CASE WHEN \(width == 256 ? "thumb_256" : "thumb_512") IS NULL THEN content_type ELSE 'image/jpeg' END"
+    /// The blob to serve for a requested width: its thumbnail when there is one, else the original.
+    /// `width` is one of Thumbnailer.widths (the route maps any other onto them), never free text.
+    static func blobColumn(_ width: Int?) -> String {
+        switch width {
+        case 256: "coalesce(thumb_256, hash)"
+        case 512: "coalesce(thumb_512, hash)"
+        default: "hash"
+        }
+    }
+
+    /// The bytes of a ready photo, with what the browser needs to cache it: from the store, or
+    /// from the row while the photo is not yet moved there.
+    public func image(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (bytes: [UInt8], contentType: String, hash: String)? {
+        // A thumbnail is always a JPEG; the original has its own type.
         let rows = try pool.query("""
-            SELECT \(column) AS bytes, \(type) AS content_type FROM photos
-            WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
+            SELECT \(Self.blobColumn(width)) AS hash, CASE WHEN hash IS NULL THEN bytes END AS bytes,
+                   CASE WHEN \(Self.blobColumn(width)) IS DISTINCT FROM hash THEN 'image/jpeg' ELSE content_type END AS content_type
+            FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
         guard let row = rows.first else { return nil }
+        let contentType: String = try row.decode("content_type")
+        if let hash: String = try row.decode("hash") {
+            guard let bytes = try photos.get(hash) else {
+                throw PhotoStoreError(description: "photo \(id): blob \(hash) is missing from the store")
+            }
+            return (bytes, contentType, hash)
+        }
         let data: Data = try row.decode("bytes")
-        return (Array(data), try row.decode("content_type"))
+        let bytes = Array(data)
+        return (bytes, contentType, SHA256.hex(bytes))
     }
 
     public func deletePhoto(_ id: Int64, userID: Int64) throws -> Int64? {
@@ -361,30 +388,57 @@ public struct AlbumStore: Sendable {
             """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
     }
 
-    /// Stores an image; dropped when the album has moved on to a newer generation.
-    func storeImage(photoID: Int64, job: AlbumJob, bytes: [UInt8], info: ImageInfo, thumbnails: [Int: [UInt8]] = [:]) throws {
-        // One round trip: the UPDATE and its announcement (an album's 30 images land at once, and
-        // each statement costs a round trip on a busy pool).
+    /// What became of one placeholder's download: an image already in the photo store, or a
+    /// failure with its reason.
+    struct PhotoResult: Sendable, Encodable {
+        let id: Int64
+        var hash: String? = nil
+        var byteSize: Int? = nil
+        var contentType: String? = nil
+        var width: Int? = nil
+        var height: Int? = nil
+        var error: String? = nil
+        var thumb256: String? = nil
+        var thumb512: String? = nil
+
+        static func stored(_ id: Int64, hash: String, byteSize: Int, info: ImageInfo, thumbnails: [Int: String] = [:]) -> PhotoResult {
+            PhotoResult(id: id, hash: hash, byteSize: byteSize, contentType: info.contentType, width: info.width, height: info.height,
+                        thumb256: thumbnails[256], thumb512: thumbnails[512])
+        }
+        static func failed(_ id: Int64, reason: String) -> PhotoResult { PhotoResult(id: id, error: reason) }
+    }
+
+    /// Writes a batch of results in one statement with one NOTIFY: an album's 30 downloads cost a
+    /// few round trips and a few page refreshes instead of 30 of each. The rows travel as one JSON
+    /// array (as placeholders do), values bound, never in the SQL. Rows of an older generation are
+    /// left alone (their blobs are then the collector's).
+    func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
+        guard !results.isEmpty else { return }
+        let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
         try pool.query("""
-            WITH stored AS (
-                UPDATE photos ph SET status = \(PhotoStatus.ready.sql), bytes = $4, content_type = $5, width = $6, height = $7, error = NULL,
-                       thumb_256 = $10::bytea, thumb_512 = $11::bytea,
-                       byte_size = octet_length($4) + coalesce(octet_length($10::bytea), 0) + coalesce(octet_length($11::bytea), 0)
-                FROM pins p
-                WHERE ph.id = $1 AND ph.user_id = $2 AND ph.generation = $3
-                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = $3
+            WITH r AS (
+                SELECT * FROM jsonb_to_recordset($4::jsonb)
+                    AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text,
+                          "thumb256" text, "thumb512" text)),
+            stored AS (
+                UPDATE photos ph SET status = CASE WHEN r.hash IS NULL THEN \(PhotoStatus.failed.sql) ELSE \(PhotoStatus.ready.sql) END,
+                       hash = r.hash, byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
+                       width = r.width, height = r.height, error = r.error, thumb_256 = r."thumb256", thumb_512 = r."thumb512"
+                FROM r, pins p
+                WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
+                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3
                 RETURNING ph.id)
-            SELECT pg_notify($8, $9) FROM stored
-            """, [photoID, job.userID, job.generation, Data(bytes), info.contentType, info.width, info.height,
-                  Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload,
-                  thumbnails[256].map { Data($0) }, thumbnails[512].map { Data($0) }])
+            SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored
+            """, [job.pinID, job.userID, job.generation, rows, Self.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+    }
+
+    /// One image already in the photo store (storeResults with a batch of one).
+    func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
+        try storeResults([.stored(photoID, hash: hash, byteSize: byteSize, info: info)], job: job)
     }
 
     func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
-        try pool.query("""
-            UPDATE photos SET status = \(PhotoStatus.failed.sql), error = $4 WHERE id = $1 AND user_id = $2 AND generation = $3
-            """, [photoID, job.userID, job.generation, reason])
-        try notifyEvent(userID: job.userID, pinID: job.pinID)
+        try storeResults([.failed(photoID, reason: reason)], job: job)
     }
 
     /// Takes a placeholder out of the album (its image was refused: outside the provider's image

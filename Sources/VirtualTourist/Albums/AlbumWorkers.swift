@@ -29,6 +29,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Retries of one image before it is marked failed.
         public var imageAttempts = 3
         public var retryBaseSeconds = 2
+        /// Results are written in batches (one statement, one NOTIFY each): when this many are
+        /// waiting, or the oldest waited this long, so the live page still fills in as they land.
+        public var resultBatch = 10
+        public var resultBatchSeconds = 0.25
         public init() {}
     }
 
@@ -194,20 +198,42 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and the renewal was a third of their database round trips.
         let renewed = Mutex(Date())
+        // Finished downloads wait here and are written in batches (AlbumStore.storeResults).
+        let waiting = Mutex<(results: [AlbumStore.PhotoResult], since: Date)>(([], Date()))
+        let batchSize = max(1, settings.resultBatch), batchSeconds = settings.resultBatchSeconds
+        @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
+            let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
+                if state.results.isEmpty { state.since = Date() }
+                state.results.append(result)
+                guard state.results.count >= batchSize || Date().timeIntervalSince(state.since) >= batchSeconds else { return [] }
+                defer { state.results = [] }
+                return state.results
+            }
+            try store.storeResults(batch, job: job)
+        }
         downloads.run(count: pending.count, width: width) { [self] index in
             let photo = pending[index]
             do {
                 switch fetchImage(photo.url, hosts: hosts) {
                 case .success(let (bytes, info)):
-                    metrics?.download(succeeded: true)
-                    var thumbnails: [Int: [UInt8]] = [:]
-                    if info.contentType == "image/jpeg" {
-                        for width in Thumbnails.widths { thumbnails[width] = Thumbnails.jpeg(bytes, width: width) }
+                    // The blob first, then the row that names it: a row never names a blob that
+                    // is not there. A store that refuses the write fails this photo, not the album.
+                    // Thumbnails too (JPEG only), into the same store.
+                    var hash: String?
+                    var thumbnails: [Int: String] = [:]
+                    do {
+                        hash = try store.photos.put(bytes)
+                        for (width, small) in Thumbnailer.thumbnails(of: bytes) { thumbnails[width] = try store.photos.put(small) }
+                    } catch {
+                        logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
+                        hash = nil
                     }
-                    try store.storeImage(photoID: photo.id, job: job, bytes: bytes, info: info, thumbnails: thumbnails)
+                    metrics?.download(succeeded: hash != nil)
+                    try finished(hash.map { .stored(photo.id, hash: $0, byteSize: bytes.count, info: info, thumbnails: thumbnails) }
+                                 ?? .failed(photo.id, reason: "The photo could not be stored."))
                 case .failure(let reason):
                     metrics?.download(succeeded: false)
-                    try store.failPhoto(photoID: photo.id, job: job, reason: reason)
+                    try finished(.failed(photo.id, reason: reason))
                 case .refused(let reason):
                     // Never shown as a broken tile: the photo leaves the album, the log says why.
                     logger.warning("album of pin \(job.pinID): photo \(photo.id) dropped, \(reason)")
@@ -233,6 +259,9 @@ public final class AlbumWorkers: @unchecked Sendable {
             }
         }
         if let error = outage.withLock({ $0 }) { throw error }
+        // The last, partial batch. (After an outage it is dropped above: those photos are still
+        // pending and download again when the job resumes.)
+        try store.storeResults(waiting.withLock { state in defer { state.results = [] }; return state.results }, job: job)
     }
 
     enum Fetch {

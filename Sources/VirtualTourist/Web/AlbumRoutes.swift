@@ -91,22 +91,29 @@ extension WebRoutes {
 
         signedIn("GET", "/photos/:id") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            // Stored bytes never change under an id (a new collection makes new rows): a strong
-            // ETag and a year of private caching.
-            // ?w=256 or 512: the tile-sized copy (any other width is read as the nearest of the
-            // two, or the photo itself past 512).
-            let width = context.request.queryValue("w").flatMap { InputNumber.decimal($0, in: 1...100_000) }
-                .map { $0 <= 256 ? 256 : $0 <= 512 ? 512 : 0 }.flatMap { $0 == 0 ? nil : $0 }
-            let etag = width.map { "\"photo-\(id)-w\($0)\"" } ?? "\"photo-\(id)\""
-            var headers: HTTPHeaders = ["ETag": etag, "Cache-Control": "private, max-age=31536000, immutable"]
-            if ETag.matches(context.request.headers["If-None-Match"], etag) {
+            // ?w=: a thumbnail width. Parsed into a range, then the nearest width there is (ties
+            // go to the larger); anything unparsable is the original.
+            let width = context.request.queryValue("w").flatMap { Int($0) }.map { requested in
+                let clamped = min(max(requested, 1), 100_000)
+                return Thumbnailer.widths.min { abs($0 - clamped) < abs($1 - clamped) || (abs($0 - clamped) == abs($1 - clamped) && $0 > $1) }!
+            }
+            // Stored bytes never change under an id (a new collection makes new rows), and the
+            // ETag is their SHA-256: strong, and a year of private caching.
+            let cache = "private, max-age=31536000, immutable"
+            if let condition = context.request.headers["If-None-Match"] {
                 // Still the owner's, still there: checked without reading the bytes.
-                guard try albums.imageExists(id, userID: context.user.id) else { throw HTTPError.notFound }
-                return HTTPResponse(status: .notModified, headers: headers)
+                let stored = try albums.imageHash(id, userID: context.user.id, width: width)
+                guard stored.found else { throw HTTPError.notFound }
+                if let hash = stored.hash, ETag.matches(condition, "\"\(hash)\"") {
+                    return HTTPResponse(status: .notModified, headers: ["ETag": "\"\(hash)\"", "Cache-Control": cache])
+                }
             }
             guard let image = try albums.image(id, userID: context.user.id, width: width) else { throw HTTPError.notFound }
-            headers.set("Content-Type", image.contentType)
-            return HTTPResponse(status: .ok, headers: headers, body: image.bytes)
+            let etag = "\"\(image.hash)\""
+            if ETag.matches(context.request.headers["If-None-Match"], etag) {
+                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": cache])
+            }
+            return HTTPResponse(status: .ok, headers: ["ETag": etag, "Cache-Control": cache, "Content-Type": image.contentType], body: image.bytes)
         }
 
         signedIn("GET", "/photos/:id/view") { context in

@@ -42,6 +42,12 @@ public struct AppSettings: Sendable {
     public var jobRetentionDays = 7
     /// Freed memory is handed back to the system this often (MemoryTrim; 0: never).
     public var memoryTrimSeconds: Double = 10
+    /// Where images are kept: a directory (PHOTO_STORE; docs/architecture.md, PhotoStore).
+    public var photoStore = ".data/photos"
+    /// Blobs no row names are removed only once this old (a download may be about to name one).
+    public var photoStoreGraceSeconds: Double = 3600
+    /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.
+    public var photoStoreUpkeepDelay: Double = 1
     public var httpClient = HTTPClient.Options()
     /// The provider's shared call budget (ProviderBudget.Limits defaults when nil).
     public var providerCallsPerHour: Double?
@@ -93,7 +99,8 @@ public final class App: Sendable {
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
         secureCookies = settings.cookiesAreSecure
-        albums = AlbumStore(pool: pool, quotas: settings.quotas)
+        let photoStore = FileStore(root: settings.photoStore)
+        albums = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
         events = AlbumEvents()
         let metrics = Metrics()
         self.metrics = metrics
@@ -116,7 +123,9 @@ public final class App: Sendable {
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
         workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
-        housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays)
+        housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays,
+                                    collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds,
+                                    firstRunAfter: settings.photoStoreUpkeepDelay)
         memoryTrim = MemoryTrim(seconds: settings.memoryTrimSeconds)
 
         var web = WebRoutes(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
@@ -281,38 +290,58 @@ final class ConnectionGauge: Sendable {
     func read() -> Int { source.withLock { $0?() ?? 0 } }
 }
 
-/// Hourly housekeeping: photos past the retention period (Flickr asks that copies be kept only
-/// "for reasonable periods"; PHOTO_RETENTION_DAYS, 0 keeps them) and finished album jobs past
-/// JOB_RETENTION_DAYS (the admin views show recent failures; older rows only weigh on the queue's
-/// table and its indexes).
+/// Hourly housekeeping. Photos past the retention period (Flickr asks that copies be kept only
+/// "for reasonable periods"; PHOTO_RETENTION_DAYS, 0 keeps them); finished album jobs past
+/// JOB_RETENTION_DAYS (older rows only weigh on the queue's table and its indexes); and the photo
+/// store's upkeep: at the first run images still held in rows move into the store, then blobs no
+/// row names any more are removed once past the grace period. Every instance may run it: the
+/// DELETEs are idempotent, the move skips rows another instance holds, the sweep honours the grace.
 final class Housekeeping: @unchecked Sendable {
     let pool: PostgresPool
     let photoDays: Int
     let jobDays: Int
+    /// Nil: no store upkeep.
+    let collector: PhotoCollector?
+    let grace: Double
+    let firstRunAfter: Double
     private let queue = DispatchQueue(label: "housekeeping")
     private var timer: (any DispatchSourceTimer)?
+    private let logger = Logger(label: "photo-store")
 
-    init(pool: PostgresPool, photoDays: Int, jobDays: Int = 7) {
+    init(pool: PostgresPool, photoDays: Int, jobDays: Int = 7, collector: PhotoCollector? = nil, grace: Double = 3600,
+         firstRunAfter: Double = 60) {
         self.pool = pool
         self.photoDays = photoDays
         self.jobDays = jobDays
+        self.collector = collector
+        self.grace = grace
+        self.firstRunAfter = firstRunAfter
     }
 
     func start() {
-        guard photoDays > 0 || jobDays > 0 else { return }
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + 60, repeating: 3600)
-            timer.setEventHandler { [weak self] in
-                self?.purgePhotos()
-                self?.pruneJobs()
-            }
+            timer.schedule(deadline: .now() + firstRunAfter, repeating: 3600)
+            timer.setEventHandler { [weak self] in self?.run() }
             timer.resume()
             self.timer = timer
         }
     }
 
     func stop() { queue.sync { timer?.cancel(); timer = nil } }
+
+    private func run() {
+        purgePhotos()
+        pruneJobs()
+        guard let collector else { return }
+        do {
+            let moved = try collector.moveAllBytesToStore()
+            if moved > 0 { logger.info("photo store: moved \(moved) images out of the database") }
+            try collector.collect(grace: grace)
+        } catch {
+            logger.warning("photo store upkeep failed: \(error)")
+        }
+    }
 
     @discardableResult
     func purgePhotos() -> Int {

@@ -1,0 +1,80 @@
+import Foundation
+import Log
+import Postgres
+
+/// Upkeep of the photo store: moving images still kept in `photos.bytes` into the store, and
+/// removing blobs no row names any more (replaced collections, deleted photos, retention).
+///
+/// These statements read every person's rows on purpose: a blob is shared by whoever has the same
+/// bytes, so whether it is still needed is a question about all rows, and nothing here is shown to
+/// anyone.
+public struct PhotoCollector: Sendable {
+    let pool: PostgresPool
+    let store: any PhotoStore
+    private let logger = Logger(label: "photo-store")
+
+    public init(pool: PostgresPool, store: any PhotoStore) {
+        self.pool = pool
+        self.store = store
+    }
+
+    /// Moves up to `batch` images from their rows into the store, in one transaction: a run that
+    /// stops (a crash, a deploy) loses at most that batch's work, and the next run carries on with
+    /// the rows still holding bytes. SKIP LOCKED lets several instances share the work. Returns
+    /// how many rows moved (0: done).
+    @discardableResult
+    public func moveBytesToStore(batch: Int = 50) throws -> Int {
+        try pool.transaction { db in
+            let rows = try db.query("""
+                SELECT id, bytes FROM photos WHERE hash IS NULL AND bytes IS NOT NULL
+                ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                """, [batch])
+            for row in rows {
+                let id: Int64 = try row.decode("id")
+                let data: Data = try row.decode("bytes")
+                let bytes = Array(data)
+                // Written and synced before the row stops holding the bytes.
+                let hash = try store.put(bytes)
+                try db.query("UPDATE photos SET hash = $2, byte_size = $3, bytes = NULL WHERE id = $1", [id, hash, bytes.count])
+            }
+            return rows.count
+        }
+    }
+
+    /// Moves every image still in a row, batch by batch.
+    @discardableResult
+    public func moveAllBytesToStore() throws -> Int {
+        var moved = 0
+        while true {
+            let n = try moveBytesToStore()
+            if n == 0 { return moved }
+            moved += n
+        }
+    }
+
+    /// Mark and sweep: lists the blobs, then reads which hashes rows name, then removes the rest —
+    /// except blobs written or refreshed within `grace`. A download stores its blob (a put, which
+    /// refreshes an existing blob's age) before its row names it, so a blob a row is about to name
+    /// is always younger than the grace period; and the age is checked again under the store's
+    /// lock at the moment of removal, so a put between the mark and the sweep still wins.
+    /// `afterMark` runs between the mark and the sweep (tests put a download there).
+    @discardableResult
+    public func collect(grace: TimeInterval = 3600, afterMark: () throws -> Void = {}) throws -> Int {
+        let started = Date()
+        let blobs = try store.list()
+        guard !blobs.isEmpty else { return 0 }
+        let named = Set(try pool.query("""
+            SELECT hash FROM photos WHERE hash IS NOT NULL
+            UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
+            UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL
+            """).map { try $0.decode("hash", as: String.self) })
+        let cutoff = started.addingTimeInterval(-grace)
+        try afterMark()
+        var removed = 0
+        for blob in blobs where !named.contains(blob.hash) && blob.modified < cutoff {
+            if try store.delete(blob.hash, ifNotModifiedSince: cutoff) { removed += 1 }
+        }
+        if removed > 0 { logger.info("photo store: removed \(removed) unreferenced blobs") }
+        return removed
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where photo bytes live: content-addressed blobs named by their SHA-256 (hex). Rows in `photos`
+/// keep the hash; the same bytes are stored once however many rows name them.
+public protocol PhotoStore: Sendable {
+    /// Stores the bytes (or refreshes the blob's age when already stored) and returns their hash.
+    func put(_ bytes: [UInt8]) throws -> String
+    /// The bytes of a blob; nil when there is none.
+    func get(_ hash: String) throws -> [UInt8]?
+    /// Every blob with its last write (the collector's grace period counts from it).
+    func list() throws -> [(hash: String, modified: Date)]
+    /// Removes a blob unless it was written after `olderThan`: a put meanwhile wins over the sweep.
+    func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool
+}
+
+public struct PhotoStoreError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path
+/// outside the store.
+func isPhotoHash(_ text: String) -> Bool {
+    text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+}
+
+/// Blobs as files under a directory, fanned out as ab/cd/abcd… so no directory grows past 65,536
+/// entries. A write is a temp file in the target directory, fsync, rename, fsync of the directory:
+/// a crash leaves either the whole file or none (and a stray temp file the collector removes).
+///
+/// put and delete take a lock file (shared for put, exclusive for delete) around "touch or create"
+/// and "check age, unlink": a sweep that decided a blob was unreferenced can then never remove it
+/// after a put refreshed it, whichever process either runs in.
+public struct FileStore: PhotoStore {
+    public let root: String
+
+    /// Directories are made on the first write, so a store that is only read never creates one.
+    public init(root: String) {
+        self.root = root
+    }
+
+    func path(_ hash: String) -> (directory: String, file: String) {
+        let utf8 = Array(hash.utf8)
+        let directory = root + "/" + String(decoding: utf8[0..<2], as: UTF8.self) + "/" + String(decoding: utf8[2..<4], as: UTF8.self)
+        return (directory, directory + "/" + hash)
+    }
+
+    public func put(_ bytes: [UInt8]) throws -> String {
+        let hash = SHA256.hex(bytes)
+        let (directory, file) = path(hash)
+        try withLock(LOCK_SH) {
+            // Already stored: only its age is refreshed, so a sweep running now keeps it.
+            if utimensat(AT_FDCWD, file, nil, 0) == 0 { return }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let temporary = directory + "/.tmp-" + UUID().uuidString
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw PhotoStoreError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+            var written = 0
+            var failure: Int32 = 0
+            bytes.withUnsafeBytes { raw in
+                while written < raw.count {
+                    let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                    if n < 0 { if errno == EINTR { continue }; failure = errno; return }
+                    written += n
+                }
+            }
+            if failure == 0 && fsync(fd) != 0 { failure = errno }
+            close(fd)
+            if failure == 0 && rename(temporary, file) != 0 { failure = errno }
+            guard failure == 0 else {
+                unlink(temporary)
+                throw PhotoStoreError(description: "cannot write \(file): \(String(cString: strerror(failure)))")
+            }
+            // The rename is durable only once the directory entry is.
+            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
+        }
+        return hash
+    }
+
+    public func get(_ hash: String) throws -> [UInt8]? {
+        guard isPhotoHash(hash) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path(hash).file) else { return nil }
+        return [UInt8](data)
+    }
+
+    public func list() throws -> [(hash: String, modified: Date)] {
+        var result: [(hash: String, modified: Date)] = []
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+        while let relative = enumerator.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            let full = root + "/" + relative
+            var info = stat()
+            guard stat(full, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            if isPhotoHash(name) {
+                result.append((name, modified))
+            } else if name.hasPrefix(".tmp-") {
+                // A write that died halfway; a live one is far younger than an hour.
+                if modified < Date().addingTimeInterval(-3600) { unlink(full) }
+            }
+        }
+        return result
+    }
+
+    public func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool {
+        guard isPhotoHash(hash) else { return false }
+        let file = path(hash).file
+        return try withLock(LOCK_EX) {
+            var info = stat()
+            guard stat(file, &info) == 0 else { return false }
+            let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            guard modified < olderThan else { return false }
+            return unlink(file) == 0
+        }
+    }
+
+    private func withLock<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PhotoStoreError(description: "cannot open \(root)/.lock: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, operation) != 0 {
+            guard errno == EINTR else { throw PhotoStoreError(description: "cannot lock \(root)/.lock: \(String(cString: strerror(errno)))") }
+        }
+        return try body()
+    }
+}
