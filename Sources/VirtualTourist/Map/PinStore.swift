@@ -114,11 +114,8 @@ public struct PinStore: Sendable {
             p.user_id = $1 AND p.lat BETWEEN $2 AND $3
             AND (CASE WHEN $4 <= $5 THEN p.lon BETWEEN $4 AND $5 ELSE p.lon >= $4 OR p.lon <= $5 END)
             """
-        let total: Int = try pool.query("SELECT count(*) AS n FROM pins p WHERE \(inside)",
-                                        [userID, box.south, box.north, box.west, box.east])[0].decode("n")
-        if total <= maxMarkers {
-            return (try pins(of: userID, in: box, limit: maxMarkers), [], total)
-        }
+        // One pass over the box: the grid's groups, whose counts also give the total. Only when
+        // few pins are inside is a second statement needed, for the pins themselves.
         // A cell a quarter of a 256 px tile at this zoom, and never so small that the box holds
         // more than 16 × 16 of them: at most 17 × 17 = 289 clusters.
         let width = box.east >= box.west ? box.east - box.west : box.east + 360 - box.west
@@ -130,6 +127,10 @@ public struct PinStore: Sendable {
             GROUP BY floor(p.lat / $6), floor(p.lon / $6)
             """, [userID, box.south, box.north, box.west, box.east, cell])
         let clusters = try rows.map { Cluster(lat: try $0.decode("lat"), lon: try $0.decode("lon"), count: try $0.decode("n")) }
+        let total = clusters.reduce(0) { $0 + $1.count }
+        if total <= maxMarkers {
+            return (try pins(of: userID, in: box, limit: maxMarkers), [], total)
+        }
         return ([], clusters, total)
     }
 
