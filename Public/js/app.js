@@ -17,7 +17,7 @@ const map = new MapView(canvas, {
 });
 const pins = new PinLayer();
 map.layers.push(pins);
-window.virtualTourist = { map, pins }; // for the browser tests and script/bench map
+window.virtualTourist = { map, pins }; // for tests
 
 // ----- talking to the server -----
 
@@ -49,8 +49,9 @@ function showToast(message, kind = "info") {
 // ----- pins -----
 
 if (embedded) {
-  // The pins the first frame needs came with the page.
+  // The first frame's pins (or clusters) came with the page.
   pins.set(embedded);
+  if (root.dataset.viewClusters) pins.setClusters(JSON.parse(root.dataset.viewClusters));
   map.redraw();
 }
 if (root.dataset.pinsComplete !== "true") {

@@ -117,36 +117,25 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
         guard let conn else { throw PostgresError.connection("connection is closed") }
-        let bindings = parameters.map(\.postgresBinding)
-        let types = bindings.map { Oid($0.type) }
-        let lengths = bindings.map { Int32($0.bytes?.count ?? 0) }
-        let formats = bindings.map { Int32($0.binary ? 1 : 0) }
-        // Keep every parameter's bytes alive for the duration of the call. libpq reads text-format
-        // values up to a NUL (it ignores their length), so every value gets one after its bytes.
-        let storage = bindings.map { binding -> UnsafeMutableRawPointer? in
-            guard let bytes = binding.bytes else { return nil }
-            let p = UnsafeMutableRawPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
-            bytes.withUnsafeBytes { if let base = $0.baseAddress { p.copyMemory(from: base, byteCount: bytes.count) } }
-            p.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
-            return p
-        }
-        defer { storage.forEach { $0?.deallocate() } }
-        let values = storage.map { $0.map { UnsafePointer<CChar>($0.assumingMemoryBound(to: CChar.self)) } }
+        let encoded = EncodedParameters(parameters)
+        // The values point into `encoded`'s storage: it must outlive every libpq call below.
+        defer { withExtendedLifetime(encoded) {} }
+        let (values, lengths, formats) = (encoded.values, encoded.lengths, encoded.formats)
         // Named prepared statements: the server parses and plans a statement once per connection
         // instead of on every call (the map page's statement took longer to plan than to run). The
         // first use sends PREPARE and EXECUTE together in libpq's pipeline mode, so it is still one
         // round trip.
-        let key = PreparedKey(sql: sql, types: types)
+        let key = PreparedKey(sql: sql, types: encoded.types)
         RoundTrips.count()
         let result: OpaquePointer?
         if let name = prepared[key] {
-            result = PQexecPrepared(conn, name, Int32(bindings.count), values, lengths, formats, 1)
+            result = PQexecPrepared(conn, name, Int32(values.count), values, lengths, formats, 1)
         } else if prepared.count < Self.maxPrepared, PQpipelineStatus(conn) == PQ_PIPELINE_OFF {
             preparedCount += 1
             let name = "vt_\(preparedCount)"
             return try prepareAndRun(conn, name: name, key: key, values: values, lengths: lengths, formats: formats)
         } else {
-            result = PQexecParams(conn, sql, Int32(bindings.count), types, values, lengths, formats, 1)
+            result = PQexecParams(conn, sql, Int32(values.count), encoded.types, values, lengths, formats, 1)
         }
         do {
             return try consume(result)
@@ -156,6 +145,87 @@ public final class PostgresConnection: @unchecked Sendable {
             prepared[key] = nil
             throw error
         }
+    }
+
+    /// Several statements in one round trip (libpq's pipeline mode): all are sent, then one sync,
+    /// then the results are read in order. They run one after another on the server in one implicit
+    /// transaction, committed at the sync (each still takes its own snapshot, as under READ
+    /// COMMITTED); a statement that fails aborts the ones after it and rolls back the ones before,
+    /// and the first error is thrown once every result has been read, so the connection stays usable.
+    /// For a page that needs a few independent simple statements: each is cheap to plan (a single
+    /// statement joining them all with CTEs was planned anew on every call, which cost more than
+    /// running it).
+    public func pipeline(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
+        guard let conn else { throw PostgresError.connection("connection is closed") }
+        if statements.count == 1 { return [try query(statements[0].sql, statements[0].parameters)] }
+        guard PQpipelineStatus(conn) == PQ_PIPELINE_OFF, PQenterPipelineMode(conn) == 1 else {
+            return try statements.map { try query($0.sql, $0.parameters) }
+        }
+        defer { PQexitPipelineMode(conn) }
+        RoundTrips.count()
+        let encoded = statements.map { EncodedParameters($0.parameters) }
+        defer { withExtendedLifetime(encoded) {} }
+        // Per statement: the name it was just prepared under (its PREPARE result comes first).
+        var preparing: [(key: PreparedKey, name: String)?] = []
+        var sent = true
+        for (statement, parameters) in zip(statements, encoded) where sent {
+            let key = PreparedKey(sql: statement.sql, types: parameters.types)
+            let count = Int32(parameters.values.count)
+            if let name = prepared[key] {
+                preparing.append(nil)
+                sent = PQsendQueryPrepared(conn, name, count, parameters.values, parameters.lengths, parameters.formats, 1) == 1
+            } else if prepared.count + preparing.count < Self.maxPrepared {
+                preparedCount += 1
+                let name = "vt_\(preparedCount)"
+                preparing.append((key, name))
+                sent = PQsendPrepare(conn, name, statement.sql, count, parameters.types) == 1
+                    && PQsendQueryPrepared(conn, name, count, parameters.values, parameters.lengths, parameters.formats, 1) == 1
+            } else {
+                preparing.append(nil)
+                sent = PQsendQueryParams(conn, statement.sql, count, parameters.types, parameters.values, parameters.lengths,
+                                         parameters.formats, 1) == 1
+            }
+        }
+        guard sent, PQpipelineSync(conn) == 1 else {
+            throw PostgresError.connection(String(cString: PQerrorMessage(conn)))
+        }
+        // Every command's result is followed by a NULL; the sync's result ends the pipeline.
+        func nextCommandResult() -> OpaquePointer? {
+            let result = PQgetResult(conn)
+            if result != nil { _ = PQgetResult(conn) }
+            return result
+        }
+        var results: [PostgresResult] = []
+        var firstError: Error?
+        for (index, statement) in preparing.enumerated() {
+            if let statement {
+                if let preparation = nextCommandResult() {
+                    if PQresultStatus(preparation) == PGRES_COMMAND_OK { prepared[statement.key] = statement.name }
+                    PQclear(preparation)
+                }
+            }
+            let execution = nextCommandResult()
+            do {
+                if let execution, PQresultStatus(execution) == PGRES_PIPELINE_ABORTED {
+                    PQclear(execution)
+                    throw PostgresError.connection("statement \(index + 1) of a pipeline did not run: an earlier one failed")
+                }
+                results.append(try consume(execution))
+            } catch {
+                if let error = error as? PostgresError, error.sqlState == .featureNotSupported {
+                    prepared[PreparedKey(sql: statements[index].sql, types: encoded[index].types)] = nil
+                }
+                if firstError == nil { firstError = error }
+            }
+        }
+        var sync = PQgetResult(conn)
+        while let current = sync, PQresultStatus(current) != PGRES_PIPELINE_SYNC {
+            PQclear(current)
+            sync = PQgetResult(conn)
+        }
+        if let sync { PQclear(sync) }
+        if let firstError { throw firstError }
+        return results
     }
 
     /// PREPARE and EXECUTE in one pipeline (libpq ≥ 14), then back to normal mode.
@@ -319,6 +389,51 @@ public final class PostgresConnection: @unchecked Sendable {
     public static func quoteIdentifier(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
+}
+
+/// One statement of a pipeline.
+public struct PostgresStatement {
+    public let sql: String
+    public let parameters: [any PostgresEncodable]
+    public init(_ sql: String, _ parameters: [any PostgresEncodable] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+
+    /// First in a pipeline: the statements after it run with their generic plans, made once per
+    /// connection, instead of being planned for every call's parameter values (the setting is local
+    /// to the pipeline's implicit transaction). PostgreSQL keeps planning a prepared statement anew
+    /// while a plan for the average parameter looks costlier than one for the values at hand, which
+    /// for a LIMIT or a person's pins is always: on the map page the planning cost as much as the
+    /// execution. Only for statements whose generic plan is right for every value: an index range
+    /// on the person's own rows, whatever their number.
+    public static var genericPlans: PostgresStatement { PostgresStatement("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)") }
+}
+
+/// Parameters as libpq takes them, kept alive as long as this value. libpq reads text-format values
+/// up to a NUL (it ignores their length), so every value gets one after its bytes.
+private final class EncodedParameters {
+    let types: [Oid]
+    let lengths: [Int32]
+    let formats: [Int32]
+    private let storage: [UnsafeMutableRawPointer?]
+    var values: [UnsafePointer<CChar>?] { storage.map { $0.map { UnsafePointer<CChar>($0.assumingMemoryBound(to: CChar.self)) } } }
+
+    init(_ parameters: [any PostgresEncodable]) {
+        let bindings = parameters.map(\.postgresBinding)
+        types = bindings.map { Oid($0.type) }
+        lengths = bindings.map { Int32($0.bytes?.count ?? 0) }
+        formats = bindings.map { Int32($0.binary ? 1 : 0) }
+        storage = bindings.map { binding -> UnsafeMutableRawPointer? in
+            guard let bytes = binding.bytes else { return nil }
+            let p = UnsafeMutableRawPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
+            bytes.withUnsafeBytes { if let base = $0.baseAddress { p.copyMemory(from: base, byteCount: bytes.count) } }
+            p.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+            return p
+        }
+    }
+
+    deinit { storage.forEach { $0?.deallocate() } }
 }
 
 private func withArrayOfCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {

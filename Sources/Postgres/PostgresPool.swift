@@ -54,6 +54,11 @@ public final class PostgresPool: @unchecked Sendable {
         try withConnection { try $0.query(sql, parameters) }
     }
 
+    /// Several statements in one round trip on one connection (`PostgresConnection.pipeline`).
+    public func pipeline(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
+        try withConnection { try $0.pipeline(statements) }
+    }
+
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try withConnection { try $0.transaction(body) }
     }

@@ -142,6 +142,42 @@ import TestSupport
         }
     }
 
+    @Test func aPipelineIsOneRoundTripWithResultsInOrderAndSurvivesAFailure() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("pipe"))
+        try c.execute("CREATE TABLE t (id int PRIMARY KEY, name text)")
+        let statements = [
+            PostgresStatement("INSERT INTO t VALUES ($1, $2)", [1, "one"]),
+            PostgresStatement("SELECT name FROM t WHERE id = $1", [1]),
+            PostgresStatement("SELECT count(*) AS n, $1::text AS tag FROM t", ["x"]),
+        ]
+        var before = RoundTrips.onThisThread
+        var results = try c.pipeline(statements)
+        #expect(RoundTrips.onThisThread - before == 1)
+        #expect(results.count == 3)
+        #expect(try results[1][0].decode("name") == "one")
+        #expect(try results[2][0].decode("n") == 1 && results[2][0].decode("tag") == "x")
+        // Again, now that all three are prepared: the same answers, still one round trip.
+        before = RoundTrips.onThisThread
+        results = try c.pipeline([statements[1], statements[2], statements[1]])
+        #expect(RoundTrips.onThisThread - before == 1)
+        #expect(try results[2][0].decode("name") == "one" && results[1][0].decode("n") == 1)
+        // The second statement fails: its error is thrown, the first is rolled back with it (one
+        // implicit transaction), and the connection goes on.
+        #expect(throws: PostgresError.self) {
+            try c.pipeline([PostgresStatement("INSERT INTO t VALUES ($1, $2)", [2, "two"]),
+                            PostgresStatement("SELECT 1 / $1 AS x", [0]),
+                            PostgresStatement("SELECT name FROM t WHERE id = $1", [1])])
+        }
+        #expect(c.isHealthy)
+        #expect(try c.query("SELECT count(*) AS n FROM t WHERE id > $1", [0])[0].decode("n") == 1)
+        #expect(try c.pipeline([statements[1], statements[1]]).map { try $0[0].decode("name", as: String.self) } == ["one", "one"])
+        // Generic plans hold for the rest of the pipeline only: the setting is local to its transaction.
+        let setting = PostgresStatement("SELECT current_setting($1) AS v", ["plan_cache_mode"])
+        #expect(try c.pipeline([.genericPlans, setting])[1][0].decode("v") == "force_generic_plan")
+        #expect(try c.query(setting.sql, setting.parameters)[0].decode("v") == "auto")
+        #expect(try c.pipeline([setting, setting]).map { try $0[0].decode("v", as: String.self) } == ["auto", "auto"])
+    }
+
     @Test func preparedStatementsCostOneRoundTripAndSurviveErrorsAndSchemaChanges() throws {
         let c = try PostgresConnection(url: try TestDatabase.create("prep"))
         try c.execute("CREATE TABLE t (id int PRIMARY KEY, name text)")

@@ -202,6 +202,66 @@ import TestSupport
     }
 }
 
+/// The grid counts the triggers keep (migrations/0093_pin_cells.sql) always equal a recount from
+/// the pins, however the pins change: the app's inserts and deletes, an administrator's bulk SQL,
+/// a moved pin, a deleted person.
+@Suite struct PinCellTests {
+    @Test func cellsAlwaysMatchARecountOfThePins() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "cells@example.org")
+        _ = try app.signedUp(email: "other@example.org")
+        let ann = Int64(try app.count("SELECT id FROM users WHERE email = 'cells@example.org'"))
+        let other = Int64(try app.count("SELECT id FROM users WHERE email = 'other@example.org'"))
+        func mismatches() throws -> Int {
+            try app.count("""
+                SELECT count(*) FROM (
+                    SELECT user_id, level, x, y, pins FROM pin_cells
+                    EXCEPT
+                    SELECT g.user_id, g.level, g.x, g.y, g.pins::int
+                    FROM (SELECT array_agg(user_id) AS u, array_agg(lat) AS la, array_agg(lon) AS lo FROM pins) a,
+                         LATERAL pin_cells_of(a.u, a.la, a.lo) g
+                    WHERE a.u IS NOT NULL) extra
+                """) + app.count("""
+                SELECT count(*) FROM (
+                    SELECT g.user_id, g.level, g.x, g.y, g.pins::int
+                    FROM (SELECT array_agg(user_id) AS u, array_agg(lat) AS la, array_agg(lon) AS lo FROM pins) a,
+                         LATERAL pin_cells_of(a.u, a.la, a.lo) g
+                    WHERE a.u IS NOT NULL
+                    EXCEPT
+                    SELECT user_id, level, x, y, pins FROM pin_cells) missing
+                """)
+        }
+        // Pins dropped through the app, at the edges of the world too.
+        let token = try #require(try browser.get("/").csrfToken)
+        for (lat, lon) in [("48.85", "2.35"), ("-90", "-180"), ("90", "180"), ("0", "0"), ("35.01", "135.77")] {
+            #expect(try browser.post("/pins", form: [("_csrf", token), ("lat", lat), ("lon", lon)],
+                                     headers: [("Accept", "application/json")]).status == 201)
+        }
+        #expect(try mismatches() == 0)
+        #expect(try app.count("SELECT sum(pins) FROM pin_cells WHERE user_id = $1 AND level = 0", [ann]) == 5)
+        // An administrator's bulk insert for two people in one statement.
+        try app.pool.query("""
+            INSERT INTO pins (user_id, lat, lon) SELECT CASE WHEN n % 3 = 0 THEN $2 ELSE $1 END, -80 + n % 160, -179 + n % 358
+            FROM generate_series(1, 2000) n
+            """, [ann, other])
+        #expect(try mismatches() == 0)
+        // One pin deleted through the app, a thousand by SQL, one moved, a status changed.
+        let first = Int64(try app.count("SELECT min(id) FROM pins WHERE user_id = $1", [ann]))
+        #expect(try browser.post("/pins/\(first)/delete", form: [("_csrf", token)]).status == 303)
+        try app.pool.query("DELETE FROM pins WHERE user_id = $1 AND id % 2 = 0", [ann])
+        try app.pool.query("UPDATE pins SET lat = -lat, lon = 0 WHERE id = (SELECT max(id) FROM pins WHERE user_id = $1)", [ann])
+        try app.pool.query("UPDATE pins SET status = 'ready' WHERE user_id = $1", [ann])
+        #expect(try mismatches() == 0)
+        #expect(try app.count("SELECT sum(pins) FROM pin_cells WHERE level = 0") == app.count("SELECT count(*) FROM pins"))
+        // A person deleted: their cells go with their pins, the other person's stay right.
+        try app.pool.query("DELETE FROM users WHERE id = $1", [other])
+        #expect(try app.count("SELECT count(*) FROM pin_cells WHERE user_id = $1", [other]) == 0)
+        #expect(try mismatches() == 0)
+        // No cell is left at zero.
+        #expect(try app.count("SELECT count(*) FROM pin_cells WHERE pins = 0") == 0)
+    }
+}
+
 /// Ten thousand pins: the map asks for its view and gets at most a few hundred markers, clusters
 /// where pins crowd, with counts that add up to every pin inside.
 @Suite struct ViewportTests {
@@ -216,18 +276,24 @@ import TestSupport
             UNION ALL
             SELECT $1, -60 + (n * 13 % 130), -179 + (n * 7 % 358), 'ready' FROM generate_series(1, 1000) n
             """, [userID])
-        func view(_ bbox: String, zoom: Double) throws -> (markers: Int, sum: Int, total: Int, pins: Int) {
+        func view(_ bbox: String, zoom: Double) throws -> (markers: Int, sum: Int, total: Int, pins: Int, bbox: [Double]?) {
             let page = try browser.get("/pins.json?bbox=\(bbox)&zoom=\(zoom)")
             #expect(page.status == 200)
             let json = try #require(try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])
             let pins = json["pins"] as? [[String: Any]] ?? []
             let clusters = json["clusters"] as? [[String: Any]] ?? []
             let sum = pins.count + clusters.reduce(0) { $0 + ($1["count"] as? Int ?? 0) }
-            return (pins.count + clusters.count, sum, json["total"] as? Int ?? -1, pins.count)
+            return (pins.count + clusters.count, sum, json["total"] as? Int ?? -1, pins.count, json["bbox"] as? [Double])
         }
-        // A city-sized box around Paris at zoom 11.
+        // A city-sized box around Paris at zoom 11. The answer counts the asked box grown to the
+        // edges of its grid cells, and says which box that is.
         let city = try view("2.0,48.5,2.7,49.2", zoom: 11)
-        let inside = try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND lat BETWEEN 48.5 AND 49.2 AND lon BETWEEN 2.0 AND 2.7", [userID])
+        let counted = try #require(city.bbox)
+        #expect(counted[0] <= 2.0 && counted[1] <= 48.5 && counted[2] >= 2.7 && counted[3] >= 49.2, "\(counted)")
+        #expect(counted[2] - counted[0] < 1.4 && counted[3] - counted[1] < 1.4, "grown by at most a cell a side: \(counted)")
+        let inside = try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND lat BETWEEN $2 AND $3 AND lon BETWEEN $4 AND $5",
+                                   [userID, counted[1], counted[3], counted[0], counted[2]])
+        #expect(inside >= 9_000)
         #expect(city.markers <= 300, "\(city.markers) markers")
         #expect(city.total == inside)
         #expect(city.sum == inside, "counts add up to \(city.sum), not \(inside)")
@@ -238,6 +304,28 @@ import TestSupport
         // A small box with few pins: the pins themselves.
         let few = try view("100,-10,110,0", zoom: 6)
         #expect(few.pins == few.total && few.total < 300)
+        // Across the antimeridian (west > east): the world's pins near ±180 are found on both sides.
+        let across = try view("170,-60,-170,70", zoom: 3)
+        let acrossBox = try #require(across.bbox)
+        let acrossInside = try app.count("""
+            SELECT count(*) FROM pins WHERE user_id = $1 AND lat BETWEEN $2 AND $3 AND (lon >= $4 OR lon <= $5)
+            """, [userID, acrossBox[1], acrossBox[3], acrossBox[0], acrossBox[2]])
+        #expect(acrossBox[0] > acrossBox[2] && acrossInside > 0 && across.total == acrossInside && across.sum == acrossInside,
+                "\(acrossBox): \(across.total) of \(acrossInside)")
+        // Zoomed in past the finest cells, on a crowded street: pins grouped directly, the asked box.
+        let street = try view("2.13,48.60,2.14,48.61", zoom: 20)
+        let streetInside = try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND lat BETWEEN 48.60 AND 48.61 AND lon BETWEEN 2.13 AND 2.14", [userID])
+        #expect(streetInside > 0 && street.total == streetInside && street.sum == streetInside && street.markers <= 300)
+        // The map page's first frame is the same answer for the saved view: clusters for the
+        // crowded city, at most 300 markers, and the count of every pin.
+        let token = try #require(try browser.get("/").csrfToken)
+        #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "48.85"), ("lon", "2.35"), ("zoom", "11")]).status == 204)
+        let page = try browser.get("/").body
+        #expect(page.contains("Your pins (10000)"))
+        let clusters = try #require(page.firstMatch(of: /data-view-clusters="([^"]*)"/).map { String($0.1) })
+        let decoded = clusters.replacingOccurrences(of: "&quot;", with: "\"")
+        let embedded = try #require(try JSONSerialization.jsonObject(with: Data(decoded.utf8)) as? [[String: Any]])
+        #expect(!embedded.isEmpty && embedded.count <= 300 && page.contains("data-pins=\"[]\""))
         // Without a zoom the old answer stands (the whole list, up to its cap).
         #expect(try browser.get("/pins.json?bbox=2.0,48.5,2.7,49.2").body.contains("\"pins\":["))
     }

@@ -151,8 +151,9 @@ public struct AccountStore: Sendable {
                 SELECT s.token_hash, s.user_id AS id, u.email, u.display_name, s.csrf_token,
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
-                       s.last_seen_at < now() - make_interval(secs => $2::int) AS stale
-                FROM sessions s JOIN users u ON u.id = s.user_id
+                       s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
+                       r.center_lat, r.center_lon, r.zoom
+                FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN map_regions r ON r.user_id = s.user_id
                 WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))),
             renewed AS (
                 UPDATE sessions SET last_seen_at = now(), expires_at = now() + make_interval(days => $3::int)
@@ -164,12 +165,16 @@ public struct AccountStore: Sendable {
                 WHERE user_id IN (SELECT id FROM found WHERE disabled)
                    OR token_hash IN (SELECT token_hash FROM found WHERE expired)
                 RETURNING 1)
-            SELECT id, email, display_name, csrf_token, disabled, expired, stale FROM found
+            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom FROM found
             """, [token, Self.renewalIntervalSeconds, Self.sessionLifetimeDays])
         guard let row = rows.first else { return nil }
         if try row.decode("disabled", as: Bool.self) || row.decode("expired", as: Bool.self) { return nil }
-        return Session(user: try user(from: row), csrfToken: try row.decode("csrf_token"), token: token,
-                       renewed: try row.decode("stale", as: Bool.self))
+        var session = Session(user: try user(from: row), csrfToken: try row.decode("csrf_token"), token: token,
+                              renewed: try row.decode("stale", as: Bool.self))
+        if !row.isNull("center_lat") {
+            session.mapRegion = MapRegion(lat: try row.decode("center_lat"), lon: try row.decode("center_lon"), zoom: try row.decode("zoom"))
+        }
+        return session
     }
 
     public func deleteSession(token: String) throws {

@@ -13,4 +13,8 @@ public struct Session: Sendable {
     let token: String
     /// The expiry was just pushed forward: the cookie is sent again with the new lifetime.
     let renewed: Bool
+    /// Where the person left the map, read in the session's own statement: the map page needs it
+    /// to know which pins its first frame shows, and it costs the session's lookup one more row by
+    /// primary key instead of the page a round trip (docs/architecture.md, "Pages").
+    public var mapRegion: MapRegion? = nil
 }

@@ -25,63 +25,45 @@ public struct PinStore: Sendable {
         (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.generation = p.generation AND ph.status = \(PhotoStatus.ready.sql))
         """
 
-    /// Everything the map page shows, in one statement (one round trip after the session's): the
-    /// saved region, the number of pins, one page of the plain list, and the pins inside the view
-    /// the first frame draws (a 2560 × 1600 screen at the saved zoom, Web Mercator), newest first.
+    /// Everything the map page shows, in one round trip after the session's (which brought the saved
+    /// region): the number of pins, one page of the plain list, and what the first frame draws, the
+    /// same answer /pins.json gives for that view (a 2560 × 1600 screen at the saved zoom, Web
+    /// Mercator). Simple statements in one pipeline, with generic plans: the single statement they
+    /// replace, with CTEs for the box and the union, was planned on every call, and the planning
+    /// took longer than the run (docs/architecture.md, "Pages").
     public struct MapPageData: Sendable {
-        public var region: MapRegion?
         public var total: Int
         public var listed: [Pin]
-        public var inView: [Pin]
+        public var view: Viewport
     }
 
-    public func mapPage(of userID: Int64, listOffset: Int, listLimit: Int, viewLimit: Int,
-                        defaultRegion: MapRegion) throws -> MapPageData {
-        let rows = try pool.query("""
-            WITH region AS (
-                SELECT r.user_id IS NOT NULL AS saved, coalesce(r.center_lat, $5) AS lat,
-                       coalesce(r.center_lon, $6) AS lon, coalesce(r.zoom, $7) AS zoom
-                FROM (SELECT 1) one LEFT JOIN map_regions r ON r.user_id = $1),
-            box AS (
-                SELECT lon, 1280 * 360 / (256 * power(2, zoom)) AS dx,
-                       degrees(2 * atan(exp(yc - dy)) - pi() / 2) AS south, degrees(2 * atan(exp(yc + dy)) - pi() / 2) AS north
-                FROM (SELECT lon, zoom, ln(tan(pi() / 4 + radians(lat) / 2)) AS yc,
-                             800 * 2 * pi() / (256 * power(2, zoom)) AS dy FROM region) v),
-            listed AS (SELECT id FROM pins WHERE user_id = $1 ORDER BY id DESC LIMIT $3 OFFSET $2),
-            shown AS (
-                SELECT p.id FROM pins p, box
-                WHERE p.user_id = $1 AND p.lat BETWEEN box.south AND box.north
-                  AND (box.dx >= 180 OR abs(p.lon - box.lon - 360 * round((p.lon - box.lon) / 360)) <= box.dx)
-                ORDER BY p.id DESC LIMIT $4),
-            chosen AS (
-                SELECT id, bool_or(in_list) AS in_list, bool_or(in_view) AS in_view
-                FROM (SELECT id, true AS in_list, false AS in_view FROM listed
-                      UNION ALL SELECT id, false, true FROM shown) both_parts
-                GROUP BY id)
-            SELECT region.saved, region.lat AS region_lat, region.lon AS region_lon, region.zoom AS region_zoom,
-                   (SELECT count(*) FROM pins WHERE user_id = $1) AS total, x.*
-            FROM region LEFT JOIN (
-                SELECT c.in_list, c.in_view, \(Self.columns)
-                FROM chosen c JOIN pins p ON p.id = c.id AND p.user_id = $1) x ON true
-            ORDER BY x.id DESC
-            """, [userID, listOffset, listLimit, viewLimit, defaultRegion.lat, defaultRegion.lon, defaultRegion.zoom])
-        guard let first = rows.first else { throw PostgresError.connection("the map page query returned no row") }
-        var data = MapPageData(region: nil, total: try first.decode("total"), listed: [], inView: [])
-        if try first.decode("saved", as: Bool.self) {
-            data.region = MapRegion(lat: try first.decode("region_lat"), lon: try first.decode("region_lon"),
-                                    zoom: try first.decode("region_zoom"))
-        }
-        for row in rows where !row.isNull("id") {
-            let pin = try Self.pin(row)
-            if try row.decode("in_list", as: Bool.self) { data.listed.append(pin) }
-            if try row.decode("in_view", as: Bool.self) { data.inView.append(pin) }
-        }
-        return data
+    public func mapPage(of userID: Int64, region: MapRegion, listOffset: Int, listLimit: Int,
+                        maxMarkers: Int = 300) throws -> MapPageData {
+        let box = Self.firstFrame(of: region)
+        let view = Self.viewStatements(userID: userID, box: box, zoom: region.zoom, maxMarkers: maxMarkers)
+        let results = try pool.pipeline([
+            PostgresStatement.genericPlans,
+            PostgresStatement("SELECT coalesce(sum(pins), 0)::bigint AS n FROM pin_cells WHERE user_id = $1 AND level = 0", [userID]),
+            PostgresStatement("SELECT \(Self.columns) FROM pins p WHERE p.user_id = $1 ORDER BY p.id DESC LIMIT $2 OFFSET $3",
+                              [userID, listLimit, listOffset]),
+        ] + view.statements)
+        return MapPageData(total: try results[1][0].decode("n"), listed: try results[2].map(Self.pin),
+                           view: try view.read(Array(results[3...]), maxMarkers))
+    }
+
+    /// The box the first frame of a 2560 × 1600 screen shows around the region's centre.
+    static func firstFrame(of region: MapRegion) -> Box {
+        let zoom = min(max(region.zoom, 0), 22)
+        let dx = 1280 * 360 / (256 * pow(2, zoom))
+        let dy = 800 * 2 * Double.pi / (256 * pow(2, zoom))
+        let yc = log(tan(Double.pi / 4 + min(max(region.lat, -85), 85) * Double.pi / 360))
+        func latitude(_ y: Double) -> Double { (2 * atan(exp(y)) - Double.pi / 2) * 180 / Double.pi }
+        return Box(west: region.lon - dx, south: latitude(yc - dy), east: region.lon + dx, north: latitude(yc + dy))
     }
 
     /// A person's pins, newest first; within a box when one is given (west may exceed east across
     /// the antimeridian).
-    public func pins(of userID: Int64, in box: (west: Double, south: Double, east: Double, north: Double)? = nil,
+    public func pins(of userID: Int64, in box: Box? = nil,
                      limit: Int = 5000) throws -> [Pin] {
         let rows: PostgresResult
         if let box {
@@ -105,33 +87,163 @@ public struct PinStore: Sendable {
         public let count: Int
     }
 
-    /// What the map shows in a box: the pins themselves when at most `maxMarkers` fall inside,
-    /// otherwise clusters from a grid computed in SQL (one grouped statement, whatever the number
-    /// of pins). `total` is always every pin inside: nothing is cut without saying so.
-    public func viewport(of userID: Int64, box: (west: Double, south: Double, east: Double, north: Double),
-                         zoom: Double, maxMarkers: Int = 300) throws -> (pins: [Pin], clusters: [Cluster], total: Int) {
+    /// What the map shows in a view: the pins themselves when at most `maxMarkers` fall inside,
+    /// otherwise clusters with counts. `total` is every pin inside `box`, the box the answer counted
+    /// (the asked box grown to the edges of the grid's cells): nothing is cut without saying so.
+    public struct Viewport: Sendable {
+        public var pins: [Pin]
+        public var clusters: [Cluster]
+        public var total: Int
+        public var box: Box
+    }
+
+    /// A box in degrees; west > east when it crosses the antimeridian.
+    public struct Box: Sendable, Equatable {
+        public var west, south, east, north: Double
+        public init(west: Double, south: Double, east: Double, north: Double) {
+            (self.west, self.south, self.east, self.north) = (west, south, east, north)
+        }
+    }
+
+    public func viewport(of userID: Int64, box: Box, zoom: Double, maxMarkers: Int = 300) throws -> Viewport {
+        let view = Self.viewStatements(userID: userID, box: box, zoom: zoom, maxMarkers: maxMarkers)
+        return try view.read(Array(try pool.pipeline([PostgresStatement.genericPlans] + view.statements).dropFirst()), maxMarkers)
+    }
+
+    /// The grid of pin_cells a view reads (migrations/0093_pin_cells.sql): cells of 360 / 2^level
+    /// degrees, the level even and at most 16, chosen so a cell is between one and four times what
+    /// the view wants (a quarter of a 256 px tile at this zoom, and never so small that more than
+    /// 16 fit across the box): at most 17 × 17 cells come back. Nil when the view wants cells
+    /// finer than level 16 keeps (zoomed in past street level): then the pins inside are grouped
+    /// directly, which is cheap because the box is small.
+    struct ViewGrid: Equatable {
+        let level: Int
+        let size: Double
+        /// Columns; the second range is empty (1...0 as bounds) unless the view crosses the antimeridian.
+        let columns: (ClosedRange<Int>, (lower: Int, upper: Int))
+        let rows: ClosedRange<Int>
+        let box: Box
+
+        static func == (a: ViewGrid, b: ViewGrid) -> Bool {
+            a.level == b.level && a.columns.0 == b.columns.0 && a.columns.1 == b.columns.1 && a.rows == b.rows && a.box == b.box
+        }
+
+        init?(_ asked: Box, zoom: Double) {
+            let view = Normalized(asked)
+            let wanted = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, max(view.width, view.north - view.south) / 16, 1e-9)
+            let finest = Int(floor(log2(360 / wanted)))
+            let level = max(0, finest - finest % 2)
+            guard level <= 16 else { return nil }
+            let size = 360 / Double(1 << level)
+            let last = 1 << level  // the column of lon = 180 exactly
+            self.level = level
+            self.size = size
+            let x0 = Int(floor((view.west + 180) / size))
+            let y0 = Int(floor((view.south + 90) / size)), y1 = Int(floor((view.north + 90) / size))
+            rows = y0...y1
+            let south = max(-90, Double(y0) * size - 90), north = min(90, Double(y1 + 1) * size - 90)
+            if view.width >= 360 {
+                columns = (0...last, (1, 0))
+                box = Box(west: -180, south: south, east: 180, north: north)
+            } else if view.east <= 180 {
+                let x1 = Int(floor((view.east + 180) / size))
+                columns = (x0...x1, (1, 0))
+                box = Box(west: Double(x0) * size - 180, south: south, east: min(180, Double(x1 + 1) * size - 180), north: north)
+            } else {
+                let x1 = Int(floor((view.east - 360 + 180) / size))
+                columns = (x0...last, (0, x1))
+                box = Box(west: Double(x0) * size - 180, south: south, east: min(180, Double(x1 + 1) * size - 180), north: north)
+            }
+        }
+    }
+
+    /// A box with latitudes clamped and west in -180..<180; east = west + width (so past 180 when
+    /// it crosses the antimeridian).
+    struct Normalized {
+        let west, south, east, north, width: Double
+        init(_ box: Box) {
+            var width = box.east >= box.west ? box.east - box.west : box.east + 360 - box.west
+            if !width.isFinite || width >= 360 { width = 360 }
+            var west = box.west.truncatingRemainder(dividingBy: 360)
+            if west < -180 { west += 360 } else if west >= 180 { west -= 360 }
+            if width >= 360 { west = -180 }
+            let a = min(max(box.south, -90), 90), b = min(max(box.north, -90), 90)
+            (self.west, self.east, self.width, self.south, self.north) = (west, west + width, width, min(a, b), max(a, b))
+        }
+    }
+
+    /// The two statements that answer a view, sent in one pipeline: the clusters (which also give
+    /// the total), and the pins themselves, which PostgreSQL fetches only when the total is small —
+    /// the count is an uncorrelated subquery, run once and checked before the scan. Every one is an
+    /// index range on the person's own rows (pin_cells' key, pins' (user_id, lat, lon)), so they run
+    /// with generic plans (`PostgresStatement.genericPlans`).
+    struct ViewStatements {
+        let statements: [PostgresStatement]
+        let box: Box
+
+        func read(_ results: [PostgresResult], _ maxMarkers: Int) throws -> Viewport {
+            let clusters = try results[0].map { Cluster(lat: try $0.decode("lat"), lon: try $0.decode("lon"), count: try $0.decode("n")) }
+            let total = clusters.reduce(0) { $0 + $1.count }
+            if total <= maxMarkers {
+                return Viewport(pins: try results[1].map(PinStore.pin), clusters: [], total: total, box: box)
+            }
+            return Viewport(pins: [], clusters: clusters, total: total, box: box)
+        }
+    }
+
+    static func viewStatements(userID: Int64, box: Box, zoom: Double, maxMarkers: Int) -> ViewStatements {
+        if let grid = ViewGrid(box, zoom: zoom) {
+            // Cells by their primary key (user_id, level, x, y): one index range per column range.
+            let cells = """
+                SELECT pins::bigint AS n, sum_lat / pins AS lat, sum_lon / pins AS lon FROM pin_cells
+                WHERE user_id = $1 AND level = $2 AND x BETWEEN $3 AND $4 AND y BETWEEN $5 AND $6
+                UNION ALL
+                SELECT pins::bigint, sum_lat / pins, sum_lon / pins FROM pin_cells
+                WHERE user_id = $1 AND level = $2 AND x BETWEEN $7 AND $8 AND y BETWEEN $5 AND $6
+                """
+            // The pins in exactly those cells: the cell of a pin is computed with the migration's
+            // expression, so the pins listed are the pins counted, edges included.
+            let pins = """
+                SELECT \(columns) FROM pins p
+                WHERE (SELECT coalesce(sum(pins), 0) FROM pin_cells
+                       WHERE user_id = $1 AND level = $2 AND x BETWEEN $3 AND $4 AND y BETWEEN $5 AND $6)
+                    + (SELECT coalesce(sum(pins), 0) FROM pin_cells
+                       WHERE user_id = $1 AND level = $2 AND x BETWEEN $7 AND $8 AND y BETWEEN $5 AND $6) <= $9
+                  AND p.user_id = $1 AND p.lat BETWEEN $10 AND $11
+                  AND floor((p.lat + 90) / $12) BETWEEN $5 AND $6
+                  AND (floor((p.lon + 180) / $12) BETWEEN $3 AND $4 OR floor((p.lon + 180) / $12) BETWEEN $7 AND $8)
+                ORDER BY p.id DESC LIMIT $9
+                """
+            let common: [any PostgresEncodable] = [userID, grid.level, grid.columns.0.lowerBound, grid.columns.0.upperBound,
+                                                   grid.rows.lowerBound, grid.rows.upperBound, grid.columns.1.lower, grid.columns.1.upper]
+            return ViewStatements(statements: [
+                PostgresStatement(cells, common),
+                PostgresStatement(pins, common + [maxMarkers, grid.box.south, grid.box.north, grid.size]),
+            ], box: grid.box)
+        }
+        // Zoomed in past the finest cells: group the pins inside directly, on a grid of a quarter
+        // tile (a small box, so few pins).
+        let view = Normalized(box)
+        let size = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, max(view.width, view.north - view.south) / 16, 1e-9)
+        let (w2, e2) = view.east > 180 ? (-180.0, view.east - 360) : (1.0, 0.0)
         let inside = """
             p.user_id = $1 AND p.lat BETWEEN $2 AND $3
-            AND (CASE WHEN $4 <= $5 THEN p.lon BETWEEN $4 AND $5 ELSE p.lon >= $4 OR p.lon <= $5 END)
+            AND (p.lon BETWEEN $4 AND $5 OR p.lon BETWEEN $6 AND $7)
             """
-        // One pass over the box: the grid's groups, whose counts also give the total. Only when
-        // few pins are inside is a second statement needed, for the pins themselves.
-        // A cell a quarter of a 256 px tile at this zoom, and never so small that the box holds
-        // more than 16 × 16 of them: at most 17 × 17 = 289 clusters.
-        let width = box.east >= box.west ? box.east - box.west : box.east + 360 - box.west
-        let span = max(width, box.north - box.south)
-        let cell = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, span / 16, 1e-6)
-        let rows = try pool.query("""
-            SELECT count(*) AS n, avg(p.lat) AS lat, avg(p.lon) AS lon FROM pins p
-            WHERE \(inside)
-            GROUP BY floor(p.lat / $6), floor(p.lon / $6)
-            """, [userID, box.south, box.north, box.west, box.east, cell])
-        let clusters = try rows.map { Cluster(lat: try $0.decode("lat"), lon: try $0.decode("lon"), count: try $0.decode("n")) }
-        let total = clusters.reduce(0) { $0 + $1.count }
-        if total <= maxMarkers {
-            return (try pins(of: userID, in: box, limit: maxMarkers), [], total)
-        }
-        return ([], clusters, total)
+        let parameters: [any PostgresEncodable] = [userID, view.south, view.north, view.west, min(view.east, 180), w2, e2]
+        let answered = Box(west: view.west, south: view.south, east: view.east > 180 ? view.east - 360 : view.east, north: view.north)
+        return ViewStatements(statements: [
+            PostgresStatement("""
+                SELECT count(*) AS n, avg(p.lat) AS lat, avg(p.lon) AS lon FROM pins p
+                WHERE \(inside)
+                GROUP BY floor(p.lat / $8), floor(p.lon / $8)
+                """, parameters + [size]),
+            PostgresStatement("""
+                SELECT \(columns) FROM pins p
+                WHERE (SELECT count(*) FROM pins p WHERE \(inside)) <= $8 AND \(inside)
+                ORDER BY p.id DESC LIMIT $8
+                """, parameters + [maxMarkers]),
+        ], box: answered)
     }
 
     public func count(of userID: Int64) throws -> Int {
@@ -179,7 +291,7 @@ public struct PinStore: Sendable {
             """, [userID, region.lat, region.lon, region.zoom])
     }
 
-    private static func pin(_ row: PostgresRow) throws -> Pin {
+    fileprivate static func pin(_ row: PostgresRow) throws -> Pin {
         Pin(id: try row.decode("id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
             placeName: try row.decode("place_name"), status: try row.decode("status"),
             photoCount: try row.decode("photo_count"), createdAt: try row.decode("created_at"))

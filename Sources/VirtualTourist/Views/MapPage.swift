@@ -17,8 +17,11 @@ enum MapPage {
         /// 1-based page of the list.
         var page = 1
         var totalPins: Int
-        /// The pins the first frame shows (those in the saved view, newest first).
+        /// The pins the first frame shows (those in the saved view, newest first), or none when
+        /// the view is crowded and comes as clusters.
         var embedded: [Pin]
+        /// The first frame's clusters, when more pins are in view than the page embeds.
+        var clusters: [PinStore.Cluster] = []
         var tileURL: String
         var tileAttribution: String
         var addError: String?
@@ -26,19 +29,21 @@ enum MapPage {
 
         var pageCount: Int { max(1, (totalPins + MapPage.listPageSize - 1) / MapPage.listPageSize) }
         /// Every pin is in the page: the script needs no /pins.json.
-        var embedsAll: Bool { embedded.count == totalPins }
+        var embedsAll: Bool { clusters.isEmpty && embedded.count == totalPins }
     }
 
     static func render(_ model: Model, chrome: Layout.Chrome) -> HTML {
         var pinsJSON: [UInt8] = []
         pinsJSON.reserveCapacity(model.embedded.count * 96 + 2)
         PinJSON.write(model.embedded, to: &pinsJSON)
+        var clustersJSON: [UInt8] = []
+        PinJSON.write(model.clusters, to: &clustersJSON)
         let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
         return Layout.page(title: "Your map", chrome: chrome, bodyClass: "map-page", head: head, main: """
             <h1 class="visually-hidden">Your map</h1>
             <div class="map" id="map"
                  data-lat="\(decimal: model.region.lat)" data-lon="\(decimal: model.region.lon)" data-zoom="\(decimal: model.region.zoom)"
-                 data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
+                 data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-view-clusters="\(text: clustersJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
                  data-total-pins="\(model.totalPins)" data-csrf="\(text: chrome.csrfToken ?? "")">
             <canvas id="map-canvas" tabindex="0" role="application" aria-describedby="map-keys"
                     aria-label="World map"></canvas>
@@ -170,6 +175,24 @@ extension PinJSON {
             HTML.appendDecimal(pin.photoCount, to: &out)
             JSONWriter.raw(#","status":"#, to: &out)
             JSONWriter.string(pin.status.rawValue, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+}
+
+extension PinJSON {
+    /// Clusters as {"count":N,"lat":…,"lon":…}, for the map page and /pins.json alike.
+    static func write(_ clusters: [PinStore.Cluster], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (index, cluster) in clusters.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.raw(#"{"count":"#, to: &out)
+            HTML.appendDecimal(cluster.count, to: &out)
+            JSONWriter.raw(#","lat":"#, to: &out)
+            JSONWriter.number(cluster.lat, to: &out)
+            JSONWriter.raw(#","lon":"#, to: &out)
+            JSONWriter.number(cluster.lon, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))

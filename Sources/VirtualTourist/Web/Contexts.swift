@@ -30,6 +30,8 @@ public struct SignedInContext: Sendable {
     public let user: User
     public let csrfToken: String
     public let flash: String?
+    /// Where the person left the map (nil: never saved), from the session's statement.
+    public let mapRegion: MapRegion?
 
     var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash) }
 
@@ -38,6 +40,7 @@ public struct SignedInContext: Sendable {
         self.user = user
         csrfToken = context.csrfToken
         flash = context.flash
+        mapRegion = context.session?.mapRegion
     }
 }
 

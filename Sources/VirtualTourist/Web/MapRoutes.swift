@@ -21,33 +21,33 @@ extension WebRoutes {
 
         // Pins in a box, for maps with more pins than the page embeds.
         signedIn("GET", "/pins.json") { context in
-            var box: (west: Double, south: Double, east: Double, north: Double)?
+            var box: PinStore.Box?
             if let text = context.request.queryValue("bbox") {
                 let numbers = text.split(separator: ",", omittingEmptySubsequences: false)
                     .compactMap { InputNumber.decimal(String($0), in: -1000...1000) }
                 guard numbers.count == 4 else {
                     throw HTTPError(.badRequest, "bbox must be west,south,east,north in degrees.")
                 }
-                box = (numbers[0], numbers[1], numbers[2], numbers[3])
+                box = PinStore.Box(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3])
             }
             var body: [UInt8] = Array(#"{"pins":"#.utf8)
             if let box, let zoom = InputNumber.decimal(context.request.queryValue("zoom"), in: 0...22) {
                 // The map's view: at most a few hundred markers, clusters where pins crowd, and
-                // how many pins are inside in all.
+                // how many pins are inside the box the answer counted (the asked box grown to the
+                // grid's cells), so nothing is left out without saying so.
                 let view = try pins.viewport(of: context.user.id, box: box, zoom: zoom)
-                body.reserveCapacity(view.pins.count * 96 + view.clusters.count * 48 + 64)
+                body.reserveCapacity(view.pins.count * 96 + view.clusters.count * 48 + 128)
                 PinJSON.write(view.pins, to: &body)
-                body.append(contentsOf: Array(#","clusters":["#.utf8))
-                for (index, cluster) in view.clusters.enumerated() {
-                    if index > 0 { body.append(UInt8(ascii: ",")) }
-                    body.append(contentsOf: Array(#"{"count":"#.utf8))
-                    HTML.appendDecimal(cluster.count, to: &body)
-                    body.append(contentsOf: Array(#","lat":"#.utf8) + Array(String(cluster.lat).utf8))
-                    body.append(contentsOf: Array(#","lon":"#.utf8) + Array(String(cluster.lon).utf8))
-                    body.append(UInt8(ascii: "}"))
-                }
-                body.append(contentsOf: Array(#"],"total":"#.utf8))
+                body.append(contentsOf: Array(#","clusters":"#.utf8))
+                PinJSON.write(view.clusters, to: &body)
+                body.append(contentsOf: Array(#","total":"#.utf8))
                 HTML.appendDecimal(view.total, to: &body)
+                body.append(contentsOf: Array(#","bbox":["#.utf8))
+                for (index, edge) in [view.box.west, view.box.south, view.box.east, view.box.north].enumerated() {
+                    if index > 0 { body.append(UInt8(ascii: ",")) }
+                    JSONWriter.number(edge, to: &body)
+                }
+                body.append(UInt8(ascii: "]"))
             } else {
                 let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
                 body.reserveCapacity(found.count * 96 + 16)
@@ -184,10 +184,12 @@ extension WebRoutes {
     }
 
     static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings, page: Int) throws -> MapPage.Model {
-        let data = try pins.mapPage(of: context.user.id, listOffset: (page - 1) * MapPage.listPageSize,
-                                    listLimit: MapPage.listPageSize, viewLimit: MapPage.embedLimit, defaultRegion: .world)
-        return MapPage.Model(region: data.region ?? .world, listed: data.listed, page: page, totalPins: data.total,
-                             embedded: data.inView, tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
+        let region = context.mapRegion ?? .world
+        let data = try pins.mapPage(of: context.user.id, region: region, listOffset: (page - 1) * MapPage.listPageSize,
+                                    listLimit: MapPage.listPageSize, maxMarkers: MapPage.embedLimit)
+        return MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
+                             embedded: data.view.pins, clusters: data.view.clusters,
+                             tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
     }
 }
 
