@@ -262,6 +262,65 @@ import TestSupport
     }
 }
 
+/// The ready-photo counts the triggers keep (migrations/0094_pin_photo_counts.sql) equal a recount
+/// after everything an album goes through: placeholders, downloads in batches, a removed photo, a
+/// New Collection, an administrator's SQL, a deleted pin.
+@Suite struct PhotoCountTests {
+    @Test func countsFollowEveryChangeToAnAlbum() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "counts@example.org")
+        let user = Int64(try app.count("SELECT id FROM users WHERE email = 'counts@example.org'"))
+        try app.pool.query("INSERT INTO pins (user_id, lat, lon) SELECT $1, n, n FROM generate_series(1, 3) n", [user])
+        func photoCount(_ pin: Int64) throws -> Int {
+            try app.count("""
+                SELECT coalesce((SELECT c.ready FROM pin_photo_counts c WHERE c.pin_id = p.id AND c.generation = p.generation), 0)
+                FROM pins p WHERE p.id = $1
+                """, [pin])
+        }
+        func wrong() throws -> Int {
+            try app.count("""
+                SELECT count(*) FROM pins p
+                WHERE coalesce((SELECT c.ready FROM pin_photo_counts c WHERE c.pin_id = p.id AND c.generation = p.generation), 0)
+                   <> (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.generation = p.generation AND ph.status = 'ready')
+                """)
+        }
+        let pins = try app.pool.query("SELECT id FROM pins WHERE user_id = $1 ORDER BY id", [user]).map { try $0.decode("id", as: Int64.self) }
+        // Placeholders for two albums in one statement, as the worker writes them.
+        try app.pool.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url)
+            SELECT p.id, p.user_id, p.generation, n, 'flickr', p.id || '-' || n, 'https://example.org/' || n
+            FROM pins p, generate_series(0, 29) n WHERE p.id IN ($1, $2)
+            """, [pins[0], pins[1]])
+        #expect(try photoCount(pins[0]) == 0 && wrong() == 0)
+        // Downloads land in batches of ten.
+        for batch in 0..<3 {
+            try app.pool.query("""
+                UPDATE photos SET status = 'ready', hash = repeat('a', 64), content_type = 'image/jpeg', byte_size = 1
+                WHERE pin_id = $1 AND position BETWEEN $2 AND $2 + 9
+                """, [pins[0], batch * 10])
+            #expect(try photoCount(pins[0]) == (batch + 1) * 10)
+        }
+        try app.pool.query("UPDATE photos SET status = 'failed', error = 'x' WHERE pin_id = $1 AND position < 5", [pins[1]])
+        #expect(try wrong() == 0)
+        // A photo removed, then a New Collection (generation bumped, old photos dropped).
+        try app.pool.query("DELETE FROM photos WHERE pin_id = $1 AND position = 0", [pins[0]])
+        #expect(try photoCount(pins[0]) == 29)
+        try app.pool.transaction { db in
+            try db.query("UPDATE pins SET generation = generation + 1 WHERE id = $1", [pins[0]])
+            try db.query("DELETE FROM photos WHERE pin_id = $1", [pins[0]])
+        }
+        #expect(try photoCount(pins[0]) == 0 && wrong() == 0)
+        // A bumped generation without any photo statement still reads as an empty album.
+        try app.pool.query("UPDATE pins SET generation = generation + 1 WHERE id = $1", [pins[1]])
+        #expect(try photoCount(pins[1]) == 0 && wrong() == 0)
+        // An administrator deletes photos across pins, and a pin goes with its counts.
+        try app.pool.query("DELETE FROM photos WHERE position % 2 = 0")
+        try app.pool.query("DELETE FROM pins WHERE id = $1", [pins[0]])
+        #expect(try wrong() == 0)
+        #expect(try app.count("SELECT count(*) FROM pin_photo_counts WHERE pin_id = $1", [pins[0]]) == 0)
+    }
+}
+
 /// Ten thousand pins: the map asks for its view and gets at most a few hundred markers, clusters
 /// where pins crowd, with counts that add up to every pin inside.
 @Suite struct ViewportTests {

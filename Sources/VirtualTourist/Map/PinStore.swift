@@ -19,10 +19,11 @@ public struct PinStore: Sendable {
         \(photoCount) AS photo_count
         """
 
-    /// Ready photos of the pin's current album: an index-only scan of photos_pin_generation_idx
-    /// (pin_id, generation, status), about 30 entries per pin, never a pass over the person's photos.
+    /// Ready photos of the pin's current album: one row by primary key, kept by the triggers on photos
+    /// (migrations/0094_pin_photo_counts.sql). Counting them here visited each of the pin's ~30
+    /// photo rows, since a photo's status is in no index (so its pending → ready update stays HOT).
     static let photoCount = """
-        (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.generation = p.generation AND ph.status = \(PhotoStatus.ready.sql))
+        coalesce((SELECT c.ready FROM pin_photo_counts c WHERE c.pin_id = p.id AND c.generation = p.generation), 0)
         """
 
     /// Everything the map page shows, in one round trip after the session's (which brought the saved
