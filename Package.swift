@@ -29,6 +29,10 @@ let package = Package(
             providers: [.apt(["libcrypt-dev"])]
         ),
         .systemLibrary(
+            name: "CLibCrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CTurboJPEG",
             providers: [.apt(["libturbojpeg0-dev"])]
         ),
@@ -43,7 +47,7 @@ let package = Package(
         .target(name: "Zlib", dependencies: ["CZlib"]),
         .target(name: "HTTPServer", dependencies: ["Zlib", "Log"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "CCrypt", "CTurboJPEG", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),

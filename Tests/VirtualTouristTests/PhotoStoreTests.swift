@@ -271,13 +271,19 @@ import TestSupport
         let browser = try app.signedUp()
         let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
         #expect(album.count("ready") == 30)
-        // Every fixture photo is a JPEG wider than 512 px, or it has no thumbnail of that width.
-        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_256 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width > 256"))
-        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_512 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width > 512"))
-        let id: Int64 = try app.pool.query("SELECT id FROM photos WHERE thumb_256 IS NOT NULL AND thumb_512 IS NOT NULL ORDER BY id LIMIT 1")[0].decode("id")
+        // A copy of a width exactly when a decode at three quarters of the photo or less reaches it
+        // (n/8 scales: 342 px and wider for 256, 683 px and wider for 512; the fixture's photos are
+        // 300–640 px, so their widest get the 256 px copy only and serve themselves for 512).
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_256 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width >= 342"))
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumb_512 IS NOT NULL") == app.count("SELECT count(*) FROM photos WHERE width >= 683"))
+        let id: Int64 = try app.pool.query("SELECT id FROM photos WHERE thumb_256 IS NOT NULL AND thumb_512 IS NULL ORDER BY width DESC, id LIMIT 1")[0].decode("id")
         let original = try browser.get("/photos/\(id)")
         let originalInfo = try #require(ImageInspector.inspect(original.bodyBytes))
-        for (asked, served) in [("256", 256), ("200", 256), ("383", 256), ("384", 512), ("512", 512), ("4000", 512), ("-5", 256)] {
+        #expect(originalInfo.width > 512)
+        for asked in ["384", "512", "4000"] {
+            #expect(try browser.get("/photos/\(id)?w=\(asked)").bodyBytes == original.bodyBytes, "w=\(asked): the original")
+        }
+        for (asked, served) in [("256", 256), ("200", 256), ("383", 256), ("-5", 256)] {
             let image = try browser.get("/photos/\(id)?w=\(asked)")
             #expect(image.status == 200)
             #expect(image.header("Content-Type") == "image/jpeg")
@@ -306,7 +312,21 @@ import TestSupport
         let jpeg = try #require(FileManager.default.contents(atPath: photos + "astronaut.jpg"))
         let info = try #require(ImageInspector.inspect([UInt8](jpeg)))
         let made = Thumbnailer.thumbnails(of: [UInt8](jpeg))
-        #expect(Set(made.keys) == Set(Thumbnailer.widths.filter { $0 < info.width }))
+        #expect(Set(made.keys) == Set(Thumbnailer.widths.filter { $0 * 4 <= info.width * 3 }))
+        // A 1024 × 768 photo gets both copies, decoded at 2/8 and 4/8; a 640 px one only the first
+        // (its 512 copy would be a 7/8 decode, nearly the original).
+        for (width, expected) in [(1024, [256: 256, 512: 512]), (640, [256: 320])] {
+            let height = width * 3 / 4
+            var pixels = [UInt8](repeating: 0, count: width * height * 3)
+            for index in pixels.indices { pixels[index] = UInt8((index / 3 % width + index / (3 * width) + index % 3 * 40) & 0xFF) }
+            let big = try #require(Thumbnailer.encode(rgb: pixels, width: Int32(width), height: Int32(height), quality: 90))
+            let copies = Thumbnailer.thumbnails(of: big)
+            #expect(Set(copies.keys) == Set(expected.keys), "\(width) px")
+            for (target, copyWidth) in expected {
+                let copy = try #require(copies[target])
+                #expect(ImageInspector.inspect(copy)?.width == copyWidth, "\(width) px → \(target)")
+            }
+        }
         #expect(Thumbnailer.thumbnails(of: Array("not an image".utf8)).isEmpty)
         #expect(Thumbnailer.thumbnails(of: [0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).isEmpty)  // a truncated JPEG
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 40)

@@ -62,7 +62,7 @@ let sessionSQL = """
 
 let pinColumns = """
     p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
-    (SELECT count(*) FROM photos ph WHERE ph.pin_id = p.id AND ph.generation = p.generation AND ph.status = 'ready') AS photo_count
+    coalesce((SELECT c.ready FROM pin_photo_counts c WHERE c.pin_id = p.id AND c.generation = p.generation), 0) AS photo_count
     """
 
 // The map page (PinStore.mapPage): the number of pins, one page of the list, and the first frame's
