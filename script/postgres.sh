@@ -22,7 +22,8 @@ pg_as_owner() {
 }
 
 # pg_start DIR: creates the cluster in DIR if needed, starts it if stopped, creates the
-# virtual_tourist database, and prints its URL.
+# virtual_tourist database, and prints its URL. PG_SETTINGS adds server settings when it starts,
+# e.g. "-c shared_preload_libraries=pg_stat_statements" (script/bench albums).
 pg_start() {
     local dir="$1" bin
     bin=$(pg_bindir) || return 1
@@ -48,7 +49,7 @@ pg_start() {
     fi
     if ! pg_as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=${PG_FSYNC:-on}" \
+            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=${PG_FSYNC:-on} ${PG_SETTINGS:-}" \
             start >/dev/null || {
             tail -n 20 "$dir/server.log" >&2
             return 1

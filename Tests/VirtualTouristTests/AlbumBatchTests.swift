@@ -33,4 +33,18 @@ import TestSupport
         // Every photo is served from its batch's row.
         for id in album.ids { #expect(try browser.get("/photos/\(id)").status == 200) }
     }
+
+    /// A stored photo is metadata only (script/bench albums measures bytes per album): the
+    /// provider's thumbnail URL, which nothing reads back, is not kept, and no index duplicates
+    /// the pin_id lookups the (pin_id, generation) index already serves.
+    @Test func albumRowsKeepOnlyWhatIsReadBack() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        let album = try AlbumTests.settled(browser, pin: pin)
+        #expect(album.count("ready") == 30)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE pin_id = $1", [Int64(pin)]) == 30)
+        #expect(try app.count("SELECT count(*) FROM photos WHERE thumbnail_url IS NOT NULL") == 0)
+        #expect(try app.count("SELECT count(*) FROM pg_indexes WHERE tablename = 'photos' AND indexdef LIKE '%(pin_id)'") == 0)
+    }
 }

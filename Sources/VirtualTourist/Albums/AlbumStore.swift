@@ -270,11 +270,11 @@ public struct AlbumStore: Sendable {
         try db.query("""
             WITH placed AS (
                 INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                    page_url, remote_url, thumbnail_url, date_taken, license_url)
+                                    page_url, remote_url, date_taken, license_url)
                 SELECT $1, $2, $3,
                        coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
                        e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
-                       e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'thumbnailURL', e.p->>'dateTaken',
+                       e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'dateTaken',
                        e.p->>'licenseURL'
                 FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
                 ORDER BY e.n
@@ -368,13 +368,15 @@ public struct AlbumStore: Sendable {
     }
 
     /// The search result as a JSON array for storeSearchResult. NUL characters are dropped: jsonb
-    /// refuses \u0000, and text parameters never carried them anyway.
+    /// refuses \u0000, and text parameters never carried them anyway. The provider's thumbnail
+    /// URL is left out: the picker reads it from the search answer, never from a stored photo, and
+    /// it was a tenth of each row (migration 0081).
     static func placeholderRows(_ photos: [RemotePhoto]) throws -> String {
         func clean(_ text: String?) -> String? { text.map { $0.replacingOccurrences(of: "\u{0}", with: "") } }
         let rows: [[String: String?]] = photos.map { photo in
             ["provider": clean(photo.provider), "remoteID": clean(photo.remoteID), "title": clean(photo.title),
              "ownerName": clean(photo.ownerName), "license": clean(photo.license), "pageURL": clean(photo.pageURL),
-             "imageURL": clean(photo.imageURL), "thumbnailURL": clean(photo.thumbnailURL), "dateTaken": clean(photo.dateTaken),
+             "imageURL": clean(photo.imageURL), "dateTaken": clean(photo.dateTaken),
              "licenseURL": clean(photo.licenseURL)]
         }
         return String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
