@@ -35,12 +35,32 @@ import TestSupport
                        "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
                        "GROUP BY email_key", "DELETE FROM sign_in_failures", "ORDER BY photo_bytes DESC",
                        "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped",
-                       "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows"]
+                       "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows",
+                       "pin_cells_rebuild()"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
             #expect(claimed.contains { block.contains($0) }, "unchecked recipe:\n\(block)")
         }
+    }
+
+    /// The rebuild recipe puts stale map counts right.
+    @Test func mapCountsRebuild() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "counts@example.org")
+        let user = Int64(try app.count("SELECT id FROM users WHERE email = 'counts@example.org'"))
+        try app.pool.query("INSERT INTO pins (user_id, lat, lon) SELECT $1, n % 80, n % 170 FROM generate_series(1, 200) n", [user])
+        try app.pool.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, hash, content_type, byte_size)
+            SELECT id, user_id, generation, 0, 'flickr', id::text, 'https://example.org/', 'ready', repeat('b', 64), 'image/jpeg', 1 FROM pins
+            """)
+        // What a restore without triggers could leave behind.
+        try run(app, "DELETE FROM pin_cells; UPDATE pin_photo_counts SET ready = 7")
+        #expect(try app.count("SELECT count(*) FROM pin_cells") == 0)
+        try run(app, try Self.recipe(containing: "pin_cells_rebuild()"))
+        #expect(try app.count("SELECT sum(pins) FROM pin_cells WHERE level = 0 AND user_id = $1", [user]) == 200)
+        #expect(try app.count("SELECT count(*) FROM pin_photo_counts WHERE ready <> 1") == 0)
+        #expect(try app.count("SELECT count(*) FROM pin_photo_counts") == 200)
     }
 
     /// The quota recipes change what a person may do, at once, and back.
