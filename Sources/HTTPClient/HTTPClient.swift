@@ -163,9 +163,11 @@ public final class HTTPClient: @unchecked Sendable {
         defer { curl_slist_free_all(headerList) }
         for (name, value) in headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
         if body != nil {
-            // No "Expect: 100-continue" round trip (curl adds it for large bodies), and no form
-            // Content-Type unless the caller named one.
-            headerList = curl_slist_append(headerList, "Expect:")
+            // No "Expect: 100-continue" round trip (curl adds it for large bodies; see also
+            // EXPECT_100_TIMEOUT below), and no form Content-Type unless the caller named one.
+            // libcurl 7.88 signs an "Expect:" header even though it removes it from the request,
+            // so a signed request must not carry one (the server then computes another signature).
+            if sigV4 == nil { headerList = curl_slist_append(headerList, "Expect:") }
             if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
                 headerList = curl_slist_append(headerList, "Content-Type: application/octet-stream")
             }
@@ -181,6 +183,7 @@ public final class HTTPClient: @unchecked Sendable {
             if let body {
                 vt_curl_set_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
                 vt_curl_set_pointer(curl, CURLOPT_POSTFIELDS, upload.baseAddress)
+                vt_curl_set_long(curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0)  // send the body without waiting for 100
             }
             if method != "GET" && method != "HEAD" && !(method == "POST" && body != nil) {
                 vt_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, method)

@@ -155,10 +155,10 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
                     if errorCode(copy) != nil { throw failure(copy, "refresh (CopyObject) of \(key)") }
                 }
             }
-        case 404:
-            try upload(bytes, hash: hash, key: key)
         default:
-            throw failure(head, "HEAD of \(key)")
+            // 404: not there. Anything else (a HEAD answer has no body to say why): the PUT
+            // either works (a key allowed to write but not to read) or says why it does not.
+            try upload(bytes, hash: hash, key: key)
         }
         return hash
     }
@@ -247,7 +247,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
             } catch let error as HTTPClientError {
                 switch error {
                 case .transport where attempt < retryDelays.count: break
-                default: throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", unavailable: true)
+                default: throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", unavailable: true)  // url names the bucket
                 }
             }
             usleep(useconds_t(retryDelays[attempt] * 1_000_000))
@@ -280,7 +280,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
     private func failure(_ response: HTTPClientResponse, _ what: String) -> PhotoStoreError {
         let code = errorCode(response)
         let message = S3ListPage.firstElement("Message", in: response.body, limit: 512)
-        var text = "S3 \(what): HTTP \(response.status)"
+        var text = "S3 \(what) in bucket \(settings.bucket): HTTP \(response.status)"
         if let code { text += " \(code)" }
         if let message { text += ": \(message)" }
         switch code {
@@ -289,6 +289,8 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
         case "NoSuchBucket": text += " (bucket \(settings.bucket) at \(settings.endpoint): create it, or check PHOTO_STORE)"
         case "AccessDenied": text += " (the key may not do this: check the bucket's policy and the key's permissions)"
         case "PermanentRedirect", "AuthorizationHeaderMalformed": text += " (check S3_REGION and S3_ENDPOINT)"
+        case nil where response.status == 403:
+            text += " (refused: check S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_REGION and the key's permissions)"
         default: break
         }
         return PhotoStoreError(description: text, unavailable: true)
