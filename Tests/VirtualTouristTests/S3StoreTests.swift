@@ -46,6 +46,30 @@ import TestSupport
         #expect(refusal("s3://photos/a?b").contains("prefix"))
     }
 
+    /// The binary refuses an s3:// store it could not use, before it touches anything.
+    @Test(arguments: [
+        (["PHOTO_STORE": "s3://photos"], "needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY"),
+        (["PHOTO_STORE": "s3://photos", "S3_ACCESS_KEY_ID": "AK", "S3_SECRET_ACCESS_KEY": "SK", "S3_ENDPOINT": "ftp://minio:9000"],
+         "S3_ENDPOINT must be an http:// or https:// address"),
+        (["PHOTO_STORE": "gs://photos"], "PHOTO_STORE must be a directory or s3://bucket[/prefix]"),
+    ])
+    func s3BadSettingsStopTheBinaryWithAClearMessage(environment: [String: String], message: String) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ProcessTests.binary)
+        process.arguments = ["migrate"]
+        // Only these settings (and the AWS_* fallbacks unset): nothing from the test's environment.
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(output.contains(message), "\(output.prefix(300))")
+    }
+
     @Test func s3StoreRoundTrip() throws {
         let store = try Self.moto().store()
         store.pageSize = 2  // five blobs: three pages, two continuation tokens
