@@ -102,6 +102,20 @@ import TestSupport
         #expect(try store.delete(hashes[1], ifNotModifiedSince: Date()) == false)
         #expect(try store.list().count == 4)
         #expect(store.problem() == nil)
+
+        // For docs/architecture.md (printed, not asserted): a fresh put (HEAD + PUT), a put of
+        // stored bytes (HEAD + lock + CopyObject), a get, of an album-sized image against moto (mean of 10).
+        let image = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) } + Array(UUID().uuidString.utf8)
+        func millis(_ body: () throws -> Void) rethrows -> Double {
+            let start = Date()
+            for _ in 0..<10 { try body() }
+            return Date().timeIntervalSince(start) * 100
+        }
+        var n = 0
+        let fresh = try millis { n += 1; _ = try store.put(image + [UInt8(n)]) }
+        let again = try millis { _ = try store.put(image) }
+        let read = try millis { _ = try store.get(SHA256.hex(image)) }
+        print(String(format: "S3 (moto) 200 KB: put new %.1f ms, put stored %.1f ms, get %.1f ms", fresh, again, read))
     }
 
     /// moto checks signatures (INITIAL_NO_AUTH_ACTION_COUNT): a wrong secret, an unknown key and a
