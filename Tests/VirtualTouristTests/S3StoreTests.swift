@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import HTTPClient
+import HTTPServer
 import Log
 import PhotoFixture
 import Postgres
@@ -343,6 +344,68 @@ import TestSupport
         for (id, blob) in zip(ids, blobs) {
             let hash: String = try app.pool.query("SELECT hash FROM photos WHERE id = $1", [id])[0].decode("hash")
             #expect(try store.get(hash) == blob, "photo \(id) lost its blob")
+        }
+    }
+
+    /// ListObjectsV2 answers are untrusted: only `prefix/` + 64 lowercase hex keys count, entities
+    /// are decoded, and what is not a listing, or a page past the bounds, is an error.
+    @Test func s3ListingsAreReadWithBounds() throws {
+        let hash = String(repeating: "ab", count: 32)
+        let body = """
+            <?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated>
+            <NextContinuationToken>1/a+b=&amp;c</NextContinuationToken>
+            <Contents><Key>p/\(hash)</Key><LastModified>2026-11-24T21:17:56.000Z</LastModified></Contents>
+            <Contents><Key>p/a&amp;b&lt;\(hash)</Key><LastModified>2026-11-24T21:17:56.000Z</LastModified></Contents>
+            <Contents><Key>p/\(hash)</Key><LastModified>yesterday</LastModified></Contents>
+            <Contents><Key>\(String(repeating: "k", count: 5000))</Key><LastModified>2026-11-24T21:17:56Z</LastModified></Contents>
+            </ListBucketResult>
+            """
+        let page = try S3ListPage(parsing: Array(body.utf8))
+        #expect(page.truncated && page.nextToken == "1/a+b=&c")
+        #expect(page.objects.map(\.key) == ["p/\(hash)", "p/a&b<\(hash)"])
+        #expect(page.objects[0].modified == Date(timeIntervalSince1970: 1_795_555_076))
+        #expect(throws: PhotoStoreError.self) { try S3ListPage(parsing: Array("<Error><Code>AccessDenied</Code></Error>".utf8)) }
+        let flood = "<ListBucketResult>" + String(repeating: "<Contents><Key>k</Key><LastModified>2026-01-01T00:00:00Z</LastModified></Contents>", count: 10_001)
+        #expect(throws: PhotoStoreError.self) { try S3ListPage(parsing: Array(flood.utf8)) }
+        #expect(S3Store.encode("a/b c=d~e_f.g-h") == "a%2Fb%20c%3Dd~e_f.g-h")
+    }
+
+    /// Against a loopback server playing S3: a 503 SlowDown is retried (twice at most), a 403 is
+    /// not, and a listing that repeats its continuation token ends with an error, not a loop.
+    @Test func s3TransientFailuresAreRetriedAndListingsCannotLoop() throws {
+        let answers = Mutex<[Int]>([])
+        let requests = Mutex(0)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.accessLog = nil
+        let server = HTTPServer(configuration: configuration, handler: ClosureHandler { request in
+            requests.withLock { $0 += 1 }
+            if request.target.contains("list-type=2") {
+                return HTTPResponse(status: .ok, body: Array("""
+                    <ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>same</NextContinuationToken></ListBucketResult>
+                    """.utf8))
+            }
+            let status = answers.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
+            let error = "<Error><Code>\(status == 503 ? "SlowDown" : "AccessDenied")</Code><Message>no</Message></Error>"
+            return HTTPResponse(status: HTTPStatus(status), body: status == 200 ? Array("stored".utf8) : Array(error.utf8))
+        })
+        try server.start()
+        defer { server.shutdown(gracePeriod: 1) }
+        let store = S3Store(settings: S3Settings(endpoint: "http://127.0.0.1:\(server.port)", bucket: "fake", prefix: "p",
+                                                 accessKeyID: "AK", secretAccessKey: "SK"), locks: nil)
+        store.retryDelays = [0.01, 0.01]
+        let hash = String(repeating: "0", count: 64)
+        answers.withLock { $0 = [503, 503] }
+        #expect(try store.get(hash) == Array("stored".utf8))
+        #expect(requests.withLock { $0 } == 3)
+        answers.withLock { $0 = [503, 503, 503] }
+        #expect(throws: PhotoStoreError.self) { try store.get(hash) }
+        #expect(requests.withLock { $0 } == 6)
+        answers.withLock { $0 = [403] }
+        #expect(throws: PhotoStoreError.self) { try store.get(hash) }
+        #expect(requests.withLock { $0 } == 7)
+        do { _ = try store.list(); Issue.record("a repeating listing was accepted") } catch {
+            #expect("\(error)".contains("without a new continuation token"))
         }
     }
 
