@@ -39,6 +39,24 @@ public struct Logger: Sendable {
         var bytes = Array(line.utf8)
         // One write(2) per line keeps lines from different threads whole.
         _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+        if Logger.observing.load(ordering: .relaxed) > 0 {
+            for observer in Logger.observers.withLock({ Array($0.values) }) { observer(line) }
+        }
+    }
+
+    private static let observers = Mutex<[Int: @Sendable (String) -> Void]>([:])
+    private static let observing = Atomic<Int>(0)
+    private static let nextObserver = Atomic<Int>(0)
+
+    /// Also hands every line written to `observer` until the returned function is called: for
+    /// tests that check a failure was logged with its reason.
+    public static func observe(_ observer: @escaping @Sendable (String) -> Void) -> @Sendable () -> Void {
+        let id = nextObserver.add(1, ordering: .relaxed).newValue
+        observers.withLock { $0[id] = observer }
+        observing.add(1, ordering: .relaxed)
+        return {
+            if observers.withLock({ $0.removeValue(forKey: id) }) != nil { observing.subtract(1, ordering: .relaxed) }
+        }
     }
 
     public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }

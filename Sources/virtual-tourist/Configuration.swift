@@ -23,6 +23,8 @@ struct Configuration {
     /// nil: flickr when FLICKR_API_KEY is set, commons (keyless) otherwise.
     var explicitPhotoProvider: String?
     var photoProvider: String { explicitPhotoProvider ?? (app.flickrAPIKey.isEmpty ? "commons" : "flickr") }
+    /// The S3_* settings as given; checked together with PHOTO_STORE once everything is read.
+    var s3: (endpoint: String?, region: String?, accessKeyID: String?, secretAccessKey: String?) = (nil, nil, nil, nil)
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -106,10 +108,16 @@ struct Configuration {
             guard let n = Double(v), n.isFinite, (0...3600).contains(n) else { throw Invalid(description: "MEMORY_TRIM_SECONDS must be 0–3600, not \(v)") }
             c.app.memoryTrimSeconds = n
         }),
-        ("PHOTO_STORE", "directory where downloaded images are kept, content-addressed by SHA-256 (.data/photos)", { c, v in
-            guard !v.contains("://") else { throw Invalid(description: "PHOTO_STORE must be a directory (object stores are not supported yet), not \(v)") }
+        ("PHOTO_STORE", "where downloaded images are kept, content-addressed by SHA-256: a directory, or s3://bucket[/prefix] for an S3-compatible object store (.data/photos)", { c, v in
+            guard v.hasPrefix("s3://") || !v.contains("://") else {
+                throw Invalid(description: "PHOTO_STORE must be a directory or s3://bucket[/prefix], not \(v)")
+            }
             c.app.photoStore = v
         }),
+        ("S3_ENDPOINT", "the object store's address for an s3:// PHOTO_STORE, e.g. http://127.0.0.1:9000 for MinIO (AWS_ENDPOINT_URL_S3; AWS S3 of S3_REGION when unset)", { $0.s3.endpoint = $1 }),
+        ("S3_REGION", "the region signed into requests (AWS_REGION; us-east-1)", { $0.s3.region = $1 }),
+        ("S3_ACCESS_KEY_ID", "the object store's access key (AWS_ACCESS_KEY_ID)", { $0.s3.accessKeyID = $1 }),
+        ("S3_SECRET_ACCESS_KEY", "the object store's secret key (AWS_SECRET_ACCESS_KEY)", { $0.s3.secretAccessKey = $1 }),
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),
@@ -172,6 +180,21 @@ struct Configuration {
                 rest.append(arg)
             }
             i += 1
+        }
+        if config.app.photoStore.hasPrefix("s3://") {
+            // The standard AWS names count when ours are unset, so credentials already in the
+            // environment (or an instance profile's exported keys) work as they are.
+            func aws(_ names: String...) -> String? { names.lazy.compactMap { environment[$0] }.first { !$0.isEmpty } }
+            do {
+                config.app.s3 = try S3Settings.parse(
+                    store: config.app.photoStore,
+                    endpoint: config.s3.endpoint ?? aws("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+                    region: config.s3.region ?? aws("AWS_REGION", "AWS_DEFAULT_REGION"),
+                    accessKeyID: config.s3.accessKeyID ?? aws("AWS_ACCESS_KEY_ID"),
+                    secretAccessKey: config.s3.secretAccessKey ?? aws("AWS_SECRET_ACCESS_KEY"))
+            } catch let error as S3Settings.Invalid {
+                throw Invalid(description: error.description)
+            }
         }
         return (config, rest)
     }

@@ -84,6 +84,14 @@ func serve(_ configuration: Configuration) -> Never {
         log.warning("set CONTACT_EMAIL (or PUBLIC_URL): Wikimedia's User-Agent policy asks clients to say how to reach their operator")
     }
     let app = App(pool: pool, settings: settings)
+    if let s3 = settings.s3, let store = app.albums.photos as? S3Store {
+        log.notice("photos in the object store: bucket \(s3.bucket)\(s3.prefix.isEmpty ? "" : ", prefix \(s3.prefix)/") at \(s3.endpoint)")
+        // Said at start rather than at the first album; the server starts anyway (the store may
+        // only be slow to come up).
+        DispatchQueue.global().async {
+            if let problem = store.problem() { log.warning("photo store: \(problem)") }
+        }
+    }
     do {
         try app.startBackgroundWork()
     } catch {

@@ -18,6 +18,14 @@ public protocol PhotoStore: Sendable {
 
 public struct PhotoStoreError: Error, CustomStringConvertible {
     public let description: String
+    /// The store could not be reached or refused the request (an object store that is down,
+    /// wrong credentials): /photos/:id answers 503 rather than 500.
+    public var unavailable = false
+
+    public init(description: String, unavailable: Bool = false) {
+        self.description = description
+        self.unavailable = unavailable
+    }
 }
 
 /// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path

@@ -1,5 +1,8 @@
 import Foundation
 import HTTPServer
+import Log
+
+private let photoServingLogger = Logger(label: "photo-store")
 
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebRoutes {
@@ -108,7 +111,17 @@ extension WebRoutes {
                     return HTTPResponse(status: .notModified, headers: ["ETag": "\"\(hash)\"", "Cache-Control": cache])
                 }
             }
-            guard let image = try albums.image(id, userID: context.user.id, width: width) else { throw HTTPError.notFound }
+            let found: (bytes: [UInt8], contentType: String, hash: String)?
+            do {
+                found = try albums.image(id, userID: context.user.id, width: width)
+            } catch let error as PhotoStoreError where error.unavailable {
+                // The object store is down or refuses us: this image fails with a 503 the browser
+                // may retry; the page and every other route carry on.
+                photoServingLogger.warning("photo \(id) not served: \(error)")
+                throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
+                                headers: ["Retry-After": "10"])
+            }
+            guard let image = found else { throw HTTPError.notFound }
             let etag = "\"\(image.hash)\""
             if ETag.matches(context.request.headers["If-None-Match"], etag) {
                 return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": cache])

@@ -44,6 +44,8 @@ public struct AppSettings: Sendable {
     public var memoryTrimSeconds: Double = 10
     /// Where images are kept: a directory (PHOTO_STORE; docs/architecture.md, PhotoStore).
     public var photoStore = ".data/photos"
+    /// An S3-compatible object store instead of the directory (PHOTO_STORE=s3://…).
+    public var s3: S3Settings?
     /// Blobs no row names are removed only once this old (a download may be about to name one).
     public var photoStoreGraceSeconds: Double = 3600
     /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.
@@ -99,7 +101,15 @@ public final class App: Sendable {
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
         secureCookies = settings.cookiesAreSecure
-        let photoStore = FileStore(root: settings.photoStore)
+        let photoStore: any PhotoStore
+        if let s3 = settings.s3 {
+            // Its advisory locks (put vs the collector, across instances) on a pool of their own:
+            // a store that hangs can hold these, never the connections pages need.
+            photoStore = S3Store(settings: s3, locks: PostgresPool(url: pool.url, maxConnections: 4, options: pool.options),
+                                 client: settings.httpClient)
+        } else {
+            photoStore = FileStore(root: settings.photoStore)
+        }
         albums = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
         events = AlbumEvents()
         let metrics = Metrics()
