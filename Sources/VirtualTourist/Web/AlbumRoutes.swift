@@ -49,13 +49,16 @@ extension WebRoutes {
 
         // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
         signedIn("GET", "/pins/:id/events") { context in
-            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
-                throw HTTPError.notFound
-            }
             // A person's live pages are capped: past it, 429 (the page then falls back to polling).
+            // Checked before the album is read, so a client reopening refused streams in a loop costs
+            // the session's round trip only, not the album's as well (script/bench abuse: 500
+            // streams of one account). At the cap every pin id gets 429, so it tells nothing.
             let user = context.user.id
             guard streams.count(user) < streams.perPerson else {
                 throw HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
+            }
+            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
+                throw HTTPError.notFound
             }
             let change = AlbumChange(userID: user, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
