@@ -31,6 +31,11 @@ public final class HTTPServer: Sendable {
         var connections: [Int: Connection] = [:]
         /// Open connections per peer address (maxConnectionsPerAddress).
         var perAddress: [String: Int] = [:]
+        /// Connections over their address's share, held unread until their deadline (see
+        /// ServerConfiguration.overShareHold), oldest first.
+        var held: [(fd: Int32, until: UInt64)] = []
+        /// maxHeldOverShare, and never more than an eighth of the process's descriptors.
+        var heldCap = 0
         var nextID = 0
         var accepted = 0
         var stopping = false
@@ -70,7 +75,10 @@ public final class HTTPServer: Sendable {
         sweeper.schedule(deadline: .now() + sweepInterval, repeating: sweepInterval, leeway: .milliseconds(50))
         sweeper.setEventHandler { [weak self] in self?.sweep() }
 
+        var descriptors = rlimit()
+        let descriptorCap = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0 ? Int(min(descriptors.rlim_cur, 1 << 30)) / 8 : 0
         state.withLock {
+            $0.heldCap = min(configuration.maxHeldOverShare, descriptorCap)
             $0.listenFD = fd
             $0.port = port
             $0.listener = listener
@@ -94,6 +102,8 @@ public final class HTTPServer: Sendable {
             return taken
         }
         guard let listener else { return }
+        let held = state.withLock { s -> [Int32] in defer { s.held = [] }; return s.held.map(\.fd) }
+        held.forEach(Self.reset)
         if state.withLock({ $0.acceptPaused }) { listener.resume() }
         listener.cancel()
         sweeper?.cancel()
@@ -205,12 +215,17 @@ public final class HTTPServer: Sendable {
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 Glibc.close(fd)
             case .perAddress:
-                // One address past its share is refusing itself: a reset, at once. No answer to
-                // write, no FIN exchange, no TIME_WAIT left behind; under a connect flood the
-                // polite 503 and close cost the server most of a core.
-                var hard = linger(l_onoff: 1, l_linger: 0)
-                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
-                Glibc.close(fd)
+                // One address past its share is refusing itself. Held first, unread (nothing is
+                // registered for it: a descriptor and no CPU), so a client that reconnects when
+                // refused waits out the hold instead of looping; then a reset. A reset, not an
+                // answer: no FIN exchange, no TIME_WAIT left behind; under a connect flood the polite
+                // 503 and close cost the server most of a core.
+                let held: Bool = configuration.overShareHold > 0 && state.withLock { s in
+                    guard !s.stopping, s.held.count < s.heldCap else { return false }
+                    s.held.append((fd, monotonicNanos() + UInt64(configuration.overShareHold * 1e9)))
+                    return true
+                }
+                if !held { Self.reset(fd) }
             }
             // One line a second at most: a flood of refusals must not become a flood of log writes
             // (one per refusal was most of what refusing cost).
@@ -243,7 +258,25 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Closes a socket with a reset (SO_LINGER 0): no FIN exchange, no TIME_WAIT.
+    private static func reset(_ fd: Int32) {
+        var hard = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, socklen_t(MemoryLayout<linger>.size))
+        Glibc.close(fd)
+    }
+
+    /// Connections held over their address's share right now.
+    public var heldOverShare: Int { state.withLock { $0.held.count } }
+
     private func sweep() {
+        let now = monotonicNanos()
+        let expired: [Int32] = state.withLock { s in
+            let stopping = s.stopping
+            let due = s.held.prefix { stopping || $0.until <= now }
+            s.held.removeFirst(due.count)
+            return due.map(\.fd)
+        }
+        expired.forEach(Self.reset)
         let connections = state.withLock { Array($0.connections.values) }
         for connection in connections {
             // Read the clock on the connection's queue: a reading taken before the hop can be older

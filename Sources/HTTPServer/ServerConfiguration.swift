@@ -17,6 +17,14 @@ public struct ServerConfiguration: Sendable {
     /// Open connections from one client address (trusted proxies excepted: they carry everyone).
     /// One address cannot take the whole table; a browser needs about six per site.
     public var maxConnectionsPerAddress = 256
+    /// A connection past its address's share is held, unread, this long before it is reset (0:
+    /// reset at once). A client that reconnects the moment it is refused then makes one attempt
+    /// per hold instead of hundreds a second: held, a connection costs a descriptor and no CPU;
+    /// refused at once, each attempt cost an accept, a close and a wake-up (script/bench abuse,
+    /// 4,000 connections from one address: 9,000 refusals a second).
+    public var overShareHold: Double = 5
+    /// At most this many held at once; past it, a connection over its share is reset at once.
+    public var maxHeldOverShare = 1024
     /// A stream (Server-Sent Events) is ended after this long; EventSource reconnects by itself,
     /// so a forgotten tab cannot hold a connection and a handler's watcher forever.
     public var maxStreamLifetime: Double = 600

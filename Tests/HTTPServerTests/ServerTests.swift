@@ -337,7 +337,7 @@ func serverSideSockets(port: Int) -> Int {
 
     /// One address cannot take the whole table; a trusted proxy (which carries everyone) can.
     @Test func oneAddressCannotTakeTheWholeTable() throws {
-        let t = try TestServer { $0.maxConnectionsPerAddress = 3 }
+        let t = try TestServer { $0.maxConnectionsPerAddress = 3; $0.overShareHold = 0 }
         var held = try (0..<3).map { _ in try TestClient(port: t.port) }
         #expect(eventually { t.server.openConnections == 3 })
         // Past its share an address is reset at once, with no answer.
@@ -355,6 +355,46 @@ func serverSideSockets(port: Int) -> Int {
             try c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try c.readResponse().text == "hello")
         }
+    }
+
+    /// Past its share, a connection is held unread and then reset, so a client that reconnects
+    /// when refused cannot loop; only so many are held, the rest are reset at once; shutdown
+    /// lets them go.
+    @Test func connectionsPastTheShareAreHeldThenReset() throws {
+        let t = try TestServer {
+            $0.maxConnectionsPerAddress = 2; $0.overShareHold = 1; $0.maxHeldOverShare = 2
+            $0.requestReadTimeout = 0.4  // sweeps every 0.1 s
+        }
+        // Two within the share, kept alive between requests (a request is due within 0.4 s).
+        let served = try (0..<2).map { _ in try TestClient(port: t.port) }
+        for client in served {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == "hello")
+        }
+        #expect(eventually { t.server.openConnections == 2 })
+        let started = Date()
+        let held = try (0..<2).map { _ in try TestClient(port: t.port, timeout: 5) }
+        for client in held { try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(eventually { t.server.heldOverShare == 2 })
+        // A third past the share finds the hold full: reset at once.
+        #expect(TestClient.refusedAtOnce(port: t.port))
+        #expect(Date().timeIntervalSince(started) < 1)
+        // The held ones get no answer, then a reset once their second is up.
+        for client in held { #expect((try? client.readResponse()) == nil) }
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.9 && waited < 3, "held for \(waited) s")
+        #expect(t.server.heldOverShare == 0)
+        // Those within the share are still served.
+        for client in served {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == "hello")
+        }
+        // Held at shutdown: reset then, not left open.
+        let late = try TestClient(port: t.port, timeout: 5)
+        #expect(eventually { t.server.heldOverShare == 1 })
+        t.server.shutdown(gracePeriod: 0.2)
+        #expect(t.server.heldOverShare == 0)
+        #expect((try? late.readResponse()) == nil)
     }
 
     @Test func gracefulShutdownFinishesTheRequestInFlight() throws {
