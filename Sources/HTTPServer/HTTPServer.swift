@@ -34,7 +34,7 @@ public final class HTTPServer: Sendable {
         /// Connections over their address's share, held unread until their deadline (see
         /// ServerConfiguration.overShareHold), oldest first.
         var held: [(fd: Int32, until: UInt64)] = []
-        /// maxHeldOverShare, and never more than an eighth of the process's descriptors.
+        /// maxHeldOverShare, and never more than a quarter of the process's descriptors.
         var heldCap = 0
         var nextID = 0
         var accepted = 0
@@ -75,8 +75,19 @@ public final class HTTPServer: Sendable {
         sweeper.schedule(deadline: .now() + sweepInterval, repeating: sweepInterval, leeway: .milliseconds(50))
         sweeper.setEventHandler { [weak self] in self?.sweep() }
 
+        // Descriptors: the soft limit is raised to the hard one (often 1,024 against 524,288), as
+        // servers do, since maxConnections alone is 4,096; held connections take at most a quarter.
         var descriptors = rlimit()
-        let descriptorCap = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0 ? Int(min(descriptors.rlim_cur, 1 << 30)) / 8 : 0
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var descriptorCap = 0
+        if getrlimit(resource, &descriptors) == 0 {
+            if descriptors.rlim_cur < descriptors.rlim_max {
+                var raised = descriptors
+                raised.rlim_cur = min(descriptors.rlim_max, 1 << 20)
+                if setrlimit(resource, &raised) == 0 { descriptors = raised }
+            }
+            descriptorCap = Int(min(descriptors.rlim_cur, 1 << 30)) / 4
+        }
         state.withLock {
             $0.heldCap = min(configuration.maxHeldOverShare, descriptorCap)
             $0.listenFD = fd

@@ -23,8 +23,10 @@ public struct ServerConfiguration: Sendable {
     /// refused at once, each attempt cost an accept, a close and a wake-up (script/bench abuse,
     /// 4,000 connections from one address: 9,000 refusals a second).
     public var overShareHold: Double = 5
-    /// At most this many held at once; past it, a connection over its share is reset at once.
-    public var maxHeldOverShare = 1024
+    /// At most this many held at once (and never more than a quarter of the descriptor limit);
+    /// past it, a connection over its share is reset at once. As many as the table itself, so one
+    /// address filling it from outside its share is held whole.
+    public var maxHeldOverShare = 4096
     /// A stream (Server-Sent Events) is ended after this long; EventSource reconnects by itself,
     /// so a forgotten tab cannot hold a connection and a handler's watcher forever.
     public var maxStreamLifetime: Double = 600
