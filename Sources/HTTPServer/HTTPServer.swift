@@ -32,7 +32,7 @@ public final class HTTPServer: Sendable {
         /// Open connections per peer address (maxConnectionsPerAddress).
         var perAddress: [String: Int] = [:]
         /// Connections over their address's share, held unread until their deadline (see
-        /// ServerConfiguration.overShareHold), oldest first.
+        /// ServerConfiguration.overShareHold).
         var held: [(fd: Int32, until: UInt64)] = []
         /// maxHeldOverShare, and never more than a quarter of the process's descriptors.
         var heldCap = 0
@@ -233,7 +233,10 @@ public final class HTTPServer: Sendable {
                 // 503 and close cost the server most of a core.
                 let held: Bool = configuration.overShareHold > 0 && state.withLock { s in
                     guard !s.stopping, s.held.count < s.heldCap else { return false }
-                    s.held.append((fd, monotonicNanos() + UInt64(configuration.overShareHold * 1e9)))
+                    // Half to one and a half holds: connections refused together are not let go
+                    // together, or their client's reconnects would come back as one burst.
+                    let hold = configuration.overShareHold * Double.random(in: 0.5...1.5)
+                    s.held.append((fd, monotonicNanos() + UInt64(hold * 1e9)))
                     return true
                 }
                 if !held { Self.reset(fd) }
@@ -283,8 +286,8 @@ public final class HTTPServer: Sendable {
         let now = monotonicNanos()
         let expired: [Int32] = state.withLock { s in
             let stopping = s.stopping
-            let due = s.held.prefix { stopping || $0.until <= now }
-            s.held.removeFirst(due.count)
+            let due = s.held.filter { stopping || $0.until <= now }
+            if !due.isEmpty { s.held.removeAll { stopping || $0.until <= now } }
             return due.map(\.fd)
         }
         expired.forEach(Self.reset)

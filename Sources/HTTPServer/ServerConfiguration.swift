@@ -17,12 +17,13 @@ public struct ServerConfiguration: Sendable {
     /// Open connections from one client address (trusted proxies excepted: they carry everyone).
     /// One address cannot take the whole table; a browser needs about six per site.
     public var maxConnectionsPerAddress = 256
-    /// A connection past its address's share is held, unread, this long before it is reset (0:
+    /// A connection past its address's share is held, unread, about this long (half to one and a
+    /// half times, so those refused together are not let go together) before it is reset (0:
     /// reset at once). A client that reconnects the moment it is refused then makes one attempt
     /// per hold instead of hundreds a second: held, a connection costs a descriptor and no CPU;
     /// refused at once, each attempt cost an accept, a close and a wake-up (script/bench abuse,
     /// 4,000 connections from one address: 9,000 refusals a second).
-    public var overShareHold: Double = 5
+    public var overShareHold: Double = 10
     /// At most this many held at once (and never more than a quarter of the descriptor limit);
     /// past it, a connection over its share is reset at once. As many as the table itself, so one
     /// address filling it from outside its share is held whole.
