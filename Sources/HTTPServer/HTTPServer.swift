@@ -283,12 +283,15 @@ public final class HTTPServer: Sendable {
     public var heldOverShare: Int { state.withLock { $0.held.count } }
 
     private func sweep() {
+        // Held connections whose time is up (shutdown resets the rest itself).
         let now = monotonicNanos()
-        let expired: [Int32] = state.withLock { s in
-            let stopping = s.stopping
-            let due = s.held.filter { stopping || $0.until <= now }
-            if !due.isEmpty { s.held.removeAll { stopping || $0.until <= now } }
-            return due.map(\.fd)
+        var expired: [Int32] = []
+        state.withLock { s in
+            s.held.removeAll { held in
+                guard held.until <= now else { return false }
+                expired.append(held.fd)
+                return true
+            }
         }
         expired.forEach(Self.reset)
         let connections = state.withLock { Array($0.connections.values) }

@@ -117,7 +117,7 @@ public struct PinStore: Sendable {
     /// 16 fit across the box): at most 17 × 17 cells come back. Nil when the view wants cells
     /// finer than level 16 keeps (zoomed in past street level): then the pins inside are grouped
     /// directly, which is cheap because the box is small.
-    struct ViewGrid: Equatable {
+    struct ViewGrid {
         let level: Int
         let size: Double
         /// Columns; the second range is empty (1...0 as bounds) unless the view crosses the antimeridian.
@@ -125,14 +125,9 @@ public struct PinStore: Sendable {
         let rows: ClosedRange<Int>
         let box: Box
 
-        static func == (a: ViewGrid, b: ViewGrid) -> Bool {
-            a.level == b.level && a.columns.0 == b.columns.0 && a.columns.1 == b.columns.1 && a.rows == b.rows && a.box == b.box
-        }
-
         init?(_ asked: Box, zoom: Double) {
             let view = Normalized(asked)
-            let wanted = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, max(view.width, view.north - view.south) / 16, 1e-9)
-            let finest = Int(floor(log2(360 / wanted)))
+            let finest = Int(floor(log2(360 / view.wantedCell(zoom: zoom))))
             let level = max(0, finest - finest % 2)
             guard level <= 16 else { return nil }
             let size = 360 / Double(1 << level)
@@ -170,6 +165,12 @@ public struct PinStore: Sendable {
             if width >= 360 { west = -180 }
             let a = min(max(box.south, -90), 90), b = min(max(box.north, -90), 90)
             (self.west, self.east, self.width, self.south, self.north) = (west, west + width, width, min(a, b), max(a, b))
+        }
+
+        /// The cell a view of this box wants, in degrees: a quarter of a 256 px tile at the zoom,
+        /// and never so small that more than 16 fit across the box.
+        func wantedCell(zoom: Double) -> Double {
+            max(360 / pow(2, min(max(zoom, 0), 22)) / 4, max(width, north - south) / 16, 1e-9)
         }
     }
 
@@ -225,7 +226,7 @@ public struct PinStore: Sendable {
         // Zoomed in past the finest cells: group the pins inside directly, on a grid of a quarter
         // tile (a small box, so few pins).
         let view = Normalized(box)
-        let size = max(360 / pow(2, min(max(zoom, 0), 22)) / 4, max(view.width, view.north - view.south) / 16, 1e-9)
+        let size = view.wantedCell(zoom: zoom)
         let (w2, e2) = view.east > 180 ? (-180.0, view.east - 360) : (1.0, 0.0)
         let inside = """
             p.user_id = $1 AND p.lat BETWEEN $2 AND $3
