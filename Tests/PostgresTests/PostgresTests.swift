@@ -358,6 +358,46 @@ import TestSupport
 }
 
 @Suite struct MigratorTests {
+    /// 0095 rewrites photos in place: rows written before it keep their image (hash and thumbnail
+    /// as the same 32 bytes), their licence (now in photo_licenses) and their album key; a ready
+    /// row lets its image URL go, a pending one keeps it for the download.
+    @Test func smallerPhotoRowsKeepWhatOldRowsSaid() throws {
+        let url = try TestDatabase.create("m95")
+        let c = try PostgresConnection(url: url)
+        defer { c.close() }
+        let all = try Migrator(directory: TestDatabase.migrationsDirectory)
+        _ = try Migrator(migrations: all.migrations.filter { $0.version < 95 }).migrate(c)
+        let hash = String(repeating: "0123456789abcdef", count: 4)
+        let thumb = String(repeating: "fedcba9876543210", count: 4)
+        try c.execute("""
+            INSERT INTO users (email, display_name, password_hash) VALUES ('old@example.org', 'Old', 'x');
+            INSERT INTO pins (user_id, lat, lon) SELECT id, 1, 2 FROM users;
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, license, license_url,
+                                status, hash, thumb_256, content_type, byte_size)
+            SELECT p.id, p.user_id, p.generation, 0, 'flickr', '42', 'https://live.staticflickr.com/1/42_z.jpg', 'CC BY 4.0',
+                   'https://creativecommons.org/licenses/by/4.0/', 'ready', '\(hash)', '\(thumb)', 'image/jpeg', 10 FROM pins p;
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, license)
+            SELECT p.id, p.user_id, p.generation, 1, 'flickr', '43', 'https://live.staticflickr.com/1/43_z.jpg', 'CC BY 4.0' FROM pins p;
+            """)
+        #expect(try all.migrate(c).contains(95))
+        let rows = try c.query("""
+            SELECT ph.remote_id, encode(ph.hash, 'hex') AS hash, encode(ph.thumb_256, 'hex') AS thumb, ph.remote_url, l.name, l.url
+            FROM photos ph LEFT JOIN photo_licenses l ON l.id = ph.license_id ORDER BY ph.position
+            """)
+        #expect(rows.count == 2)
+        #expect(try rows[0].decode("hash", as: String?.self) == hash)
+        #expect(try rows[0].decode("thumb", as: String?.self) == thumb)
+        #expect(try rows[0].decode("remote_url", as: String?.self) == nil)
+        #expect(try rows[0].decode("url", as: String.self) == "https://creativecommons.org/licenses/by/4.0/")
+        #expect(try rows[1].decode("remote_url", as: String?.self) == "https://live.staticflickr.com/1/43_z.jpg")
+        #expect(try rows.map { try $0.decode("name", as: String.self) } == ["CC BY 4.0", "CC BY 4.0"])
+        #expect(try c.query("SELECT count(*) AS n FROM photo_licenses")[0].decode("n", as: Int.self) == 2)
+        // The album key still refuses the same provider photo twice on a pin.
+        #expect(throws: PostgresError.self) {
+            try c.execute("INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url) SELECT pin_id, user_id, generation, 2, provider, remote_id, 'x' FROM photos WHERE remote_id = '42'")
+        }
+    }
+
     @Test func projectMigrationsApplyOnceAndDocumentEveryColumn() throws {
         let url = try TestDatabase.create("mig")
         let c = try PostgresConnection(url: url)

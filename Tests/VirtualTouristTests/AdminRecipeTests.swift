@@ -52,7 +52,7 @@ import TestSupport
         try app.pool.query("INSERT INTO pins (user_id, lat, lon) SELECT $1, n % 80, n % 170 FROM generate_series(1, 200) n", [user])
         try app.pool.query("""
             INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, hash, content_type, byte_size)
-            SELECT id, user_id, generation, 0, 'flickr', id::text, 'https://example.org/', 'ready', repeat('b', 64), 'image/jpeg', 1 FROM pins
+            SELECT id, user_id, generation, 0, 'flickr', id::text, 'https://example.org/', 'ready', decode(repeat('b', 64), 'hex'), 'image/jpeg', 1 FROM pins
             """)
         // What a restore without triggers could leave behind.
         try run(app, "DELETE FROM pin_cells; UPDATE pin_photo_counts SET ready = 7")

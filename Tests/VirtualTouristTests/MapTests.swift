@@ -295,7 +295,7 @@ import TestSupport
         // Downloads land in batches of ten.
         for batch in 0..<3 {
             try app.pool.query("""
-                UPDATE photos SET status = 'ready', hash = repeat('a', 64), content_type = 'image/jpeg', byte_size = 1
+                UPDATE photos SET status = 'ready', hash = decode(repeat('a', 64), 'hex'), content_type = 'image/jpeg', byte_size = 1
                 WHERE pin_id = $1 AND position BETWEEN $2 AND $2 + 9
                 """, [pins[0], batch * 10])
             #expect(try photoCount(pins[0]) == (batch + 1) * 10)

@@ -80,11 +80,12 @@ import TestSupport
     static func insertPhoto(_ app: TestApp, pin: Int64, position: Int, status: String, title: String, owner: String,
                             license: String) throws -> Int64 {
         let ready = status == "ready"
+        try app.pool.query("INSERT INTO photo_licenses (name) VALUES ($1) ON CONFLICT DO NOTHING", [license])
         return try app.pool.query("""
             INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, page_url, status,
-                                content_type, bytes, width, height, title, owner_name, license, date_taken)
+                                content_type, bytes, width, height, title, owner_name, license_id, date_taken)
             SELECT id, user_id, generation, $2, 'fixture', 'r' || $2 || '-' || id, 'http://x/1.jpg', 'https://example.org/p?a=1&b="2"',
-                   $3, $4, $5, $6, $7, $8, $9, $10, $11
+                   $3, $4, $5, $6, $7, $8, $9, (SELECT l.id FROM photo_licenses l WHERE l.name = $10 AND l.url = ''), $11
             FROM pins WHERE id = $1 RETURNING id
             """, [pin, position, status, ready ? "image/jpeg" : nil, ready ? jpeg : nil, ready ? 384 : nil, ready ? 303 : nil,
                   title, owner, license, "2020-01-02 <03>"])[0].decode("id")

@@ -51,7 +51,7 @@ import TestSupport
             let hash = SHA256.hex(image.bodyBytes)
             #expect(image.header("ETag") == "\"\(hash)\"")
             #expect(image.header("Cache-Control") == "private, max-age=31536000, immutable")
-            let stored: String = try app.pool.query("SELECT hash FROM photos WHERE id = $1", [Int64(id)])[0].decode("hash")
+            let stored: String = try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos WHERE id = $1", [Int64(id)])[0].decode("hash")
             #expect(stored == hash)
             let again = try browser.get("/photos/\(id)", headers: [("If-None-Match", "\"\(hash)\"")])
             #expect(again.status == 304)
@@ -78,7 +78,7 @@ import TestSupport
         for id in album.ids { original[id] = try browser.get("/photos/\(id)").bodyBytes }
         // Back to the old shape: the bytes in the rows, no hash, an empty store.
         let store = app.app.albums.photos
-        for row in try app.pool.query("SELECT id, hash FROM photos") {
+        for row in try app.pool.query("SELECT id, encode(hash, 'hex') AS hash FROM photos") {
             let hash: String = try row.decode("hash")
             let bytes = try #require(try store.get(hash))
             try app.pool.query("UPDATE photos SET bytes = $2, hash = NULL, byte_size = NULL WHERE id = $1", [try row.decode("id", as: Int64.self), bytes])
@@ -109,7 +109,7 @@ import TestSupport
         let store = first.app.albums.photos as! FileStore
         var original: [Int: [UInt8]] = [:]
         for id in album.ids { original[id] = try browser.get("/photos/\(id)").bodyBytes }
-        for row in try first.pool.query("SELECT id, hash FROM photos") {
+        for row in try first.pool.query("SELECT id, encode(hash, 'hex') AS hash FROM photos") {
             let bytes = try #require(try store.get(try row.decode("hash")))
             try first.pool.query("UPDATE photos SET bytes = $2, hash = NULL, thumb_256 = NULL, thumb_512 = NULL WHERE id = $1",
                                  [try row.decode("id", as: Int64.self), bytes])
@@ -142,9 +142,9 @@ import TestSupport
         // collection has other photos. Each collection's rows are pointed at bytes of their own
         // (the image plus a trailer JPEG readers ignore), as a download of them would store.
         func makeDistinct() throws {
-            for row in try app.pool.query("SELECT id, hash FROM photos") {
+            for row in try app.pool.query("SELECT id, encode(hash, 'hex') AS hash FROM photos") {
                 let bytes = try #require(try store.get(try row.decode("hash"))) + Array("\(UUID())".utf8)
-                try app.pool.query("UPDATE photos SET hash = $2 WHERE id = $1", [try row.decode("id", as: Int64.self), try store.put(bytes)])
+                try app.pool.query("UPDATE photos SET hash = decode($2, 'hex') WHERE id = $1", [try row.decode("id", as: Int64.self), try store.put(bytes)])
             }
         }
         try makeDistinct()
@@ -165,7 +165,7 @@ import TestSupport
         #expect(growth <= 2 * albumBytes, "grew \(growth) bytes, one album \(albumBytes)")
         print("50 New Collections: one album \(albumBytes) B, store \(storeBytes) B, database + store grew \(growth) B")
         // Nothing the album names was collected.
-        for row in try app.pool.query("SELECT hash FROM photos") {
+        for row in try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos") {
             #expect(try store.get(try row.decode("hash")) != nil)
         }
     }
@@ -208,7 +208,7 @@ import TestSupport
         try age(store, by: 7200)
         let removed = try collector.collect(grace: 3600) {
             let hash = try store.put(blob)
-            try app.pool.query("UPDATE photos SET status = 'ready', content_type = 'image/jpeg', hash = $2 WHERE id = $1", [id, hash])
+            try app.pool.query("UPDATE photos SET status = 'ready', content_type = 'image/jpeg', hash = decode($2, 'hex') WHERE id = $1", [id, hash])
         }
         // The album's own blobs are as old, but named.
         #expect(removed == 1)
@@ -241,14 +241,14 @@ import TestSupport
         sweeper.start()
         for (id, blob) in zip(ids, blobs) {
             let hash = try store.put(blob)  // as a download does: the blob, then the row
-            try app.pool.query("UPDATE photos SET hash = $2 WHERE id = $1", [id, hash])
+            try app.pool.query("UPDATE photos SET hash = decode($2, 'hex') WHERE id = $1", [id, hash])
             usleep(2_000)
         }
         done.store(true, ordering: .relaxed)
         while !sweeper.isFinished { usleep(10_000) }
         #expect(sweeps.load(ordering: .relaxed) > 1)
         for (id, blob) in zip(ids, blobs) {
-            let hash: String = try app.pool.query("SELECT hash FROM photos WHERE id = $1", [id])[0].decode("hash")
+            let hash: String = try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos WHERE id = $1", [id])[0].decode("hash")
             #expect(try store.get(hash) == blob, "photo \(id) lost its blob")
         }
     }
@@ -331,5 +331,37 @@ import TestSupport
         #expect(Thumbnailer.thumbnails(of: [0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).isEmpty)  // a truncated JPEG
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 40)
         #expect(Thumbnailer.thumbnails(of: png).isEmpty)
+    }
+
+    /// A photo seen again reuses its thumbnails: the store refreshes their age (as a put would, so
+    /// the collector keeps them), a swept one is made again, and the cache stays within its bound.
+    @Test func thumbnailsAreMadeOncePerOriginal() throws {
+        let store = FileStore(root: NSTemporaryDirectory() + "vt-thumbs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(atPath: store.root) }
+        let jpeg = [UInt8](try #require(FileManager.default.contents(atPath: TestApp.repositoryRoot + "/Sources/PhotoFixture/Photos/astronaut.jpg")))
+        let cache = ThumbnailCache(capacity: 2)
+        let original = try store.put(jpeg)
+        let first = try cache.thumbnails(of: original, bytes: jpeg, store: store)
+        let thumb = try #require(first[256])
+        #expect(try store.get(thumb) == Thumbnailer.thumbnails(of: jpeg)[256])
+        func modified(_ hash: String) -> Int {
+            var info = stat()
+            return stat(store.path(hash).file, &info) == 0 ? info.st_mtim.tv_sec : -1
+        }
+        var old = [timespec(tv_sec: time(nil) - 7200, tv_nsec: 0), timespec(tv_sec: time(nil) - 7200, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, store.path(thumb).file, &old, 0) == 0)
+        // Known: the bytes are not even looked at (a non-JPEG would give no thumbnails), the blob
+        // is younger again.
+        #expect(try cache.thumbnails(of: original, bytes: Array("not an image".utf8), store: store) == first)
+        #expect(modified(thumb) > time(nil) - 60)
+        // Swept meanwhile: made and stored again.
+        #expect(try store.delete(thumb, ifNotModifiedSince: Date().addingTimeInterval(60)))
+        #expect(try cache.thumbnails(of: original, bytes: jpeg, store: store) == first)
+        #expect(try store.get(thumb) != nil)
+        // Bounded: the oldest original is forgotten first.
+        cache.remember(String(repeating: "1", count: 64), [:])
+        cache.remember(String(repeating: "2", count: 64), [:])
+        #expect(cache.count == 2)
+        #expect(try cache.thumbnails(of: original, bytes: Array("not an image".utf8), store: store).isEmpty)
     }
 }

@@ -75,10 +75,12 @@ let pinsSQL = "SELECT \(pinColumns) FROM pins p WHERE p.user_id = $1 ORDER BY p.
 
 let albumSQL = """
     SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages,
-           ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name, ph.license,
+           ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
+           coalesce(l.name, '') AS license, nullif(l.url, '') AS license_url,
            ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id
     FROM pins p
     LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
+    LEFT JOIN photo_licenses l ON l.id = ph.license_id
     WHERE p.id = $1 AND p.user_id = $2
     ORDER BY ph.position, ph.id
     """

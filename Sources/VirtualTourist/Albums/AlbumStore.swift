@@ -76,13 +76,18 @@ public struct AlbumStore: Sendable {
         try album(pinSQL: "(SELECT pin_id FROM photos WHERE id = $1 AND user_id = $2)", id: photoID, userID: userID)
     }
 
+    /// A photo's licence (kept once in photo_licenses, migration 0095) under the names the
+    /// readers decode; `l` is photo_licenses LEFT JOINed on ph.license_id.
+    static let licenseColumns = "coalesce(l.name, '') AS license, nullif(l.url, '') AS license_url"
+
     private func album(pinSQL: String, id: Int64, userID: Int64) throws -> Album? {
         let rows = try pool.query("""
             SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
-                   ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name, ph.license, ph.license_url,
-                   ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id
+                   ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
+                   \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id
             FROM pins p
             LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
+            LEFT JOIN photo_licenses l ON l.id = ph.license_id
             WHERE p.id = \(pinSQL) AND p.user_id = $2
             ORDER BY ph.position, ph.id
             """, [id, userID])
@@ -109,9 +114,10 @@ public struct AlbumStore: Sendable {
 
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
         let rows = try pool.query("""
-            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, ph.license, ph.license_url, ph.page_url, ph.date_taken,
+            SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, \(Self.licenseColumns), ph.page_url, ph.date_taken,
                    ph.width, ph.height, ph.generation, ph.remote_id, ph.pin_id
             FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.user_id = ph.user_id AND p.generation = ph.generation
+            LEFT JOIN photo_licenses l ON l.id = ph.license_id
             WHERE ph.id = $1 AND ph.user_id = $2
             """, [id, userID])
         guard let row = rows.first else { return nil }
@@ -122,7 +128,7 @@ public struct AlbumStore: Sendable {
     /// false when there is no such photo; hash is nil for one whose bytes are still in the row.
     public func imageHash(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (hash: String?, found: Bool) {
         guard let row = try pool.query("""
-            SELECT \(Self.blobColumn(width)) AS hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
+            SELECT encode(\(Self.blobColumn(width)), 'hex') AS hash FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'
             """, [id, userID]).first else {
             return (nil, false)
         }
@@ -131,6 +137,7 @@ public struct AlbumStore: Sendable {
 
     /// The blob to serve for a requested width: its thumbnail when there is one, else the original.
     /// `width` is one of Thumbnailer.widths (the route maps any other onto them), never free text.
+    /// The columns hold the SHA-256's 32 bytes (migration 0095); readers take encode(…, 'hex').
     static func blobColumn(_ width: Int?) -> String {
         switch width {
         case 256: "coalesce(thumb_256, hash)"
@@ -144,7 +151,7 @@ public struct AlbumStore: Sendable {
     public func image(_ id: Int64, userID: Int64, width: Int? = nil) throws -> (bytes: [UInt8], contentType: String, hash: String)? {
         // A thumbnail is always a JPEG; the original has its own type.
         let rows = try pool.query("""
-            SELECT \(Self.blobColumn(width)) AS hash, CASE WHEN hash IS NULL THEN bytes END AS bytes,
+            SELECT encode(\(Self.blobColumn(width)), 'hex') AS hash, CASE WHEN hash IS NULL THEN bytes END AS bytes,
                    CASE WHEN \(Self.blobColumn(width)) IS DISTINCT FROM hash THEN 'image/jpeg' ELSE content_type END AS content_type
             FROM photos WHERE id = $1 AND user_id = $2 AND status = \(PhotoStatus.ready.sql)
             """, [id, userID])
@@ -267,22 +274,32 @@ public struct AlbumStore: Sendable {
     @discardableResult
     private static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
                                            firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> Int {
+        let rows = try placeholderRows(photos)
+        // Licences not seen before first, in a statement of their own: the INSERT below then
+        // finds them, also one another worker added a moment ago (each statement sees what was
+        // committed when it began; DO NOTHING waited for that worker's commit).
         try db.query("""
+            INSERT INTO photo_licenses (name, url)
+            SELECT DISTINCT coalesce(e.p->>'license', ''), coalesce(e.p->>'licenseURL', '') FROM jsonb_array_elements($1::jsonb) AS e(p)
+            ON CONFLICT (name, url) DO NOTHING
+            """, [rows])
+        return try db.query("""
             WITH placed AS (
-                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license,
-                                    page_url, remote_url, date_taken, license_url)
+                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license_id,
+                                    page_url, remote_url, date_taken)
                 SELECT $1, $2, $3,
                        coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
                        e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
-                       e.p->>'license', e.p->>'pageURL', e.p->>'imageURL', e.p->>'dateTaken',
-                       e.p->>'licenseURL'
+                       (SELECT l.id FROM photo_licenses l
+                        WHERE l.name = coalesce(e.p->>'license', '') AND l.url = coalesce(e.p->>'licenseURL', '')),
+                       e.p->>'pageURL', e.p->>'imageURL', e.p->>'dateTaken'
                 FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
                 ORDER BY e.n
-                ON CONFLICT (pin_id, provider, remote_id) DO NOTHING
+                ON CONFLICT (pin_id, hashtextextended(provider || ' ' || remote_id, 0)) DO NOTHING
                 RETURNING 1)
             SELECT (SELECT count(*) FROM placed)::int AS added,
                    CASE WHEN $7::text IS NOT NULL THEN pg_notify($6, $7) END AS announced
-            """, [pinID, userID, generation, firstPosition, try placeholderRows(photos), eventsChannel, announce?.payload])[0]
+            """, [pinID, userID, generation, firstPosition, rows, eventsChannel, announce?.payload])[0]
             .decode("added")
     }
 
@@ -424,8 +441,11 @@ public struct AlbumStore: Sendable {
                           "thumb256" text, "thumb512" text)),
             stored AS (
                 UPDATE photos ph SET status = CASE WHEN r.hash IS NULL THEN \(PhotoStatus.failed.sql) ELSE \(PhotoStatus.ready.sql) END,
-                       hash = r.hash, byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
-                       width = r.width, height = r.height, error = r.error, thumb_256 = r."thumb256", thumb_512 = r."thumb512"
+                       hash = decode(r.hash, 'hex'), byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
+                       width = r.width, height = r.height, error = r.error,
+                       thumb_256 = decode(r."thumb256", 'hex'), thumb_512 = decode(r."thumb512", 'hex'),
+                       -- Only a download reads the image URL (0095): a ready row lets it go.
+                       remote_url = CASE WHEN r.hash IS NULL THEN ph.remote_url END
                 FROM r, pins p
                 WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3

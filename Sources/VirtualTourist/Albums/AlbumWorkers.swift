@@ -31,7 +31,13 @@ public final class AlbumWorkers: @unchecked Sendable {
         public var retryBaseSeconds = 2
         /// Results are written in batches (one statement, one NOTIFY each): when this many are
         /// waiting, or the oldest waited this long, so the live page still fills in as they land.
-        public var resultBatch = 10
+        /// Six: a batch's new row versions must fit in the room fillfactor 80 keeps on a heap
+        /// page (1.6 KB, four ready rows; an album's rows span two pages) for its updates to be
+        /// HOT. With 10, and batches of one album written side by side, half the updates moved
+        /// their row to another page and the heap took twice the live rows' bytes; 4 kept more
+        /// updates HOT but cost more PostgreSQL CPU per album than it saved (script/bench albums,
+        /// docs/architecture.md).
+        public var resultBatch = 6
         public var resultBatchSeconds = 0.25
         public init() {}
     }
@@ -48,6 +54,8 @@ public final class AlbumWorkers: @unchecked Sendable {
     private var shared = (running: false, wakeups: 0, active: 0)  // guarded by `wake`
     private var threads: [Thread] = []
     let downloads: DownloadPool
+    /// Thumbnails already made, by original: a photo seen again is not decoded again.
+    let thumbnails = ThumbnailCache()
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
     private let outage = Mutex<Date?>(nil)
 
@@ -201,15 +209,35 @@ public final class AlbumWorkers: @unchecked Sendable {
         // Finished downloads wait here and are written in batches (AlbumStore.storeResults).
         let waiting = Mutex<(results: [AlbumStore.PhotoResult], since: Date)>(([], Date()))
         let batchSize = max(1, settings.resultBatch), batchSeconds = settings.resultBatchSeconds
+        // One batch of this album is written at a time, at most batchSize rows: its new row
+        // versions then fit in the room the page keeps, and the last batch's old versions (its
+        // transaction committed) are pruned to make that room again, so the updates stay HOT.
+        // Batches written side by side from two download slots outran the pruning.
+        let writing = NSLock()
+        @Sendable func write(rest: Bool) throws {
+            writing.lock()
+            defer { writing.unlock() }
+            while true {
+                let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
+                    let due = state.results.count >= batchSize
+                        || (!state.results.isEmpty && (rest || Date().timeIntervalSince(state.since) >= batchSeconds))
+                    guard due else { return [] }
+                    let taken = Array(state.results.prefix(batchSize))
+                    state.results.removeFirst(taken.count)
+                    state.since = Date()
+                    return taken
+                }
+                if batch.isEmpty { return }
+                try store.storeResults(batch, job: job)
+            }
+        }
         @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
-            let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
+            let due = waiting.withLock { state -> Bool in
                 if state.results.isEmpty { state.since = Date() }
                 state.results.append(result)
-                guard state.results.count >= batchSize || Date().timeIntervalSince(state.since) >= batchSeconds else { return [] }
-                defer { state.results = [] }
-                return state.results
+                return state.results.count >= batchSize || Date().timeIntervalSince(state.since) >= batchSeconds
             }
-            try store.storeResults(batch, job: job)
+            if due { try write(rest: false) }
         }
         downloads.run(count: pending.count, width: width) { [self] index in
             let photo = pending[index]
@@ -222,8 +250,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                     var hash: String?
                     var thumbnails: [Int: String] = [:]
                     do {
-                        hash = try store.photos.put(bytes)
-                        for (width, small) in Thumbnailer.thumbnails(of: bytes) { thumbnails[width] = try store.photos.put(small) }
+                        let original = try store.photos.put(bytes)
+                        thumbnails = try self.thumbnails.thumbnails(of: original, bytes: bytes, store: store.photos)
+                        hash = original
                     } catch {
                         logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
                         hash = nil
@@ -261,7 +290,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         if let error = outage.withLock({ $0 }) { throw error }
         // The last, partial batch. (After an outage it is dropped above: those photos are still
         // pending and download again when the job resumes.)
-        try store.storeResults(waiting.withLock { state in defer { state.results = [] }; return state.results }, job: job)
+        try write(rest: true)
     }
 
     enum Fetch {

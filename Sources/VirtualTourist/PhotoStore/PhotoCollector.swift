@@ -35,7 +35,7 @@ public struct PhotoCollector: Sendable {
                 let bytes = Array(data)
                 // Written and synced before the row stops holding the bytes.
                 let hash = try store.put(bytes)
-                try db.query("UPDATE photos SET hash = $2, byte_size = $3, bytes = NULL WHERE id = $1", [id, hash, bytes.count])
+                try db.query("UPDATE photos SET hash = decode($2, 'hex'), byte_size = $3, bytes = NULL WHERE id = $1", [id, hash, bytes.count])
             }
             return rows.count
         }
@@ -64,9 +64,10 @@ public struct PhotoCollector: Sendable {
         let blobs = try store.list()
         guard !blobs.isEmpty else { return 0 }
         let named = Set(try pool.query("""
-            SELECT hash FROM photos WHERE hash IS NOT NULL
-            UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
-            UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL
+            SELECT encode(hash, 'hex') AS hash FROM (
+                SELECT hash FROM photos WHERE hash IS NOT NULL
+                UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
+                UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS named
             """).map { try $0.decode("hash", as: String.self) })
         let cutoff = started.addingTimeInterval(-grace)
         try afterMark()

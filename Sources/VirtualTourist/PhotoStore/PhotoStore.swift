@@ -8,6 +8,9 @@ import Glibc
 public protocol PhotoStore: Sendable {
     /// Stores the bytes (or refreshes the blob's age when already stored) and returns their hash.
     func put(_ bytes: [UInt8]) throws -> String
+    /// Refreshes a stored blob's age as a put of its bytes would, without the bytes; false when
+    /// there is no such blob (then the caller puts the bytes).
+    func refresh(_ hash: String) throws -> Bool
     /// The bytes of a blob; nil when there is none.
     func get(_ hash: String) throws -> [UInt8]?
     /// Every blob with its last write (the collector's grace period counts from it).
@@ -86,6 +89,12 @@ public struct FileStore: PhotoStore {
             if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
         }
         return hash
+    }
+
+    public func refresh(_ hash: String) throws -> Bool {
+        guard isPhotoHash(hash) else { return false }
+        let file = path(hash).file
+        return try withLock(LOCK_SH) { utimensat(AT_FDCWD, file, nil, 0) == 0 }
     }
 
     public func get(_ hash: String) throws -> [UInt8]? {

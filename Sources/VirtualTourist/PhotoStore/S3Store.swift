@@ -139,28 +139,34 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
         let head = try send("HEAD", key: key)
         switch head.status {
         case 200:
-            // Stored already: refresh its age under the shared lock, so a sweep that judged it
-            // old cannot remove it after this put returns.
-            try withLock(hash, exclusive: false) {
-                let copy = try send("PUT", key: key, headers: [
-                    "x-amz-copy-source": "/\(settings.bucket)/\(key)",
-                    "x-amz-metadata-directive": "REPLACE",
-                    "Content-Type": "application/octet-stream",
-                ], body: [])
-                if copy.status == 404 && errorCode(copy) == "NoSuchKey" {
-                    try upload(bytes, hash: hash, key: key)  // removed meanwhile: store it again
-                } else {
-                    try expect(copy, [200], "refresh (CopyObject) of \(key)")
-                    // CopyObject may answer 200 with an error in the body (S3 does, mid-copy).
-                    if errorCode(copy) != nil { throw failure(copy, "refresh (CopyObject) of \(key)") }
-                }
-            }
+            // Stored already: refresh its age, or store it again if it was removed meanwhile.
+            if try !refresh(hash) { try upload(bytes, hash: hash, key: key) }
         default:
             // 404: not there. Anything else (a HEAD answer has no body to say why): the PUT
             // either works (a key allowed to write but not to read) or says why it does not.
             try upload(bytes, hash: hash, key: key)
         }
         return hash
+    }
+
+    /// Copies the object onto itself (CopyObject, metadata replaced), which moves its
+    /// LastModified on, under the shared lock: a sweep that judged it old cannot remove it after
+    /// this returns.
+    public func refresh(_ hash: String) throws -> Bool {
+        guard isPhotoHash(hash) else { return false }
+        let key = key(hash)
+        return try withLock(hash, exclusive: false) {
+            let copy = try send("PUT", key: key, headers: [
+                "x-amz-copy-source": "/\(settings.bucket)/\(key)",
+                "x-amz-metadata-directive": "REPLACE",
+                "Content-Type": "application/octet-stream",
+            ], body: [])
+            if copy.status == 404 && errorCode(copy) == "NoSuchKey" { return false }
+            try expect(copy, [200], "refresh (CopyObject) of \(key)")
+            // CopyObject may answer 200 with an error in the body (S3 does, mid-copy).
+            if errorCode(copy) != nil { throw failure(copy, "refresh (CopyObject) of \(key)") }
+            return true
+        }
     }
 
     private func upload(_ bytes: [UInt8], hash: String, key: String) throws {
