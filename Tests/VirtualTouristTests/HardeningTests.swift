@@ -136,6 +136,14 @@ import Synchronization
         let (againFD, again) = try Self.openStream(app, ann, pin: pin)
         open.append(againFD)
         #expect(again == "HTTP/1.1 200 OK")
+        // A token holding streams at the cap is refused before its session is looked up (no round
+        // trip for a client reopening refused streams in a loop): signed out in SQL, it still gets
+        // 429 where a lookup would send it to sign in.
+        #expect(eventually { app.app.streamQuota.count(annID) == 8 })
+        try app.pool.query("DELETE FROM sessions WHERE user_id = $1", [annID])
+        let (earlyFD, early) = try Self.openStream(app, ann, pin: pin)
+        close(earlyFD)
+        #expect(early == "HTTP/1.1 429 Too Many Requests")
     }
 }
 

@@ -48,23 +48,23 @@ extension WebRoutes {
         }
 
         // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
-        signedIn("GET", "/pins/:id/events") { context in
+        let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
+        signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
             // A person's live pages are capped: past it, 429 (the page then falls back to polling).
             // Checked before the album is read, so a client reopening refused streams in a loop costs
             // the session's round trip only, not the album's as well (script/bench abuse: 500
             // streams of one account). At the cap every pin id gets 429, so it tells nothing.
             let user = context.user.id
-            guard streams.count(user) < streams.perPerson else {
-                throw HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
-            }
+            guard streams.count(user) < streams.perPerson else { throw tooManyStreams }
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
             let change = AlbumChange(userID: user, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
                 // Counted once the stream runs, so a stream refused by a busy server holds no place.
-                guard streams.admit(user) else { return stream.close() }
-                stream.onClose { streams.release(user) }
+                let token = Cookies.parse(context.request, secure: secure)[Cookies.session]
+                guard streams.admit(user, token: token) else { return stream.close() }
+                stream.onClose { streams.release(user, token: token) }
                 let watcher = StreamWatcher(stream)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }

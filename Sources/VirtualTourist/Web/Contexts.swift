@@ -84,11 +84,18 @@ struct WebRoutes: Sendable {
 
     /// A route for signed-in people. Signed out: GET redirects to sign-in and comes back after;
     /// other methods get 401.
+    /// `refuseEarly` sees the session cookie's token before the session is looked up, and may refuse
+    /// the request from what the process already knows (StreamQuota): no database round trip.
     mutating func signedIn(_ method: String, _ pattern: String,
+                           refuseEarly: (@Sendable (String) -> HTTPError?)? = nil,
                            _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
         let accounts = accounts, secure = secureCookies, report = reportRoundTrips
         router.add(method, pattern, ClosureHandler { request in
-            try Self.run(request, accounts: accounts, secure: secure, report: report) { context in
+            if let refuseEarly, let token = Cookies.parse(request, secure: secure)[Cookies.session],
+               let refusal = refuseEarly(token) {
+                throw refusal
+            }
+            return try Self.run(request, accounts: accounts, secure: secure, report: report) { context in
                 guard let user = context.session?.user else {
                     if request.method == "GET" || request.method == "HEAD" {
                         let next = request.target == "/" ? "" : "?next=" + FormEncoding.encode(request.target)

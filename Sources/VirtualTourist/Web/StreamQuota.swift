@@ -3,27 +3,52 @@ import Synchronization
 /// Live album pages (event streams) open per person. Each holds a connection and a watcher for as
 /// long as the tab stays open; without a cap one account could hold every connection the server
 /// has. The server ends every stream after its lifetime anyway (ServerConfiguration.maxStreamLifetime).
+///
+/// It also remembers which session token opened each stream, so a client reopening refused
+/// streams in a loop with that token is refused before its session is even looked up
+/// (`isFull(token:)`): at 10 retries a second per refused stream, the session lookups were the
+/// bulk of what the attack cost (script/bench abuse, 500 streams of one account).
 final class StreamQuota: Sendable {
     let perPerson: Int
-    private let open = Mutex<[Int64: Int]>([:])
+    private struct State {
+        var open: [Int64: Int] = [:]
+        /// Session token → its person and how many of the open streams it holds.
+        var tokens: [String: (user: Int64, streams: Int)] = [:]
+    }
+    private let state = Mutex(State())
 
     init(perPerson: Int) { self.perPerson = perPerson }
 
     /// Takes a place for `user`; false when all of theirs are taken.
-    func admit(_ user: Int64) -> Bool {
-        open.withLock { counts in
-            let n = counts[user, default: 0]
+    func admit(_ user: Int64, token: String? = nil) -> Bool {
+        state.withLock { state in
+            let n = state.open[user, default: 0]
             guard n < perPerson else { return false }
-            counts[user] = n + 1
+            state.open[user] = n + 1
+            if let token { state.tokens[token] = (user, (state.tokens[token]?.streams ?? 0) + 1) }
             return true
         }
     }
 
-    func release(_ user: Int64) {
-        open.withLock { counts in
-            if let n = counts[user] { counts[user] = n > 1 ? n - 1 : nil }
+    func release(_ user: Int64, token: String? = nil) {
+        state.withLock { state in
+            if let n = state.open[user] { state.open[user] = n > 1 ? n - 1 : nil }
+            if let token, let held = state.tokens[token] {
+                state.tokens[token] = held.streams > 1 ? (held.user, held.streams - 1) : nil
+            }
         }
     }
 
-    func count(_ user: Int64) -> Int { open.withLock { $0[user, default: 0] } }
+    func count(_ user: Int64) -> Int { state.withLock { $0.open[user, default: 0] } }
+
+    /// True when `token` holds an open stream and its person has no place left. A token the quota
+    /// has not seen is never refused here (its session is looked up as usual). A signed-out token
+    /// still holding streams gets 429 rather than the sign-in page until they end: either way it
+    /// opens nothing.
+    func isFull(token: String) -> Bool {
+        state.withLock { state in
+            guard let held = state.tokens[token] else { return false }
+            return state.open[held.user, default: 0] >= perPerson
+        }
+    }
 }
