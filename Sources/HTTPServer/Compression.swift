@@ -49,6 +49,15 @@ public struct Compression: Middleware {
         }
     }
 
+    /// The gzip form of `body` at `level`, for a handler that keeps what it serves (the map page
+    /// cache); nil when it would not be smaller. A response carrying it sets Content-Encoding, so
+    /// the middleware leaves it alone.
+    public static func gzip(_ body: [UInt8], level: Int32 = 1) -> [UInt8]? {
+        guard body.count >= minimumSize, let compressed = Deflater.forThisThread(level: level).gzip(body),
+              compressed.count < body.count else { return nil }
+        return compressed
+    }
+
     static func isCompressible(_ contentType: String) -> Bool {
         let type = contentType.lowercased()
         return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")

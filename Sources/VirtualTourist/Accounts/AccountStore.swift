@@ -152,8 +152,9 @@ public struct AccountStore: Sendable {
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
                        s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
-                       r.center_lat, r.center_lon, r.zoom
+                       r.center_lat, r.center_lon, r.zoom, coalesce(v.version, 0) AS map_version
                 FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN map_regions r ON r.user_id = s.user_id
+                LEFT JOIN map_versions v ON v.user_id = s.user_id
                 WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))),
             renewed AS (
                 UPDATE sessions SET last_seen_at = now(), expires_at = now() + make_interval(days => $3::int)
@@ -165,12 +166,13 @@ public struct AccountStore: Sendable {
                 WHERE user_id IN (SELECT id FROM found WHERE disabled)
                    OR token_hash IN (SELECT token_hash FROM found WHERE expired)
                 RETURNING 1)
-            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom FROM found
+            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom, map_version FROM found
             """, [token, Self.renewalIntervalSeconds, Self.sessionLifetimeDays])
         guard let row = rows.first else { return nil }
         if try row.decode("disabled", as: Bool.self) || row.decode("expired", as: Bool.self) { return nil }
         var session = Session(user: try user(from: row), csrfToken: try row.decode("csrf_token"), token: token,
                               renewed: try row.decode("stale", as: Bool.self))
+        session.mapVersion = try row.decode("map_version")
         if !row.isNull("center_lat") {
             session.mapRegion = MapRegion(lat: try row.decode("center_lat"), lon: try row.decode("center_lon"), zoom: try row.decode("zoom"))
         }

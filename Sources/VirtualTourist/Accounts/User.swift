@@ -17,4 +17,7 @@ public struct Session: Sendable {
     /// to know which pins its first frame shows, and it costs the session's lookup one more row by
     /// primary key instead of the page a round trip (docs/architecture.md, "Pages").
     public var mapRegion: MapRegion? = nil
+    /// The person's map version (migration 0097): it changes whenever anything the map page shows
+    /// does, so a page rendered at the same version, region and session is still right (MapPageCache).
+    public var mapVersion: Int64 = 0
 }

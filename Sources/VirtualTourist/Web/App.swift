@@ -93,6 +93,8 @@ public final class App: Sendable {
     private let secureCookies: Bool
     /// Open live album pages per person.
     let streamQuota: StreamQuota
+    /// Each person's last map page, while their map version stands.
+    let mapPages: MapPageCache
     /// The picker's provider searches, on their own slots.
     let pickerSearches: PickerSearches
     private let housekeeping: Housekeeping
@@ -172,7 +174,10 @@ public final class App: Sendable {
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
-        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info)
+        let mapPages = MapPageCache()
+        self.mapPages = mapPages
+        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
+                         mapPages: mapPages)
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches)

@@ -32,6 +32,8 @@ public struct SignedInContext: Sendable {
     public let flash: String?
     /// Where the person left the map (nil: never saved), from the session's statement.
     public let mapRegion: MapRegion?
+    /// The person's map version, from the same statement (MapPageCache).
+    public let mapVersion: Int64
 
     var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash) }
 
@@ -41,6 +43,7 @@ public struct SignedInContext: Sendable {
         csrfToken = context.csrfToken
         flash = context.flash
         mapRegion = context.session?.mapRegion
+        mapVersion = context.session?.mapVersion ?? 0
     }
 }
 

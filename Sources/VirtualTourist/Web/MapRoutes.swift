@@ -3,7 +3,8 @@ import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebRoutes {
-    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings, tiles: TileInfo? = nil) {
+    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
+                               tiles: TileInfo? = nil, mapPages: MapPageCache) {
         let secure = secureCookies
         // The page names only our own tile route; the script learns the rest from /tiles.json.
         let settings = {
@@ -13,10 +14,19 @@ extension WebRoutes {
             return page
         }()
 
-        // The session and then one statement for the page (docs/architecture.md, "Pages").
+        // The session and then one statement for the page (docs/architecture.md, "Pages"); only the
+        // session while the person's map version says the page kept from the last visit is right.
         signedIn("GET", "/") { context in
             let page = Self.listPage(context.request)
-            return .page(MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome))
+            let gzip = Compression.acceptsGzip(context.request.headers["Accept-Encoding"])
+            guard context.flash == nil else {
+                return .page(MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome))
+            }
+            let key = MapPageCache.Key(version: context.mapVersion, region: context.mapRegion ?? .world, page: page,
+                                       csrfToken: context.csrfToken, user: context.user)
+            if let kept = mapPages.response(for: key, acceptsGzip: gzip) { return kept }
+            let html = MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome)
+            return mapPages.keep(html.bytes, for: key, acceptsGzip: gzip)
         }
 
         // Pins in a box, for maps with more pins than the page embeds.
