@@ -39,8 +39,7 @@ public struct Compression: Middleware {
         if !response.headers.values("Vary").contains(where: { $0.lowercased().contains("accept-encoding") }) {
             response.headers.add("Vary", "Accept-Encoding")
         }
-        guard acceptsGzip(request.headers["Accept-Encoding"]), let compressed = Deflater.forThisThread(level: level).gzip(body),
-              compressed.count < body.count else { return }
+        guard acceptsGzip(request.headers["Accept-Encoding"]), let compressed = gzip(body, level: level) else { return }
         response.body = .bytes(compressed)
         response.headers.set("Content-Encoding", "gzip")
         // A strong validator names one representation (RFC 9110 §8.8.3): the gzip form gets its own.

@@ -214,14 +214,18 @@ public final class AlbumWorkers: @unchecked Sendable {
         // transaction committed) are pruned to make that room again, so the updates stay HOT.
         // Batches written side by side from two download slots outran the pruning.
         let writing = NSLock()
+        // A batch is due at batchSize results, or when the oldest waited batchSeconds (or at the
+        // end, `rest`).
+        @Sendable func isDue(_ state: (results: [AlbumStore.PhotoResult], since: Date), rest: Bool) -> Bool {
+            state.results.count >= batchSize
+                || (!state.results.isEmpty && (rest || Date().timeIntervalSince(state.since) >= batchSeconds))
+        }
         @Sendable func write(rest: Bool) throws {
             writing.lock()
             defer { writing.unlock() }
             while true {
                 let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
-                    let due = state.results.count >= batchSize
-                        || (!state.results.isEmpty && (rest || Date().timeIntervalSince(state.since) >= batchSeconds))
-                    guard due else { return [] }
+                    guard isDue(state, rest: rest) else { return [] }
                     let taken = Array(state.results.prefix(batchSize))
                     state.results.removeFirst(taken.count)
                     state.since = Date()
@@ -235,8 +239,9 @@ public final class AlbumWorkers: @unchecked Sendable {
             let due = waiting.withLock { state -> Bool in
                 if state.results.isEmpty { state.since = Date() }
                 state.results.append(result)
-                return state.results.count >= batchSize || Date().timeIntervalSince(state.since) >= batchSeconds
+                return isDue(state, rest: false)
             }
+            // Checked first so a result that completes no batch never waits for the writer.
             if due { try write(rest: false) }
         }
         downloads.run(count: pending.count, width: width) { [self] index in

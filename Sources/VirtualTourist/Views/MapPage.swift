@@ -160,9 +160,7 @@ extension PinJSON {
     /// map page and /pins.json carry hundreds of pins, and the encoder's reflection cost most of
     /// their time.
     static func write(_ pins: [Pin], to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for (index, pin) in pins.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
+        JSONWriter.array(pins, to: &out) { pin, out in
             JSONWriter.raw(#"{"id":"#, to: &out)
             HTML.appendDecimal(Int(pin.id), to: &out)
             JSONWriter.raw(#","lat":"#, to: &out)
@@ -177,16 +175,13 @@ extension PinJSON {
             JSONWriter.string(pin.status.rawValue, to: &out)
             out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "]"))
     }
 }
 
 extension PinJSON {
     /// Clusters as {"count":N,"lat":…,"lon":…}, for the map page and /pins.json alike.
     static func write(_ clusters: [PinStore.Cluster], to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for (index, cluster) in clusters.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
+        JSONWriter.array(clusters, to: &out) { cluster, out in
             JSONWriter.raw(#"{"count":"#, to: &out)
             HTML.appendDecimal(cluster.count, to: &out)
             JSONWriter.raw(#","lat":"#, to: &out)
@@ -195,13 +190,22 @@ extension PinJSON {
             JSONWriter.number(cluster.lon, to: &out)
             out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "]"))
     }
 }
 
 /// The few JSON pieces the hot routes write by hand (RFC 8259).
 enum JSONWriter {
     static func raw(_ literal: StaticString, to out: inout [UInt8]) { HTML.append(literal, to: &out) }
+
+    /// [a,b,…], each element written by `element`.
+    static func array<Element>(_ items: [Element], to out: inout [UInt8], _ element: (Element, inout [UInt8]) -> Void) {
+        out.append(UInt8(ascii: "["))
+        for (index, item) in items.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            element(item, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
 
     static func number(_ value: Double, to out: inout [UInt8]) {
         out.append(contentsOf: (value.isFinite ? value.description : "0").utf8)

@@ -55,14 +55,14 @@ extension WebRoutes {
             // the session's round trip only, not the album's as well (script/bench abuse: 500
             // streams of one account). At the cap every pin id gets 429, so it tells nothing.
             let user = context.user.id
-            guard streams.count(user) < streams.perPerson else { throw tooManyStreams }
+            guard !streams.isFull(user) else { throw tooManyStreams }
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
             let change = AlbumChange(userID: user, pinID: id)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
                 // Counted once the stream runs, so a stream refused by a busy server holds no place.
-                let token = Cookies.parse(context.request, secure: secure)[Cookies.session]
+                let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
                 let watcher = StreamWatcher(stream)

@@ -34,6 +34,8 @@ public struct SignedInContext: Sendable {
     public let mapRegion: MapRegion?
     /// The person's map version, from the same statement (MapPageCache).
     public let mapVersion: Int64
+    /// The session cookie's token (StreamQuota remembers which token holds a stream).
+    let sessionToken: String?
 
     var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash) }
 
@@ -44,6 +46,7 @@ public struct SignedInContext: Sendable {
         flash = context.flash
         mapRegion = context.session?.mapRegion
         mapVersion = context.session?.mapVersion ?? 0
+        sessionToken = context.session?.token
     }
 }
 

@@ -19,13 +19,12 @@ extension WebRoutes {
         signedIn("GET", "/") { context in
             let page = Self.listPage(context.request)
             let gzip = Compression.acceptsGzip(context.request.headers["Accept-Encoding"])
-            guard context.flash == nil else {
-                return .page(MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome))
-            }
-            let key = MapPageCache.Key(version: context.mapVersion, region: context.mapRegion ?? .world, page: page,
-                                       csrfToken: context.csrfToken, user: context.user)
-            if let kept = mapPages.response(for: key, acceptsGzip: gzip) { return kept }
+            // A page showing a flash message is shown once, never kept.
+            let key = context.flash != nil ? nil : MapPageCache.Key(version: context.mapVersion, region: context.mapRegion ?? .world,
+                                                                     page: page, csrfToken: context.csrfToken, user: context.user)
+            if let key, let kept = mapPages.response(for: key, acceptsGzip: gzip) { return kept }
             let html = MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome)
+            guard let key else { return .page(html) }
             return mapPages.keep(html.bytes, for: key, acceptsGzip: gzip)
         }
 

@@ -41,14 +41,15 @@ final class StreamQuota: Sendable {
 
     func count(_ user: Int64) -> Int { state.withLock { $0.open[user, default: 0] } }
 
+    /// True when `user` has no place left.
+    func isFull(_ user: Int64) -> Bool { count(user) >= perPerson }
+
     /// True when `token` holds an open stream and its person has no place left. A token the quota
     /// has not seen is never refused here (its session is looked up as usual). A signed-out token
     /// still holding streams gets 429 rather than the sign-in page until they end: either way it
     /// opens nothing.
     func isFull(token: String) -> Bool {
-        state.withLock { state in
-            guard let held = state.tokens[token] else { return false }
-            return state.open[held.user, default: 0] >= perPerson
-        }
+        guard let user = state.withLock({ $0.tokens[token]?.user }) else { return false }
+        return isFull(user)
     }
 }
