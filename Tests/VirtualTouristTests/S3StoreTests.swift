@@ -21,6 +21,16 @@ import TestSupport
 @Suite(.serialized) struct S3StoreTests {
     static func moto() throws -> MotoServer { try MotoServer.shared.get() }
 
+    /// An app on a fresh bucket with one finished album: the app, its S3Store and a collector over it.
+    static func finishedAlbumOnS3() throws -> (app: TestApp, store: S3Store, collector: PhotoCollector) {
+        let s3 = try moto().store()
+        let app = try TestApp(workers: true) { $0.s3 = s3.settings }
+        let browser = try app.signedUp()
+        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        let store = try #require(app.app.albums.photos as? S3Store)
+        return (app, store, PhotoCollector(pool: app.pool, store: store))
+    }
+
     /// Blobs old enough for `collect(grace: 1)` (Last-Modified has whole seconds; the store
     /// counts a blob a second younger than it reads).
     static func letBlobsAge() { usleep(3_200_000) }
@@ -174,11 +184,7 @@ import TestSupport
                 #expect(try store.get(thumb) == small.bodyBytes)
             }
         }
-        let named = try app.count("""
-            SELECT count(*) FROM (SELECT hash FROM photos UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
-                                  UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS blobs
-            """)
-        #expect(try store.list().count == named)
+        #expect(try store.list().count == app.namedBlobCount())
     }
 
     /// A bucket whose policy refuses some writes (PutObject denied for keys whose hash starts with
@@ -267,35 +273,21 @@ import TestSupport
 
     /// The collector over S3: young blobs and named blobs stay, old unnamed ones go.
     @Test func s3TheCollectorRemovesOnlyUnnamedOldBlobs() throws {
-        let s3 = try Self.moto().store()
-        let app = try TestApp(workers: true) { $0.s3 = s3.settings }
-        let browser = try app.signedUp()
-        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
-        let store = try #require(app.app.albums.photos as? S3Store)
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let (app, store, collector) = try Self.finishedAlbumOnS3()
         let orphan = try store.put(Array("not named by any row \(UUID())".utf8))
         #expect(try collector.collect(grace: 3600) == 0)
         #expect(try store.get(orphan) != nil)
         Self.letBlobsAge()
         #expect(try collector.collect(grace: 1) == 1)
         #expect(try store.get(orphan) == nil)
-        let named = try app.count("""
-            SELECT count(*) FROM (SELECT hash FROM photos UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
-                                  UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS blobs
-            """)
-        #expect(try store.list().count == named)
+        #expect(try store.list().count == app.namedBlobCount())
         for row in try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos") { #expect(try store.get(try row.decode("hash")) != nil) }
     }
 
     /// PhotoStoreTests' narrowest race, over S3: a put and a row naming the blob between the mark
     /// and the sweep; the blob stays.
     @Test func s3ABlobNamedBetweenTheMarkAndTheSweepIsKept() throws {
-        let s3 = try Self.moto().store()
-        let app = try TestApp(workers: true) { $0.s3 = s3.settings }
-        let browser = try app.signedUp()
-        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
-        let store = try #require(app.app.albums.photos as? S3Store)
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let (app, store, collector) = try Self.finishedAlbumOnS3()
         let id: Int64 = try app.pool.query("SELECT id FROM photos ORDER BY id LIMIT 1")[0].decode("id")
         let blob = Array("downloaded again \(UUID())".utf8)
         let stale = try store.put(blob)
@@ -313,12 +305,7 @@ import TestSupport
     /// PhotoStoreTests' loop race, over S3 with the advisory locks: downloads store old, unnamed
     /// blobs again and rows name them while sweeps run flat out; no row loses its blob.
     @Test func s3ASweepNeverRemovesABlobADownloadJustNamed() throws {
-        let s3 = try Self.moto().store()
-        let app = try TestApp(workers: true) { $0.s3 = s3.settings }
-        let browser = try app.signedUp()
-        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
-        let store = try #require(app.app.albums.photos as? S3Store)
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let (app, store, collector) = try Self.finishedAlbumOnS3()
         let ids: [Int64] = try app.pool.query("SELECT id FROM photos ORDER BY id").map { try $0.decode("id") }
         let blobs = (0..<ids.count).map { i in Array("blob \(i) \(UUID())".utf8) }
         for blob in blobs { _ = try store.put(blob) }

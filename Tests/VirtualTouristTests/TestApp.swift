@@ -88,6 +88,14 @@ final class TestApp {
         try pool.query(sql, parameters)[0].decode(at: 0)
     }
 
+    /// How many distinct blobs rows name (originals and thumbnails): what the collector keeps.
+    func namedBlobCount() throws -> Int {
+        try count("""
+            SELECT count(*) FROM (SELECT hash FROM photos UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
+                                  UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS blobs
+            """)
+    }
+
     /// A fingerprint of every row of every table but schema_migrations, to prove a refused request
     /// changed nothing.
     func fingerprint() throws -> String {
