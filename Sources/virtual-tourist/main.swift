@@ -68,8 +68,7 @@ func serve(_ configuration: Configuration) -> Never {
     serverConfiguration.host = configuration.host
     serverConfiguration.trustedProxies = configuration.trustedProxies
     serverConfiguration.port = configuration.port
-    // Handlers block on the database, so more handler threads than connections would only queue.
-    serverConfiguration.handlerConcurrency = configuration.databasePoolSize
+    serverConfiguration.handlerConcurrency = configuration.app.handlerSlots(databaseConnections: configuration.databasePoolSize)
     serverConfiguration.errorPage = App.errorPage
     let pool = PostgresPool(url: url, maxConnections: configuration.databasePoolSize)
     var settings = configuration.app

@@ -255,6 +255,113 @@ import TestSupport
         #expect(try pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
     }
 
+    /// Waits until `n` callers stand in the pool's line (so the next one to start comes after them).
+    private func waitForLine(_ pool: PostgresPool, _ n: Int) {
+        let deadline = Date().addingTimeInterval(10)
+        while pool.statistics.waiting < n && Date() < deadline { usleep(1_000) }
+        #expect(pool.statistics.waiting == n)
+    }
+
+    @Test func waitersAreServedInTheOrderTheyCame() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 10)
+        let order = Mutex<[String]>([])
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        group.enter()
+        Thread.detachNewThread {
+            defer { group.leave() }
+            try? pool.withConnection { _ in
+                holding.signal()
+                release.wait()
+            }
+            // Gives it back and asks again at once: behind everyone already waiting, who were
+            // woken for it (with the old condition variable this caller took it back first).
+            try? pool.withConnection { _ in order.withLock { $0.append("holder again") } }
+        }
+        holding.wait()
+        for (i, name) in ["a", "b", "c"].enumerated() {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    try pool.withConnection { _ in order.withLock { $0.append(name) } }
+                } catch {
+                    Issue.record("\(name): \(error)")
+                }
+            }
+            waitForLine(pool, i + 1)
+        }
+        release.signal()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(order.withLock { $0 } == ["a", "b", "c", "holder again"])
+        #expect(pool.statistics.open == 1)
+    }
+
+    @Test func closingSendsAwayWhoeverWaits() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 30)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? pool.withConnection { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let outcome = Mutex<String>("still waiting")
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do {
+                try pool.query("SELECT 1")
+                outcome.withLock { $0 = "served" }
+            } catch PostgresError.poolClosed {
+                outcome.withLock { $0 = "closed" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+            done.signal()
+        }
+        waitForLine(pool, 1)
+        pool.close()
+        // At once, not after the 30 s acquire timeout.
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(outcome.withLock { $0 } == "closed")
+        release.signal()
+    }
+
+    @Test func aConnectionThatBreaksInUseGivesItsPlaceToTheNextInLine() throws {
+        let name = "vt-test-\(UUID().uuidString.prefix(6))"
+        var options = PostgresConnection.Options()
+        options.applicationName = name
+        let admin = try TestDatabase.adminURL()
+        let pool = PostgresPool(url: admin, maxConnections: 1, acquireTimeout: 10, options: options)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? pool.withConnection { connection in
+                holding.signal()
+                release.wait()
+                _ = try? connection.query("SELECT 1")  // fails: its backend is gone
+            }
+        }
+        holding.wait()
+        let answer = Mutex<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            answer.withLock { $0 = try? pool.query("SELECT 7 AS v")[0].decode("v", as: Int.self) }
+            done.signal()
+        }
+        waitForLine(pool, 1)
+        let killer = try PostgresConnection(url: admin)
+        _ = try killer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
+        usleep(100_000)
+        release.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(answer.withLock { $0 } == 7)
+        #expect(pool.statistics.open == 1)
+    }
+
     @Test func fiftyConcurrentQueriesThroughAPoolOfFive() throws {
         let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 5, acquireTimeout: 10)
         let results = Mutex<[Int]>([])

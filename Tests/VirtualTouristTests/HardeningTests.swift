@@ -149,6 +149,46 @@ import Synchronization
 
 /// Picker pages call the provider; a slow provider must not take the handlers every other page needs.
 @Suite struct PickerIsolationTests {
+    /// The handler slots `virtual-tourist serve` gives a small pool: pages that wait on the
+    /// provider (as many as the picker has slots, each up to its timeout) leave handlers for the
+    /// pages that need only the database. With as many handlers as connections, as before, the map
+    /// page below waited behind them for the picker's whole timeout.
+    @Test func pagesWaitingOnAProviderLeaveHandlersForEveryoneElse() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 3
+        let app = try TestApp(fixture: options, databaseConnections: 4) {
+            $0.pickerSlots = 4; $0.pickerTimeout = 2; $0.providerCallsPerHour = 100_000; $0.providerCallBurst = 1_000
+        }
+        #expect(app.server.configuration.handlerConcurrency > 4 + 4)
+        let picker = try app.signedUp(email: "waiting@example.org")
+        let pin = try AlbumTests.dropPin(picker)
+        let other = try app.signedUp(email: "mapper@example.org")
+        // As many picker pages as there are slots (and connections), each waiting on a 3 s provider.
+        nonisolated(unsafe) let browsers = (0..<4).map { _ in app.browser() }
+        for b in browsers { for (name, value) in picker.cookies { b.setCookie(name, value) } }
+        let group = DispatchGroup()
+        for i in browsers.indices {
+            // Threads of their own: Dispatch's global queue would run only a couple of these
+            // blocking requests at once on two cores, and the rest after the first had finished.
+            group.enter()
+            Thread.detachNewThread {
+                _ = try? browsers[i].get("/pins/\(pin)/picker?page=1")
+                group.leave()
+            }
+        }
+        let started = Date()
+        #expect(eventually { app.app.pickerSearches.running == 4 })
+        #expect(Date().timeIntervalSince(started) < 1, "the four picker pages did not wait on the provider together")
+        var slowest = 0.0
+        for _ in 0..<5 {
+            let started = Date()
+            #expect(try other.get("/").status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+        }
+        #expect(slowest < 0.5, "the map page took \(slowest) s while four picker pages waited on the provider")
+        group.wait()
+    }
+
     @Test func slowPickerPagesNeverStallOtherPages() throws {
         var options = PhotoFixture.Options()
         options.latency = 2

@@ -17,10 +17,13 @@ final class TestApp {
 
     /// `workers`: run the album workers (off by default, so tests that compare table contents
     /// before and after a request see no background writes).
+    /// `databaseConnections`: the pool, and with it the handler slots, as `virtual-tourist serve`
+    /// sizes them (`AppSettings.handlerSlots`).
     init(workers: Bool = false, fixture options: PhotoFixture.Options = PhotoFixture.Options(), database: String? = nil,
+         databaseConnections: Int = 8,
          configure: (inout AppSettings) -> Void = { _ in }, server configureServer: (inout ServerConfiguration) -> Void = { _ in }) throws {
         let url = try database ?? TestDatabase.migrated("app")
-        pool = PostgresPool(url: url, maxConnections: 8)
+        pool = PostgresPool(url: url, maxConnections: databaseConnections)
         fixture = try PhotoFixture(options: options)
         var settings = AppSettings()
         settings.publicDirectory = TestApp.repositoryRoot + "/Public"
@@ -44,6 +47,7 @@ final class TestApp {
         configuration.port = 0
         configuration.errorPage = App.errorPage
         configuration.accessLog = nil
+        configuration.handlerConcurrency = settings.handlerSlots(databaseConnections: databaseConnections)
         configureServer(&configuration)
         app.attach(to: &configuration)
         server = HTTPServer(configuration: configuration, handler: app.handler)

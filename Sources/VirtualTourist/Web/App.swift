@@ -70,6 +70,12 @@ public struct AppSettings: Sendable {
 
     public init() {}
 
+    /// Request handlers at once for a pool of `databaseConnections`: one per connection, and room
+    /// for pages that wait on another service instead (a picker search, up to `pickerTimeout`; an
+    /// upstream map tile), so that those can never hold every handler. Handlers beyond the pool
+    /// wait for a connection in the pool's first-come line.
+    public func handlerSlots(databaseConnections: Int) -> Int { databaseConnections + pickerSlots + 8 }
+
     var publicURLIsHTTPS: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }
     var cookiesAreSecure: Bool { secureCookies || publicURLIsHTTPS }
 }
