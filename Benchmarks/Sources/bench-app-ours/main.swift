@@ -1,7 +1,11 @@
-// The app itself on our server, configured as `virtual-tourist serve` configures it (a pool of 16,
-// as many handler slots), with no album workers and round trips reported in Server-Timing.
+// The app itself on our server, configured as `virtual-tourist serve` configures it (a pool of two
+// connections per core, at least four, POOL=n to set it, and the handler slots serve gives that pool), with no album
+// workers and round trips reported in Server-Timing. SLOWLOG=ms prints each request whose handler
+// took longer (from the request's head to its response), to tell the server's stalls from the
+// network's and the load generator's.
 // Usage: bench-app-ours PORT DATABASE_URL REPOSITORY_ROOT   (migrates first)
 import Dispatch
+import Foundation
 import HTTPServer
 import Postgres
 import VirtualTourist
@@ -15,7 +19,7 @@ let connection = try PostgresConnection(url: url)
 _ = try Migrator(directory: root + "/migrations").migrate(connection)
 connection.close()
 
-let poolSize = 16
+let poolSize = Int(ProcessInfo.processInfo.environment["POOL"] ?? "") ?? max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
 let pool = PostgresPool(url: url, maxConnections: poolSize)
 var settings = AppSettings()
 settings.publicDirectory = root + "/Public"
@@ -29,9 +33,15 @@ settings.photoStoreUpkeepDelay = 86_400
 let app = App(pool: pool, settings: settings)
 var configuration = ServerConfiguration()
 configuration.port = port
-configuration.handlerConcurrency = poolSize
+configuration.handlerConcurrency = settings.handlerSlots(databaseConnections: poolSize)
 configuration.errorPage = App.errorPage
 configuration.accessLog = nil
+if let ms = Double(ProcessInfo.processInfo.environment["SLOWLOG"] ?? "") {
+    let t0 = DispatchTime.now().uptimeNanoseconds
+    configuration.accessLog = { e in
+        if e.seconds * 1000 > ms { FileHandle.standardError.write(Data("\(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9) \(e.line)\n".utf8)) }
+    }
+}
 let server = HTTPServer(configuration: configuration, handler: app.handler)
 try server.start()
 print("bench-app-ours listening on \(server.port)")
