@@ -24,6 +24,12 @@ public struct ServerConfiguration: Sendable {
     /// refused at once, each attempt cost an accept, a close and a wake-up (script/bench abuse,
     /// 4,000 connections from one address: 9,000 refusals a second).
     public var overShareHold: Double = 10
+    /// New connections one address may open a second, after a burst of `newConnectionBurst`
+    /// (trusted proxies excepted; 0: no limit). Past it, a connection is held like one past the
+    /// address's share. A browser opens a handful per page and keeps them; a household behind one
+    /// address is far below this; a client reconnecting in a loop is not (`ConnectionRates`).
+    public var newConnectionsPerSecond: Double = 100
+    public var newConnectionBurst: Double = 500
     /// At most this many held at once (and never more than a quarter of the descriptor limit);
     /// past it, a connection over its share is reset at once. As many as the table itself, so one
     /// address filling it from outside its share is held whole.

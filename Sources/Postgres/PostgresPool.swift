@@ -22,6 +22,7 @@ public final class PostgresPool: @unchecked Sendable {
     private var open = 0
     private var waiters: [Waiter] = []
     private var closed = false
+    private var lent = 0
 
     /// One caller waiting in line, woken by its own semaphore once `grant` is set.
     private final class Waiter: @unchecked Sendable {
@@ -51,11 +52,13 @@ public final class PostgresPool: @unchecked Sendable {
         public let open: Int
         public let idle: Int
         public let waiting: Int
+        /// Connections lent since the pool was made: each is a borrower's round trip or more.
+        public let lent: Int
         public var inUse: Int { open - idle }
     }
 
     public var statistics: Statistics {
-        lock.withLock { Statistics(open: open, idle: idle.count, waiting: waiters.count) }
+        lock.withLock { Statistics(open: open, idle: idle.count, waiting: waiters.count, lent: lent) }
     }
 
     /// Lends a connection to `body` and takes it back afterwards, healthy or not.
@@ -103,6 +106,7 @@ public final class PostgresPool: @unchecked Sendable {
             lock.unlock()
             throw PostgresError.poolClosed
         }
+        lent += 1
         // Only when no one waits (an idle connection means no one does): a newcomer never goes
         // ahead of the line.
         if waiters.isEmpty, let candidate = idle.popLast() {

@@ -357,6 +357,57 @@ func serverSideSockets(port: Int) -> Int {
         }
     }
 
+    @Test func connectionRatesAreTokenBucketsPerAddress() {
+        let second: UInt64 = 1_000_000_000
+        var rates = ConnectionRates(rate: 2, burst: 3)
+        func take(_ n: Int, _ address: String, at now: UInt64) -> [Bool] { (0..<n).map { _ in rates.take(address, now: now) } }
+        // A burst of three, then none until time passes; another address has its own.
+        var taken = take(4, "a", at: 10 * second)
+        #expect(taken == [true, true, true, false])
+        taken = take(1, "b", at: 10 * second)
+        #expect(taken == [true])
+        // Two a second: half a second later one more, and no more.
+        taken = take(2, "a", at: 10 * second + second / 2)
+        #expect(taken == [true, false])
+        // A bucket full again is forgotten: "b" is by 11 s, "a" (refused ones do not count) by 12.
+        #expect(rates.count == 2)
+        rates.forgetRefilled(now: 11 * second)
+        #expect(rates.count == 1)
+        rates.forgetRefilled(now: 13 * second)
+        #expect(rates.count == 0)
+        taken = take(4, "a", at: 13 * second)
+        #expect(taken == [true, true, true, false])
+        // A clock read out of order never adds tokens.
+        taken = take(1, "a", at: 12 * second)
+        #expect(taken == [false])
+        // Rate 0: no limit.
+        var open = ConnectionRates(rate: 0, burst: 1)
+        let all = (0..<100).map { _ in open.take("a", now: 0) }
+        #expect(all.allSatisfy { $0 })
+    }
+
+    /// An address opening connections faster than its rate has the rest held (no answer, no
+    /// CPU), however few it keeps open; a trusted proxy is not limited.
+    @Test func connectionsPastTheRateAreHeld() throws {
+        let t = try TestServer { $0.newConnectionsPerSecond = 5; $0.newConnectionBurst = 4; $0.overShareHold = 0.5 }
+        // One at a time, each closed before the next: never over the share, only over the rate.
+        for _ in 0..<4 {
+            let response = try TestClient.get("/hello", port: t.port)
+            #expect(response.text == "hello")
+        }
+        let started = Date()
+        #expect(TestClient.refusedAtOnce(port: t.port))
+        #expect(Date().timeIntervalSince(started) >= 0.2, "held, not answered at once")
+        // A fifth of a second per connection: a little later one is served again.
+        usleep(300_000)
+        #expect(try TestClient.get("/hello", port: t.port).text == "hello")
+
+        let proxied = try TestServer {
+            $0.newConnectionsPerSecond = 5; $0.newConnectionBurst = 4; $0.trustedProxies = TrustedProxies(parsing: "127.0.0.1")!
+        }
+        for _ in 0..<10 { #expect(try TestClient.get("/hello", port: proxied.port).text == "hello") }
+    }
+
     /// Past its share, a connection is held unread and then reset, so a client that reconnects
     /// when refused cannot loop; only so many are held, the rest are reset at once; shutdown
     /// lets them go.
@@ -421,7 +472,9 @@ func serverSideSockets(port: Int) -> Int {
     }
 
     @Test func descriptorsReturnToBaselineAfter2000Connections() throws {
-        let t = try TestServer()
+        // 2,000 as fast as the test can open them, from one address: past any rate a client may
+        // open connections at (connectionsPastTheRateAreHeld), so without that limit here.
+        let t = try TestServer { $0.newConnectionsPerSecond = 0 }
         for i in 0..<2000 {
             let client = try TestClient(port: t.port)
             if i % 2 == 0 {

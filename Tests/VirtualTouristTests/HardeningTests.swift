@@ -141,9 +141,12 @@ import Synchronization
         // 429 where a lookup would send it to sign in.
         #expect(eventually { app.app.streamQuota.count(annID) == 8 })
         try app.pool.query("DELETE FROM sessions WHERE user_id = $1", [annID])
+        let lent = app.pool.statistics.lent
         let (earlyFD, early) = try Self.openStream(app, ann, pin: pin)
         close(earlyFD)
         #expect(early == "HTTP/1.1 429 Too Many Requests")
+        // Not even its error page looks the session up: the refusal took no connection at all.
+        #expect(app.pool.statistics.lent == lent)
     }
 }
 

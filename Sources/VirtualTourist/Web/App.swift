@@ -234,11 +234,14 @@ public final class App: Sendable {
         }
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
-        // the error page must never wait for either.
+        // the error page must never wait for either. Not for 429 either: a refusal has to cost
+        // nothing, or a client looping on it turns the refusals into the load (500 streams of one
+        // account refused 1,100 times a second, each looking up the session again for its page,
+        // and everyone else's requests queued behind those for the pool's connections).
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?
-            if (400..<500).contains(status.code), let request,
+            if (400..<500).contains(status.code), status.code != HTTPStatus.tooManyRequests.code, let request,
                let token = Cookies.parse(request, secure: secure)[Cookies.session] {
                 session = try? accounts.session(token: token)
             }
