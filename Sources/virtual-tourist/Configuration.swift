@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import HTTPServer
 import Log
 import VirtualTourist
@@ -19,21 +18,13 @@ struct Configuration {
     var trustedProxies = TrustedProxies()
     var databaseURL: String?
     var logLevel = Logger.Level.info
-    var databasePoolSize = Configuration.defaultPoolSize
+    var databasePoolSize = AppSettings.defaultDatabaseConnections
     var app = AppSettings()
     /// nil: flickr when FLICKR_API_KEY is set, commons (keyless) otherwise.
     var explicitPhotoProvider: String?
     var photoProvider: String { explicitPhotoProvider ?? (app.flickrAPIKey.isEmpty ? "commons" : "flickr") }
     /// The S3_* settings as given; checked together with PHOTO_STORE once everything is read.
     var s3: (endpoint: String?, region: String?, accessKeyID: String?, secretAccessKey: String?) = (nil, nil, nil, nil)
-
-    /// Two connections per CPU core, at least four: PostgreSQL's rule of thumb for a database on
-    /// the same machine, as in the Compose set-up. More do not add throughput: their backends queue
-    /// for the CPU in the kernel instead of for a connection in the pool, and the kernel is not
-    /// fair to them. With 16 on two cores a page now and then waited 250–500 ms behind the others
-    /// (p99 up to 8 times the mean); with 4, at about the same requests/s, the slowest of 20,000
-    /// took 50–90 ms (docs/architecture.md, "PostgreSQL").
-    static var defaultPoolSize: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount) }
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -51,7 +42,7 @@ struct Configuration {
         ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
         ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.app.publicURL = $1 }),
         ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.app.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
-        ("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(Configuration.defaultPoolSize) here)", { c, v in
+        ("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(AppSettings.defaultDatabaseConnections) here)", { c, v in
             guard let n = Int(v), (1...500).contains(n) else { throw Invalid(description: "DATABASE_POOL_SIZE must be 1–500, not \(v)") }
             c.databasePoolSize = n
         }),

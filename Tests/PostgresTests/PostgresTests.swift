@@ -232,17 +232,29 @@ import TestSupport
 }
 
 @Suite struct PoolTests {
-    @Test func exhaustionTimesOutWithoutDeadlock() throws {
-        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 0.3)
+    /// Lends the pool's one connection to a thread of its own and returns once it is lent; the
+    /// thread keeps it until the returned semaphore is signalled, runs `whileHeld` with it just
+    /// before giving it back, and `afterwards` once it has.
+    private func holdTheOnlyConnection(_ pool: PostgresPool,
+                                       whileHeld: @escaping @Sendable (PostgresConnection) -> Void = { _ in },
+                                       afterwards: @escaping @Sendable () -> Void = {}) -> DispatchSemaphore {
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            try? pool.withConnection { _ in
+        Thread.detachNewThread {
+            try? pool.withConnection { connection in
                 holding.signal()
                 release.wait()
+                whileHeld(connection)
             }
+            afterwards()
         }
         holding.wait()
+        return release
+    }
+
+    @Test func exhaustionTimesOutWithoutDeadlock() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 0.3)
+        let release = holdTheOnlyConnection(pool)
         let started = Date()
         do {
             try pool.query("SELECT 1")
@@ -265,21 +277,14 @@ import TestSupport
     @Test func waitersAreServedInTheOrderTheyCame() throws {
         let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 10)
         let order = Mutex<[String]>([])
-        let holding = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
         let group = DispatchGroup()
         group.enter()
-        Thread.detachNewThread {
-            defer { group.leave() }
-            try? pool.withConnection { _ in
-                holding.signal()
-                release.wait()
-            }
+        let release = holdTheOnlyConnection(pool, afterwards: {
             // Gives it back and asks again at once: behind everyone already waiting, who were
             // woken for it (with the old condition variable this caller took it back first).
             try? pool.withConnection { _ in order.withLock { $0.append("holder again") } }
-        }
-        holding.wait()
+            group.leave()
+        })
         for (i, name) in ["a", "b", "c"].enumerated() {
             group.enter()
             Thread.detachNewThread {
@@ -300,15 +305,7 @@ import TestSupport
 
     @Test func closingSendsAwayWhoeverWaits() throws {
         let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 30)
-        let holding = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            try? pool.withConnection { _ in
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
+        let release = holdTheOnlyConnection(pool)
         let outcome = Mutex<String>("still waiting")
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -336,16 +333,9 @@ import TestSupport
         options.applicationName = name
         let admin = try TestDatabase.adminURL()
         let pool = PostgresPool(url: admin, maxConnections: 1, acquireTimeout: 10, options: options)
-        let holding = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            try? pool.withConnection { connection in
-                holding.signal()
-                release.wait()
-                _ = try? connection.query("SELECT 1")  // fails: its backend is gone
-            }
-        }
-        holding.wait()
+        let release = holdTheOnlyConnection(pool, whileHeld: { connection in
+            _ = try? connection.query("SELECT 1")  // fails: its backend is gone
+        })
         let answer = Mutex<Int?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {

@@ -152,6 +152,24 @@ import Synchronization
 
 /// Picker pages call the provider; a slow provider must not take the handlers every other page needs.
 @Suite struct PickerIsolationTests {
+    /// `n` browsers carrying `person`'s cookies, each on connections of its own.
+    static func copies(of person: Browser, _ n: Int, in app: TestApp) -> [Browser] {
+        let browsers = (0..<n).map { _ in app.browser() }
+        for b in browsers { for (name, value) in person.cookies { b.setCookie(name, value) } }
+        return browsers
+    }
+
+    /// The slowest of `tries` visits of `person` to the map page, in seconds (a liveness bound).
+    static func slowestMapPage(_ person: Browser, tries: Int) throws -> Double {
+        var slowest = 0.0
+        for _ in 0..<tries {
+            let started = Date()
+            #expect(try person.get("/").status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+        }
+        return slowest
+    }
+
     /// The handler slots `virtual-tourist serve` gives a small pool: pages that wait on the
     /// provider (as many as the picker has slots, each up to its timeout) leave handlers for the
     /// pages that need only the database. With as many handlers as connections, as before, the map
@@ -167,8 +185,7 @@ import Synchronization
         let pin = try AlbumTests.dropPin(picker)
         let other = try app.signedUp(email: "mapper@example.org")
         // As many picker pages as there are slots (and connections), each waiting on a 3 s provider.
-        nonisolated(unsafe) let browsers = (0..<4).map { _ in app.browser() }
-        for b in browsers { for (name, value) in picker.cookies { b.setCookie(name, value) } }
+        nonisolated(unsafe) let browsers = Self.copies(of: picker, 4, in: app)
         let group = DispatchGroup()
         for i in browsers.indices {
             // Threads of their own: Dispatch's global queue would run only a couple of these
@@ -182,12 +199,7 @@ import Synchronization
         let started = Date()
         #expect(eventually { app.app.pickerSearches.running == 4 })
         #expect(Date().timeIntervalSince(started) < 1, "the four picker pages did not wait on the provider together")
-        var slowest = 0.0
-        for _ in 0..<5 {
-            let started = Date()
-            #expect(try other.get("/").status == 200)
-            slowest = max(slowest, Date().timeIntervalSince(started))
-        }
+        let slowest = try Self.slowestMapPage(other, tries: 5)
         #expect(slowest < 0.5, "the map page took \(slowest) s while four picker pages waited on the provider")
         group.wait()
     }
@@ -201,8 +213,7 @@ import Synchronization
         let other = try app.signedUp(email: "bystander@example.org")
         // Twenty picker pages at once, each asking a provider that takes 2 s.
         let statuses = Mutex<[Int]>([])
-        nonisolated(unsafe) let browsers = (0..<20).map { _ in app.browser() }
-        for b in browsers { for (name, value) in picker.cookies { b.setCookie(name, value) } }
+        nonisolated(unsafe) let browsers = Self.copies(of: picker, 20, in: app)
         let group = DispatchGroup()
         for i in browsers.indices {
             DispatchQueue.global().async(group: group) {
@@ -212,12 +223,7 @@ import Synchronization
         }
         usleep(200_000)
         // Meanwhile another person's map page answers at once (a liveness bound, not a benchmark).
-        var slowest = 0.0
-        for _ in 0..<10 {
-            let started = Date()
-            #expect(try other.get("/").status == 200)
-            slowest = max(slowest, Date().timeIntervalSince(started))
-        }
+        let slowest = try Self.slowestMapPage(other, tries: 10)
         #expect(slowest < 0.5, "the map page took \(slowest) s while picker pages waited on the provider")
         group.wait()
         let all = statuses.withLock { $0 }

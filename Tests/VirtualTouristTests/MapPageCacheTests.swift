@@ -8,10 +8,6 @@ import Zlib
 /// The map page kept per person (MapPageCache) is served only while the person's map version
 /// (migration 0097), region, list page and session are what it was rendered with.
 @Suite struct MapPageCacheTests {
-    static func roundTrips(_ page: Browser.Page) -> Int? {
-        page.header("Server-Timing")?.firstMatch(of: /db;desc="round trips";dur=(\d+)/).flatMap { Int($0.1) }
-    }
-
     static func signedIn(_ app: TestApp, email: String) throws -> Browser {
         let browser = app.browser()
         let form = try browser.get("/sign-in")
@@ -28,20 +24,20 @@ import Zlib
         let pin = try PageTests.insertPin(app, user: user, name: "Kyoto")
         _ = try browser.get("/")  // shows and clears the welcome flash: never kept
         let first = try browser.get("/")
-        #expect(Self.roundTrips(first) == 2)
+        #expect(first.roundTrips == 2)
         #expect(first.body.contains("Kyoto") && first.body.contains("0 photos"))
         let again = try browser.get("/")
-        #expect(Self.roundTrips(again) == 1)  // the session only
+        #expect(again.roundTrips == 1)  // the session only
         #expect(again.body == first.body)
         // Compressed from the kept page, the same bytes once inflated.
         let gzipped = try browser.get("/", headers: [("Accept-Encoding", "gzip")])
-        #expect(gzipped.header("Content-Encoding") == "gzip" && Self.roundTrips(gzipped) == 1)
+        #expect(gzipped.header("Content-Encoding") == "gzip" && gzipped.roundTrips == 1)
         #expect(try #require(Gzip.decompress(gzipped.bodyBytes)) == first.bodyBytes)
 
         // Every change the page shows moves the version on, whoever makes it: here SQL.
         func expectFresh(_ check: (String) -> Bool, _ what: String) throws {
             let page = try browser.get("/")
-            #expect(Self.roundTrips(page) == 2, "\(what)")
+            #expect(page.roundTrips == 2, "\(what)")
             #expect(check(page.body), "\(what)")
         }
         try app.pool.query("UPDATE pins SET place_name = 'Nara <b>' WHERE id = $1", [pin])
@@ -61,8 +57,8 @@ import Zlib
         let token = try #require(try browser.get("/").csrfToken)
         #expect(try browser.post("/region", form: [("_csrf", token), ("lat", "10"), ("lon", "20"), ("zoom", "5")]).status == 204)
         try expectFresh({ $0.contains(#"data-lat="10"#) && $0.contains(#"data-lon="20"#) }, "the region moved")
-        #expect(Self.roundTrips(try browser.get("/?page=2")) == 2)  // another list page
-        #expect(Self.roundTrips(try browser.get("/")) == 2)  // the page the cache holds is page 2's
+        #expect((try browser.get("/?page=2")).roundTrips == 2)  // another list page
+        #expect((try browser.get("/")).roundTrips == 2)  // the page the cache holds is page 2's
 
         // Another session of the same person never gets this session's page (its CSRF token).
         let phone = try Self.signedIn(app, email: email)

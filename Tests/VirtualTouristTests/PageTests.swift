@@ -235,24 +235,21 @@ import TestSupport
         try app.pool.query("""
             INSERT INTO pins (user_id, lat, lon, place_name, status) SELECT $1, n % 80, n % 180, 'P' || n, 'ready' FROM generate_series(1, 999) n
             """, [user])
-        func roundTrips(_ page: Browser.Page) -> Int? {
-            page.header("Server-Timing")?.firstMatch(of: /db;desc="round trips";dur=(\d+)/).flatMap { Int($0.1) }
-        }
         let token = try #require(try browser.get("/").csrfToken)
         let paths = ["/", "/?page=3", "/pins.json", "/pins.json?bbox=0,0,90,60", "/pins/\(pin)", "/pins/\(pin)/album.json",
                      "/pins/\(pin)/album.html", "/photos/\(photo)", "/photos/\(photo)/view"]
         for path in paths {
             let page = try browser.get(path)
             #expect(page.status == 200, "\(path)")
-            #expect(roundTrips(page) == 2, "\(path): \(page.header("Server-Timing") ?? "no Server-Timing")")
+            #expect(page.roundTrips == 2, "\(path): \(page.header("Server-Timing") ?? "no Server-Timing")")
         }
         let region = try browser.post("/region", form: [("_csrf", token), ("lat", "1"), ("lon", "2"), ("zoom", "3")])
         #expect(region.status == 204)
-        #expect(roundTrips(region) == 2)
+        #expect(region.roundTrips == 2)
         // A session due for renewal still costs one round trip.
         try app.pool.query("UPDATE sessions SET last_seen_at = now() - interval '2 hours'")
         let renewed = try browser.get("/")
-        #expect(roundTrips(renewed) == 2)
+        #expect(renewed.roundTrips == 2)
         #expect(renewed.header("Set-Cookie")?.contains("vt_session=") == true)
         #expect(try app.count("SELECT count(*) FROM sessions WHERE last_seen_at > now() - interval '1 minute'") == 1)
     }

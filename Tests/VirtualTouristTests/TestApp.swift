@@ -129,3 +129,10 @@ extension HTTPClient {
         return HTTPClient(options: options)
     }
 }
+
+extension Browser.Page {
+    /// The request's database round trips, from Server-Timing (AppSettings.serverTiming).
+    var roundTrips: Int? {
+        header("Server-Timing")?.firstMatch(of: /db;desc="round trips";dur=(\d+)/).flatMap { Int($0.1) }
+    }
+}

@@ -13,7 +13,7 @@ let url = arguments[1]
 let latency = Double(arguments[2]) ?? 0.1
 let runs = Int(arguments[3]) ?? 5
 
-let pool = PostgresPool(url: url, maxConnections: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))  // DATABASE_POOL_SIZE's default
+let pool = PostgresPool(url: url, maxConnections: AppSettings.defaultDatabaseConnections)
 
 func album(_ app: App, _ user: Int64, lat: Double, lon: Double) throws -> Double {
     let pin = try PinStore(pool: pool).create(for: user, lat: lat, lon: lon, placeName: nil)

@@ -19,7 +19,7 @@ let connection = try PostgresConnection(url: url)
 _ = try Migrator(directory: root + "/migrations").migrate(connection)
 connection.close()
 
-let poolSize = Int(ProcessInfo.processInfo.environment["POOL"] ?? "") ?? max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+let poolSize = Int(ProcessInfo.processInfo.environment["POOL"] ?? "") ?? AppSettings.defaultDatabaseConnections
 let pool = PostgresPool(url: url, maxConnections: poolSize)
 var settings = AppSettings()
 settings.publicDirectory = root + "/Public"
