@@ -1,28 +1,37 @@
-# Virtual Tourist: build with the official Swift 6 image for Debian bookworm, run on bookworm-slim.
+# Virtual Tourist: built with the official Swift image for Debian bookworm, run on bookworm-slim.
 # System packages come from script/packages.txt, the list script/bootstrap installs from too.
+# The base images are build arguments (docker-compose.yml passes them on), so a machine without a
+# registry can build with local images of the same contents (Tests/Docker/base-images).
+ARG SWIFT_IMAGE=swift:6.3-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
 
-FROM swift:6.1-bookworm AS build
+FROM ${SWIFT_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
 COPY script/packages.txt script/bootstrap script/
 # script/bootstrap runs apt-get for the "build" packages (libpq-dev, libcurl4-openssl-dev, …);
 # their versions are Debian bookworm's, pinned by the base image.
 RUN script/bootstrap build && rm -rf /var/lib/apt/lists/*
+# SwiftPM loads every target the manifest names, the test targets included, so their sources come
+# too (.dockerignore lets in exactly the manifest's folders; script/test checks it does).
 COPY Package.swift ./
 COPY Sources Sources
+COPY Tests Tests
 RUN swift build -c release --static-swift-stdlib --product virtual-tourist \
  && swift build -c release --static-swift-stdlib --product photo-fixture \
  && mkdir -p /out/bin \
- && cp "$(swift build -c release --show-bin-path)/virtual-tourist" "$(swift build -c release --show-bin-path)/photo-fixture" /out/bin/
+ && bin="$(swift build -c release --show-bin-path)" \
+ && cp "$bin/virtual-tourist" "$bin/photo-fixture" /out/bin/ \
+ && strip /out/bin/*
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY script/packages.txt /tmp/packages.txt
-# Only the runtime libraries ("run" lines: libpq5, libcurl4, libcrypt1, zlib1g, ca-certificates).
+# Only the runtime libraries ("run" lines: libpq5, libcurl4, libcrypt1, zlib1g, ca-certificates, …).
 # hadolint ignore=DL3008
 RUN apt-get update \
  && awk '$1 == "run" { print $2 }' /tmp/packages.txt | xargs apt-get install -y --no-install-recommends \
- && rm -rf /var/lib/apt/lists/* /tmp/packages.txt \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log /tmp/packages.txt \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist \
  && mkdir -p /data/maps /data/tile-cache /data/photos \
  && chown 10001 /data/tile-cache /data/photos

@@ -66,11 +66,11 @@ struct Configuration {
         ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.app.flickrAPIKey = $1 }),
         ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.app.flickrAPIURL = $1 }),
         ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.app.commonsAPIURL = $1 }),
-        ("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances (flickr 3000, commons 1800; docs/providers.md)", { c, v in
+        ("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances (flickr \(Int(ProviderBudget.Limits.flickr.perHour)), commons \(Int(ProviderBudget.Limits.commons.perHour)); docs/providers.md)", { c, v in
             guard let n = Double(v), n >= 1, n <= 100_000 else { throw Invalid(description: "PROVIDER_CALLS_PER_HOUR must be 1–100000, not \(v)") }
             c.app.providerCallsPerHour = n
         }),
-        ("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell (flickr 100, commons 30)", { c, v in
+        ("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell (flickr \(Int(ProviderBudget.Limits.flickr.burst)), commons \(Int(ProviderBudget.Limits.commons.burst)))", { c, v in
             guard let n = Double(v), n >= 1, n <= 10_000 else { throw Invalid(description: "PROVIDER_CALL_BURST must be 1–10000, not \(v)") }
             c.app.providerCallBurst = n
         }),

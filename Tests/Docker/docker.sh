@@ -1,0 +1,38 @@
+# Shell functions for the Docker tests (sourced by Tests/Docker/* and script/test).
+
+# docker_up: makes sure a Docker daemon answers; starts Debian's dockerd when none runs (as root),
+# and sets DOCKERD_STARTED to its pid so the caller can stop it with docker_down.
+DOCKERD_STARTED=
+docker_up() {
+    docker info >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" != 0 ] || ! command -v dockerd >/dev/null; then
+        echo "No Docker daemon answers, and this user cannot start one (Debian: apt-get install docker.io)." >&2
+        return 1
+    fi
+    local log=${DOCKERD_LOG:-/var/log/virtual-tourist-dockerd.log}
+    dockerd >"$log" 2>&1 &
+    DOCKERD_STARTED=$!
+    for _ in $(seq 1 120); do
+        docker info >/dev/null 2>&1 && return 0
+        kill -0 "$DOCKERD_STARTED" 2>/dev/null || break
+        sleep 0.5
+    done
+    tail -20 "$log" >&2
+    echo "dockerd did not start" >&2
+    return 1
+}
+
+docker_down() {
+    [ -n "$DOCKERD_STARTED" ] || return 0
+    kill -TERM "$DOCKERD_STARTED" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$DOCKERD_STARTED" 2>/dev/null || break; sleep 0.5; done
+    DOCKERD_STARTED=
+}
+
+# compose ARGS…: Docker's own `docker compose` where it is installed, Debian's docker-compose otherwise.
+compose() {
+    if docker compose version >/dev/null 2>&1; then docker compose "$@"; else docker-compose "$@"; fi
+}
+
+# free_port: a free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
