@@ -36,3 +36,9 @@ compose() {
 
 # free_port: a free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# docker_build ARGS…: docker build, without the legacy builder's deprecation notice (Debian's
+# docker.io has no buildx; the notice is all the legacy builder says that we do not want).
+docker_build() {
+    docker build "$@" 2> >(grep -vE 'DEPRECATED|legacy builder|buildx|docs\.docker\.com/go/buildx|^[[:space:]]*$' >&2)
+}
