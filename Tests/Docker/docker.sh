@@ -42,3 +42,35 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 docker_build() {
     docker build "$@" 2> >(grep -vE 'DEPRECATED|legacy builder|buildx|docs\.docker\.com/go/buildx|^[[:space:]]*$' >&2)
 }
+
+# recipe FILE TITLE: the ```sh block of FILE whose first line starts with "# TITLE" (exactly one must).
+recipe() {
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+blocks = [b for b in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M) if b.split("\n", 1)[0].startswith("# " + sys.argv[2])]
+if len(blocks) != 1:
+    sys.exit(f"{sys.argv[1]}: {len(blocks)} ```sh blocks start with “# {sys.argv[2]}”")
+print(blocks[0], end="")
+PY
+}
+
+# run_recipe FILE TITLE: runs that block with bash as an operator would, from the current folder.
+# Where Docker's `docker compose` is missing, `docker compose …` in it runs Debian's docker-compose.
+run_recipe() {
+    local text shim
+    text=$(recipe "$1" "$2") || return 1
+    shim=$(mktemp -d)
+    if ! docker compose version >/dev/null 2>&1; then
+        cat > "$shim/docker" <<SHIM
+#!/bin/sh
+if [ "\$1" = compose ]; then shift; exec docker-compose "\$@"; fi
+exec $(command -v docker) "\$@"
+SHIM
+        chmod +x "$shim/docker"
+    fi
+    local status=0
+    PATH="$shim:$PATH" bash -euo pipefail -c "$text" || status=$?
+    rm -rf "$shim"
+    return $status
+}
