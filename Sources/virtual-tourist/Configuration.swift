@@ -138,6 +138,10 @@ struct Configuration {
             guard let n = Int64(v), (0...100_000_000).contains(n) else { throw Invalid(description: "QUOTA_PHOTO_MB must be 0–100000000, not \(v)") }
             c.app.quotas.photoBytes = n * 1024 * 1024
         }),
+        ("SIGN_UP", "who may make an account: open, invite (with a link from `virtual-tourist admin invite`) or closed; the first account of an empty instance always may (invite)", { c, v in
+            guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
+            c.app.signUp = mode
+        }),
         ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
             guard let proxies = TrustedProxies(parsing: v) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs separated by commas, not \(v)") }
             c.trustedProxies = proxies
@@ -201,10 +205,11 @@ struct Configuration {
 
     static var usage: String {
         var text = """
-            usage: virtual-tourist [serve | migrate] [--name value …]
+            usage: virtual-tourist [serve | migrate | admin <command>] [--name value …]
 
             serve     migrate the database, then serve HTTP (the default)
             migrate   apply pending migrations and exit
+            admin     people and invitations: `virtual-tourist admin --help`
 
             settings (environment variable, or --lowercase-with-dashes flag):
 
