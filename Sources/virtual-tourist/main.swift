@@ -76,6 +76,11 @@ func serve(_ configuration: Configuration) -> Never {
     var serverConfiguration = ServerConfiguration()
     serverConfiguration.host = configuration.host
     serverConfiguration.trustedProxies = configuration.trustedProxies
+    serverConfiguration.maxConnectionsPerAddress = configuration.addressLimits.connections
+    serverConfiguration.newConnectionsPerSecond = configuration.addressLimits.newPerSecond
+    serverConfiguration.newConnectionBurst = configuration.addressLimits.burst
+    serverConfiguration.overShareHold = configuration.addressLimits.hold
+    serverConfiguration.ipv6PrefixLength = configuration.addressLimits.ipv6Prefix
     serverConfiguration.port = configuration.port
     serverConfiguration.handlerConcurrency = configuration.app.handlerSlots(databaseConnections: configuration.databasePoolSize)
     serverConfiguration.errorPage = App.errorPage

@@ -39,7 +39,7 @@ extension WebRoutes {
             if form.displayName.count > 100 { form.errors["display_name"] = "Use at most 100 characters." }
             if let problem = Password.problem(with: password) { form.errors["password"] = problem }
             if password != confirmation { form.errors["password_confirmation"] = "The two passwords differ." }
-            if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteAddress) {
+            if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteNetwork) {
                 form.errors["email"] = "Too many new accounts from your network this hour. Try again later."
                 var response = HTTPResponse.page(AccountViews.signUp(form, chrome: context.chrome), status: .tooManyRequests)
                 response.headers.set("Retry-After", "3600")
@@ -77,7 +77,7 @@ extension WebRoutes {
             let password = request.formValue("password") ?? ""
             let next = Self.localPath(request.formValue("next"))
             var form = AccountViews.SignInForm(email: email, next: next ?? "")
-            switch try accounts.signIn(email: email, password: password, clientAddress: request.remoteAddress) {
+            switch try accounts.signIn(email: email, password: password, clientAddress: request.remoteNetwork) {
             case .signedIn(let user):
                 // A fresh token at sign-in: a token planted before sign-in is worthless after it.
                 let session = try accounts.createSession(for: user)
