@@ -31,10 +31,10 @@ enum AccountViews {
         let gate: HTML
         switch form.gate {
         case .firstAccount:
-            gate = "<p class=\"notice\" id=\"sign-up-first\">Nobody has an account here yet: yours will be the first, and needs no invitation.</p>"
+            gate = "<p class=\"flash\" id=\"sign-up-first\">Nobody has an account here yet: yours will be the first, and needs no invitation.</p>"
         case .invited, .refused:
             gate = """
-                <p class="notice" id="sign-up-invite">Sign-up on this site is by invitation. Ask the person who runs it for an invitation link.</p>
+                <p class="flash" id="sign-up-invite">Sign-up on this site is by invitation. Ask the person who runs it for an invitation link.</p>
                 """
         case .open:
             gate = .empty
