@@ -22,6 +22,8 @@ public final class HTTPServer: Sendable {
     let ioQueue = DispatchQueue(label: "http.io", qos: .userInitiated, attributes: .concurrent)
     private let acceptQueue = DispatchQueue(label: "http.accept", qos: .userInitiated)
     private let state: Mutex<State>
+    /// Sent to a connection past its address's rate.
+    private let rateRefusal: [UInt8]
 
     private struct State {
         var listenFD: Int32 = -1
@@ -54,6 +56,7 @@ public final class HTTPServer: Sendable {
         self.handler = handler
         self.state = Mutex(State(connectionRates: ConnectionRates(rate: configuration.newConnectionsPerSecond,
                                                                   burst: configuration.newConnectionBurst)))
+        self.rateRefusal = Self.rateRefusal(newConnectionsPerSecond: configuration.newConnectionsPerSecond)
         self.executor = BoundedExecutor(label: "http.handlers", width: configuration.handlerConcurrency,
                                         backlog: configuration.handlerBacklog)
     }
@@ -313,8 +316,8 @@ public final class HTTPServer: Sendable {
 
     /// The answer to a connection past its address's rate (see `admit`): as many seconds as one
     /// new connection's token takes to come back, at least one.
-    private var rateRefusal: [UInt8] {
-        let wait = configuration.newConnectionsPerSecond > 0 ? max(1, Int((1 / configuration.newConnectionsPerSecond).rounded(.up))) : 1
+    static func rateRefusal(newConnectionsPerSecond rate: Double) -> [UInt8] {
+        let wait = rate > 0 ? max(1, Int(min(3600, (1 / rate).rounded(.up)))) : 1
         let body = "Too many new connections from your address. Try again in \(wait) second\(wait == 1 ? "" : "s").\n"
         return Array(("HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(wait)\r\nContent-Type: text/plain; charset=utf-8\r\n" +
                       "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body).utf8)
@@ -380,7 +383,9 @@ public final class HTTPServer: Sendable {
             var scratch = [UInt8](repeating: 0, count: 4096)
             s.answered.removeAll { fd, until in
                 var ended = false
-                while true {
+                // At most 64 KiB a connection a tick: a client that keeps sending cannot keep the
+                // lock (its time runs out all the same).
+                for _ in 0..<16 {
                     let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                     if n > 0 { continue }
                     ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)

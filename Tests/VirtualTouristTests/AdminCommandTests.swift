@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import PhotoFixture
 import Testing
 import TestSupport
 @testable import VirtualTourist
@@ -216,5 +220,49 @@ import TestSupport
         let flagValue = try Self.admin(["delete", "--email", "quinn@example.org", "--yes=no"], database: database)
         #expect(flagValue.status == 2)
         #expect(try app.count("SELECT count(*) FROM users") == 1)
+    }
+}
+
+/// The settings of issue 29 reach the server they configure, and bad values stop the binary.
+@Suite struct AddressLimitSettingTests {
+    @Test func theConnectionRateIsASettingAndItsRefusalsAre503() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
+        let fixture = try PhotoFixture()
+        defer { fixture.stop() }
+        let database = try TestDatabase.migrated("limits")
+        var environment = ProcessTests.environment(database: database, fixture: fixture)
+        environment["WORKERS"] = "0"
+        environment["LOG_LEVEL"] = "notice"
+        environment["NEW_CONNECTIONS_PER_SECOND"] = "0.2"  // one every 5 s: none comes back during the test
+        environment["NEW_CONNECTION_BURST"] = "3"
+        let log = NSTemporaryDirectory() + "vt-limits-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try ChildProcess([ProcessTests.binary, "serve"], environment: environment, logPath: log)
+        defer { process.kill(SIGTERM) }
+        // The port from the log: probing it would spend the connections this test counts.
+        var port: Int?
+        #expect(eventually(timeout: 30) {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            port = text.firstMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+            return port != nil
+        })
+        let browser = Browser(port: try #require(port))
+        let pages = try (0..<6).map { _ in try browser.get("/healthz") }
+        #expect(pages.map(\.status) == [200, 200, 200, 503, 503, 503], "\(pages.map(\.status))")
+        #expect(pages.last?.header("Retry-After") == "5")
+        #expect(pages.last?.body.contains("Too many new connections") == true)
+    }
+
+    @Test(arguments: [("SIGN_UP", "maybe", "SIGN_UP must be open, invite or closed"),
+                      ("IPV6_PREFIX", "12", "IPV6_PREFIX must be 32–128"),
+                      ("CONNECTIONS_PER_ADDRESS", "0", "CONNECTIONS_PER_ADDRESS must be"),
+                      ("NEW_CONNECTIONS_PER_SECOND", "lots", "NEW_CONNECTIONS_PER_SECOND must be"),
+                      ("NEW_CONNECTION_BURST", "0", "NEW_CONNECTION_BURST must be"),
+                      ("OVER_SHARE_HOLD_SECONDS", "-1", "OVER_SHARE_HOLD_SECONDS must be")])
+    func badSettingsStopTheBinary(name: String, value: String, message: String) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
+        let (status, output) = try runProcess(["/usr/bin/env", "\(name)=\(value)", ProcessTests.binary, "migrate"])
+        #expect(status == 2, "\(output)")
+        #expect(output.contains(message), "\(output)")
     }
 }
