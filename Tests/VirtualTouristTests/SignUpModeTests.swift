@@ -143,4 +143,27 @@ import TestSupport
         #expect(!page.body.contains("name=\"invite\""))
         #expect(try Self.signUp(app, email: "b@example.org").status == 303)
     }
+
+    /// Every state of the sign-up page, with a hostile invitation code in the link and the form,
+    /// read by the HTML checker of PageTests (balanced, escaped once, CSRF in every POST form).
+    @Test func signUpPagesOfEveryModeParseCleanly() throws {
+        let pages = try PageTests.Pages()
+        let hostile = PageTests.markup
+        let closed = try TestApp { $0.signUp = .closed }
+        pages.save(try closed.browser().get("/sign-up"), "closed, first account", expect: ["yours will be the first"], forms: 1)
+        #expect(try Self.signUp(closed, email: "owner@example.org").status == 303)
+        pages.save(try closed.browser().get("/sign-up"), "closed", expect: ["Sign-up is closed"])
+        pages.save(try Self.signUp(closed, email: "x@example.org"), "closed, refused", status: 403, expect: ["Sign-up is closed"])
+
+        let invite = try TestApp { $0.signUp = .invite }
+        #expect(try Self.signUp(invite, email: "owner@example.org").status == 303)
+        pages.save(try invite.browser().get("/sign-up"), "invite", expect: ["by invitation"], forms: 1)
+        let link = "/sign-up?invite=" + hostile.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        pages.save(try invite.browser().get(link), "invite, hostile code in the link", expect: [hostile, "cannot be used"], forms: 1)
+        pages.save(try Self.signUp(invite, email: hostile, invitation: hostile), "invite, hostile code refused", status: 403,
+                   expect: [hostile, "cannot be used"], forms: 1)
+        let code = try invite.app.accounts.createInvitation()
+        pages.save(try invite.browser().get("/sign-up?invite=\(code)"), "invite, good link", expect: [code], forms: 1)
+        try pages.check()
+    }
 }
