@@ -258,17 +258,20 @@ public final class HTTPServer: Sendable {
                 // trusted, the proxy is "one address" for everyone, and a silent hold and reset
                 // became 502s for every visitor with nothing to say why; a 503 passes through the
                 // proxy as itself. Past the cap of such connections, a reset as before.
-                let answered: Bool = state.withLock { s in
-                    guard !s.stopping, s.answered.count < s.heldCap else { return false }
-                    s.answered.append((fd, monotonicNanos() + 2_000_000_000))
-                    return true
-                }
-                if answered {
+                // Sent before the socket joins `answered`, so the sweep or shutdown never closes
+                // it under the send (admit runs on the accept queue alone: the room stays).
+                let room = state.withLock { s in !s.stopping && s.answered.count < s.heldCap }
+                var kept = false
+                if room {
                     _ = rateRefusal.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
                     Glibc.shutdown(fd, Int32(SHUT_WR))
-                } else {
-                    Self.reset(fd)
+                    kept = state.withLock { s in
+                        guard !s.stopping else { return false }
+                        s.answered.append((fd, monotonicNanos() + 2_000_000_000))
+                        return true
+                    }
                 }
+                if !kept { Self.reset(fd) }
             case .perAddress:
                 // One address past its share is refusing itself. Held first, unread (nothing is
                 // registered for it: a descriptor and no CPU), so a client that reconnects when
