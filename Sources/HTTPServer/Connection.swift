@@ -109,6 +109,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func run(_ request: HTTPRequest) {
+        server.noteForwardingHeaders(request, peer: peer)
         let accepted = server.executor.submit { [self] in
             let response = server.respond(to: request)
             queue.async { self.perform(self.machine.responseReady(response, now: monotonicNanos())) }

@@ -26,6 +26,7 @@ struct ConnectionStateMachine {
         var maxStreamLifetime: UInt64 = 600_000_000_000
         var remoteAddress = ""
         var trustedProxies = TrustedProxies()
+        var ipv6PrefixLength = 64
         var errorPage: ErrorPageRenderer = DefaultErrorPage.render
         /// The Date header's text (RFC 9110 §6.6.1); the driver passes `HTTPDate.now`, tests a constant.
         var date: @Sendable () -> String = { HTTPDate.now }
@@ -41,6 +42,7 @@ struct ConnectionStateMachine {
             errorPage = configuration.errorPage
             self.remoteAddress = remoteAddress
             trustedProxies = configuration.trustedProxies
+            ipv6PrefixLength = configuration.ipv6PrefixLength
         }
 
         static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
@@ -421,6 +423,7 @@ struct ConnectionStateMachine {
                 switch event {
                 case .request(var request):
                     request.remoteAddress = settings.trustedProxies.clientAddress(peer: settings.remoteAddress, headers: request.headers)
+                    request.remoteNetwork = AddressRange.limitKey(request.remoteAddress, ipv6Prefix: settings.ipv6PrefixLength)
                     pending.append(.request(request))
                     // The request the 100 was for is complete: nothing is owed any more.
                     continueOwed = false

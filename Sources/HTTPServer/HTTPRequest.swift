@@ -12,6 +12,9 @@ public struct HTTPRequest: Sendable {
     public var parameters: [String: String] = [:]
     /// The peer's address ("127.0.0.1"), set by the connection.
     public var remoteAddress: String = ""
+    /// What per-address limits should count this client under: `remoteAddress`, or for IPv6 its
+    /// network ("2001:db8:1:2::/64", ServerConfiguration.ipv6PrefixLength; AddressRange.limitKey).
+    public var remoteNetwork: String = ""
 
     public init(method: String, target: String, version: HTTPVersion = .http11,
                 headers: HTTPHeaders = [:], body: [UInt8] = []) {

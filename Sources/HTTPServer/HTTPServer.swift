@@ -22,6 +22,8 @@ public final class HTTPServer: Sendable {
     let ioQueue = DispatchQueue(label: "http.io", qos: .userInitiated, attributes: .concurrent)
     private let acceptQueue = DispatchQueue(label: "http.accept", qos: .userInitiated)
     private let state: Mutex<State>
+    /// Sent to a connection past its address's rate.
+    private let rateRefusal: [UInt8]
 
     private struct State {
         var listenFD: Int32 = -1
@@ -34,6 +36,10 @@ public final class HTTPServer: Sendable {
         /// Connections over their address's share, held unread until their deadline (see
         /// ServerConfiguration.overShareHold).
         var held: [(fd: Int32, until: UInt64)] = []
+        /// Connections refused for their address's rate, answered 503 and shut for writing: what
+        /// the client sent is read and dropped until it hangs up (or the deadline), so the close
+        /// sends a FIN, never a reset that could destroy the 503 before the client reads it.
+        var answered: [(fd: Int32, until: UInt64)] = []
         /// maxHeldOverShare, and never more than a quarter of the process's descriptors.
         var heldCap = 0
         var nextID = 0
@@ -50,6 +56,7 @@ public final class HTTPServer: Sendable {
         self.handler = handler
         self.state = Mutex(State(connectionRates: ConnectionRates(rate: configuration.newConnectionsPerSecond,
                                                                   burst: configuration.newConnectionBurst)))
+        self.rateRefusal = Self.rateRefusal(newConnectionsPerSecond: configuration.newConnectionsPerSecond)
         self.executor = BoundedExecutor(label: "http.handlers", width: configuration.handlerConcurrency,
                                         backlog: configuration.handlerBacklog)
     }
@@ -128,7 +135,7 @@ public final class HTTPServer: Sendable {
             return taken
         }
         guard let listener else { return }
-        let held = state.withLock { s -> [Int32] in defer { s.held = [] }; return s.held.map(\.fd) }
+        let held = state.withLock { s -> [Int32] in defer { s.held = []; s.answered = [] }; return (s.held + s.answered).map(\.fd) }
         held.forEach(Self.reset)
         if state.withLock({ $0.acceptPaused }) { listener.resume() }
         listener.cancel()
@@ -202,10 +209,12 @@ public final class HTTPServer: Sendable {
     private func admit(_ fd: Int32, remote: String) {
         enum Refusal: Error { case full, perAddress, rate }
         let capped = !configuration.trustedProxies.trusts(remote)
+        // An IPv6 client holds a whole /64 (or more): its limits are its network's.
+        let key = AddressRange.limitKey(remote, ipv6Prefix: configuration.ipv6PrefixLength)
         let admitted: Result<(Connection, reclaimed: Connection?), Refusal> = state.withLock { s in
             guard !s.stopping else { return .failure(.full) }
-            if capped, s.perAddress[remote, default: 0] >= configuration.maxConnectionsPerAddress { return .failure(.perAddress) }
-            if capped, !s.connectionRates.take(remote, now: monotonicNanos()) { return .failure(.rate) }
+            if capped, s.perAddress[key, default: 0] >= configuration.maxConnectionsPerAddress { return .failure(.perAddress) }
+            if capped, !s.connectionRates.take(key, now: monotonicNanos()) { return .failure(.rate) }
             var reclaimed: Connection?
             if s.connections.count >= configuration.maxConnections {
                 // Room is made by an idle keep-alive connection, never by one at work.
@@ -219,7 +228,7 @@ public final class HTTPServer: Sendable {
             s.accepted += 1
             let c = Connection(id: s.nextID, fd: fd, remoteAddress: remote, server: self)
             s.connections[c.id] = c
-            s.perAddress[remote, default: 0] += 1
+            s.perAddress[key, default: 0] += 1
             return .success((c, reclaimed))
         }
         let connection: Connection
@@ -241,8 +250,30 @@ public final class HTTPServer: Sendable {
                 _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 Glibc.close(fd)
-            case .perAddress, .rate:
-                // One address past its share (or its rate) is refusing itself. Held first, unread (nothing is
+            case .rate:
+                // Past its rate an address is told so: 503 with Retry-After, written at once (a
+                // fresh socket's send buffer always takes it, so it costs one send), then the
+                // socket is shut for writing and what the client sent is drained until it hangs
+                // up (`answered`, swept every 0.1 s). Behind a reverse proxy nobody configured as
+                // trusted, the proxy is "one address" for everyone, and a silent hold and reset
+                // became 502s for every visitor with nothing to say why; a 503 passes through the
+                // proxy as itself. Past the cap of such connections, a reset as before.
+                // Sent before the socket joins `answered`, so the sweep or shutdown never closes
+                // it under the send (admit runs on the accept queue alone: the room stays).
+                let room = state.withLock { s in !s.stopping && s.answered.count < s.heldCap }
+                var kept = false
+                if room {
+                    _ = rateRefusal.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                    Glibc.shutdown(fd, Int32(SHUT_WR))
+                    kept = state.withLock { s in
+                        guard !s.stopping else { return false }
+                        s.answered.append((fd, monotonicNanos() + 2_000_000_000))
+                        return true
+                    }
+                }
+                if !kept { Self.reset(fd) }
+            case .perAddress:
+                // One address past its share is refusing itself. Held first, unread (nothing is
                 // registered for it: a descriptor and no CPU), so a client that reconnects when
                 // refused waits out the hold instead of looping; then a reset. A reset, not an
                 // answer: no FIN exchange, no TIME_WAIT left behind; under a connect flood the polite
@@ -267,10 +298,14 @@ public final class HTTPServer: Sendable {
                 return r.count
             }
             if let report {
+                let port = port
                 switch refusal {
-                case .full: serverLogger.warning("refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnections) already open, none idle")
-                case .perAddress: serverLogger.warning("refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnectionsPerAddress) already open from that address")
-                case .rate: serverLogger.warning("refused \(report) connection(s) in the last second (latest from \(remote)): more than \(Int(configuration.newConnectionsPerSecond)) new ones a second from that address")
+                case .full: serverLogger.warning("port \(port) refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnections) already open, none idle")
+                case .perAddress: serverLogger.warning("port \(port) refused \(report) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnectionsPerAddress) already open from that address")
+                case .rate:
+                    // Notice, not warning: each was told why (503, Retry-After); what the operator
+                    // may have to act on (an untrusted proxy) is its own warning, said once.
+                    serverLogger.notice("port \(port) answered \(report) connection(s) 503 in the last second (latest from \(remote)): more than \(Int(configuration.newConnectionsPerSecond)) new ones a second from that address (NEW_CONNECTIONS_PER_SECOND)")
                 }
             }
             return
@@ -282,11 +317,41 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The answer to a connection past its address's rate (see `admit`): as many seconds as one
+    /// new connection's token takes to come back, at least one.
+    static func rateRefusal(newConnectionsPerSecond rate: Double) -> [UInt8] {
+        let wait = rate > 0 ? max(1, Int(min(3600, (1 / rate).rounded(.up)))) : 1
+        let body = "Too many new connections from your address. Try again in \(wait) second\(wait == 1 ? "" : "s").\n"
+        return Array(("HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(wait)\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+                      "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body).utf8)
+    }
+
     func connectionClosed(_ connection: Connection) {
+        let key = AddressRange.limitKey(connection.peer, ipv6Prefix: configuration.ipv6PrefixLength)
         state.withLock { s in
             guard s.connections.removeValue(forKey: connection.id) != nil else { return }
-            if let n = s.perAddress[connection.peer] { s.perAddress[connection.peer] = n > 1 ? n - 1 : nil }
+            if let n = s.perAddress[key] { s.perAddress[key] = n > 1 ? n - 1 : nil }
         }
+    }
+
+    /// Whether a forwarding header from an untrusted peer was logged (once per process).
+    private let warnedAboutForwarding = Atomic<Bool>(false)
+
+    /// Says once, at warning, that a peer not in TRUSTED_PROXIES sends X-Forwarded-For or
+    /// Forwarded: the header is ignored, so everyone behind that peer counts as one address (one
+    /// address's connections, rate and sign-in attempts for all of them). Nothing else would tell
+    /// the operator why, under Compose, every visitor shares the bridge gateway's address.
+    func noteForwardingHeaders(_ request: HTTPRequest, peer: String) {
+        guard !warnedAboutForwarding.load(ordering: .relaxed) else { return }
+        let header = request.headers["X-Forwarded-For"] != nil ? "X-Forwarded-For" : request.headers["Forwarded"] != nil ? "Forwarded" : nil
+        guard let header, !configuration.trustedProxies.trusts(peer),
+              warnedAboutForwarding.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        serverLogger.warning("""
+            port \(port): \(peer) sent \(header) but is not a trusted proxy, so the header is ignored and every client \
+            behind it counts as \(peer) (one address's connections, connection rate and sign-in attempts for all of them). \
+            If it is your reverse proxy, set TRUSTED_PROXIES=\(peer) (or its network, e.g. 172.16.0.0/12 for Docker's \
+            bridge networks). Said once.
+            """)
     }
 
     /// Closes a socket with a reset (SO_LINGER 0): no FIN exchange, no TIME_WAIT.
@@ -299,18 +364,43 @@ public final class HTTPServer: Sendable {
     /// Connections held over their address's share right now.
     public var heldOverShare: Int { state.withLock { $0.held.count } }
 
+    /// Connections refused for their rate, answered and waiting for their client to hang up.
+    public var answeredPastRate: Int { state.withLock { $0.answered.count } }
+
     private func sweep(checkTimeouts: Bool) {
         // Held connections whose time is up (shutdown resets the rest itself).
         let now = monotonicNanos()
         var expired: [Int32] = []
+        var finished: [Int32] = []
         state.withLock { s in
             s.held.removeAll { held in
                 guard held.until <= now else { return false }
                 expired.append(held.fd)
                 return true
             }
+            // Connections answered 503: drop what they sent; close once the client has hung up
+            // (or its time is up), so nothing unread is left at the close and it sends a FIN, not
+            // a reset. Under the lock, so shutdown never closes one of these while it is read
+            // (non-blocking reads of a few bytes each: microseconds).
+            guard !s.answered.isEmpty else { return }
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            s.answered.removeAll { fd, until in
+                var ended = false
+                // At most 64 KiB a connection a tick: a client that keeps sending cannot keep the
+                // lock (its time runs out all the same).
+                for _ in 0..<16 {
+                    let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    if n > 0 { continue }
+                    ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                    break
+                }
+                guard ended || until <= now else { return false }
+                finished.append(fd)
+                return true
+            }
         }
         expired.forEach(Self.reset)
+        for fd in finished { Glibc.close(fd) }
         guard checkTimeouts else { return }
         let connections = state.withLock { s in
             s.connectionRates.forgetRefilled(now: now)

@@ -25,11 +25,15 @@ public struct ServerConfiguration: Sendable {
     /// 4,000 connections from one address: 9,000 refusals a second).
     public var overShareHold: Double = 10
     /// New connections one address may open a second, after a burst of `newConnectionBurst`
-    /// (trusted proxies excepted; 0: no limit). Past it, a connection is held like one past the
-    /// address's share. A browser opens a handful per page and keeps them; a household behind one
+    /// (trusted proxies excepted; 0: no limit). Past it, a connection is answered 503 with
+    /// Retry-After and closed (HTTPServer.admit). A browser opens a handful per page and keeps them; a household behind one
     /// address is far below this; a client reconnecting in a loop is not (`ConnectionRates`).
     public var newConnectionsPerSecond: Double = 100
     public var newConnectionBurst: Double = 500
+    /// Per-address limits (connections, their rate, and the app's through
+    /// `HTTPRequest.remoteNetwork`) count an IPv6 client by its first this many bits: one client
+    /// is handed a /64 and may use any address in it (128: per address).
+    public var ipv6PrefixLength = 64
     /// At most this many held at once (and never more than a quarter of the descriptor limit);
     /// past it, a connection over its share is reset at once. As many as the table itself, so one
     /// address filling it from outside its share is held whole.

@@ -92,6 +92,29 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         description = text
     }
 
+    /// What an address's per-address limits are kept under: an IPv4 address itself; for IPv6 its
+    /// first `ipv6Prefix` bits ("2001:db8:1:2::/64"). One IPv6 client is handed a whole /64 and
+    /// may use any address in it (privacy addresses, RFC 8981, change by themselves), so a limit
+    /// per address would be one per guess. IPv4-mapped addresses count as the IPv4 address;
+    /// anything that is not an address is its own key.
+    public static func limitKey(_ address: String, ipv6Prefix: Int) -> String {
+        // The common case first: the accept path calls this for every connection.
+        guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
+        guard var bytes = bytes(of: address) else { return address }
+        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+        let prefix = min(128, max(0, ipv6Prefix))
+        for i in bytes.indices {
+            let keep = min(8, max(0, prefix - i * 8))
+            bytes[i] &= UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+        }
+        var v6 = in6_addr()
+        withUnsafeMutableBytes(of: &v6) { $0.copyBytes(from: bytes) }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count)) != nil else { return address }
+        let network = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return prefix == 128 ? network : "\(network)/\(prefix)"
+    }
+
     func contains(_ address: [UInt8]) -> Bool {
         guard address.count == network.count else { return false }
         var remaining = prefix

@@ -16,6 +16,12 @@ struct Configuration {
     var metricsPort: Int?
     var metricsHost = "127.0.0.1"
     var trustedProxies = TrustedProxies()
+    /// Per-address limits of the server, ServerConfiguration's defaults unless set.
+    var addressLimits = (connections: ServerConfiguration().maxConnectionsPerAddress,
+                         newPerSecond: ServerConfiguration().newConnectionsPerSecond,
+                         burst: ServerConfiguration().newConnectionBurst,
+                         hold: ServerConfiguration().overShareHold,
+                         ipv6Prefix: ServerConfiguration().ipv6PrefixLength)
     var databaseURL: String?
     var logLevel = Logger.Level.info
     var databasePoolSize = AppSettings.defaultDatabaseConnections
@@ -138,9 +144,33 @@ struct Configuration {
             guard let n = Int64(v), (0...100_000_000).contains(n) else { throw Invalid(description: "QUOTA_PHOTO_MB must be 0–100000000, not \(v)") }
             c.app.quotas.photoBytes = n * 1024 * 1024
         }),
+        ("SIGN_UP", "who may make an account: open, invite (with a link from `virtual-tourist admin invite`) or closed; the first account of an empty instance always may (invite)", { c, v in
+            guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
+            c.app.signUp = mode
+        }),
         ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
             guard let proxies = TrustedProxies(parsing: v) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs separated by commas, not \(v)") }
             c.trustedProxies = proxies
+        }),
+        ("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; trusted proxies are not limited (256)", { c, v in
+            guard let n = Int(v), (1...100_000).contains(n) else { throw Invalid(description: "CONNECTIONS_PER_ADDRESS must be 1–100000, not \(v)") }
+            c.addressLimits.connections = n
+        }),
+        ("NEW_CONNECTIONS_PER_SECOND", "new connections a second one client address may open after NEW_CONNECTION_BURST, past which it is answered 503 with Retry-After; 0: no limit (100)", { c, v in
+            guard let n = Double(v), n.isFinite, (0...1_000_000).contains(n) else { throw Invalid(description: "NEW_CONNECTIONS_PER_SECOND must be 0–1000000, not \(v)") }
+            c.addressLimits.newPerSecond = n
+        }),
+        ("NEW_CONNECTION_BURST", "new connections one client address may open at once before NEW_CONNECTIONS_PER_SECOND applies (500)", { c, v in
+            guard let n = Double(v), n.isFinite, (1...1_000_000).contains(n) else { throw Invalid(description: "NEW_CONNECTION_BURST must be 1–1000000, not \(v)") }
+            c.addressLimits.burst = n
+        }),
+        ("OVER_SHARE_HOLD_SECONDS", "a connection past CONNECTIONS_PER_ADDRESS is held unread about this long (half to one and a half times), then reset; 0: reset at once (10)", { c, v in
+            guard let n = Double(v), n.isFinite, (0...300).contains(n) else { throw Invalid(description: "OVER_SHARE_HOLD_SECONDS must be 0–300, not \(v)") }
+            c.addressLimits.hold = n
+        }),
+        ("IPV6_PREFIX", "per-address limits count an IPv6 client by its network of this many bits (64: a household's or a host's /64; 128: each address)", { c, v in
+            guard let n = Int(v), (32...128).contains(n) else { throw Invalid(description: "IPV6_PREFIX must be 32–128, not \(v)") }
+            c.addressLimits.ipv6Prefix = n
         }),
         ("METRICS_HOST", "address of the metrics port; keep it private (127.0.0.1)", { $0.metricsHost = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
@@ -201,10 +231,11 @@ struct Configuration {
 
     static var usage: String {
         var text = """
-            usage: virtual-tourist [serve | migrate] [--name value …]
+            usage: virtual-tourist [serve | migrate | admin <command>] [--name value …]
 
             serve     migrate the database, then serve HTTP (the default)
             migrate   apply pending migrations and exit
+            admin     people and invitations: `virtual-tourist admin --help`
 
             settings (environment variable, or --lowercase-with-dashes flag):
 

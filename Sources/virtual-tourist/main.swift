@@ -18,13 +18,22 @@ func fail(_ message: String, code: Int32 = 1) -> Never {
 
 let configuration: Configuration
 let commandArguments: [String]
+// `admin` takes options of its own (--email, --help …): only what comes before it are settings.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let adminAt = arguments.firstIndex(of: "admin")
 do {
     (configuration, commandArguments) = try Configuration.load(
-        arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        arguments: adminAt.map { Array(arguments[..<$0]) } ?? arguments, environment: ProcessInfo.processInfo.environment)
 } catch {
     fail("\(error)\n\n\(Configuration.usage)", code: 2)
 }
 Logger.level = configuration.logLevel
+if let adminAt {
+    guard commandArguments.isEmpty else { fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2) }
+    // Library lines (the pool's) would mix with the command's own output.
+    Logger.level = max(configuration.logLevel, .warning)
+    Admin.main(Array(arguments[(adminAt + 1)...]), configuration: configuration)
+}
 
 switch commandArguments.first ?? "serve" {
 case "serve":
@@ -67,6 +76,11 @@ func serve(_ configuration: Configuration) -> Never {
     var serverConfiguration = ServerConfiguration()
     serverConfiguration.host = configuration.host
     serverConfiguration.trustedProxies = configuration.trustedProxies
+    serverConfiguration.maxConnectionsPerAddress = configuration.addressLimits.connections
+    serverConfiguration.newConnectionsPerSecond = configuration.addressLimits.newPerSecond
+    serverConfiguration.newConnectionBurst = configuration.addressLimits.burst
+    serverConfiguration.overShareHold = configuration.addressLimits.hold
+    serverConfiguration.ipv6PrefixLength = configuration.addressLimits.ipv6Prefix
     serverConfiguration.port = configuration.port
     serverConfiguration.handlerConcurrency = configuration.app.handlerSlots(databaseConnections: configuration.databasePoolSize)
     serverConfiguration.errorPage = App.errorPage

@@ -386,9 +386,10 @@ func serverSideSockets(port: Int) -> Int {
         #expect(all.allSatisfy { $0 })
     }
 
-    /// An address opening connections faster than its rate has the rest held (no answer, no
-    /// CPU), however few it keeps open; a trusted proxy is not limited.
-    @Test func connectionsPastTheRateAreHeld() throws {
+    /// An address opening connections faster than its rate is told so at once: 503 with
+    /// Retry-After, then a clean close (EOF, not a reset), however few it keeps open; a trusted
+    /// proxy is not limited.
+    @Test func connectionsPastTheRateAreAnswered503() throws {
         let t = try TestServer { $0.newConnectionsPerSecond = 5; $0.newConnectionBurst = 4; $0.overShareHold = 0.5 }
         // One at a time, each closed before the next: never over the share, only over the rate.
         for _ in 0..<4 {
@@ -396,8 +397,17 @@ func serverSideSockets(port: Int) -> Int {
             #expect(response.text == "hello")
         }
         let started = Date()
-        #expect(TestClient.refusedAtOnce(port: t.port))
-        #expect(Date().timeIntervalSince(started) >= 0.2, "held, not answered at once")
+        let refused = try TestClient(port: t.port, timeout: 2)
+        try refused.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = try refused.readResponse()
+        #expect(answer.status == 503)
+        #expect(answer.headers["Retry-After"] == "1")
+        #expect(answer.headers["Connection"] == "close")
+        #expect(answer.text.contains("Too many new connections"))
+        #expect(refused.isClosedByPeer(), "closed with a FIN after the answer, not reset")
+        #expect(Date().timeIntervalSince(started) < 0.5, "answered, not held")
+        #expect(eventually { t.server.answeredPastRate == 0 })
+        #expect(t.server.heldOverShare == 0)
         // A fifth of a second per connection: a little later one is served again.
         usleep(300_000)
         #expect(try TestClient.get("/hello", port: t.port).text == "hello")

@@ -31,12 +31,13 @@ import TestSupport
 
     @Test func everyRecipeIsCovered() throws {
         // Adding a recipe to the doc without a check here fails: each block is claimed below.
-        let claimed = ["ORDER BY u.created_at DESC", "gen_salt('bf')", "SET disabled_at = now()",
+        let claimed = ["ORDER BY u.created_at DESC", "UPDATE users SET password_hash", "SET disabled_at = now()",
                        "SET disabled_at = NULL", "DELETE FROM sessions", "DELETE FROM users",
                        "GROUP BY email_key", "DELETE FROM sign_in_failures", "ORDER BY photo_bytes DESC",
                        "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped",
                        "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows",
-                       "pin_cells_rebuild()"]
+                       "pin_cells_rebuild()", "INSERT INTO users (email", "WITH code AS", "FROM invitations i",
+                       "DELETE FROM invitations"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -117,7 +118,7 @@ import TestSupport
     @Test func resetPasswordWithPgcryptoThenSignIn() throws {
         let app = try TestApp()
         _ = try app.signedUp(email: "person@example.org", password: "the original password")
-        try run(app, try Self.recipe(containing: "gen_salt('bf')"))
+        try run(app, try Self.recipe(containing: "UPDATE users SET password_hash"))
         #expect(try app.count("SELECT count(*) FROM users WHERE password_hash LIKE '$2a$%'") == 1)
         let browser = app.browser()
         let form = try browser.get("/sign-in")
@@ -126,6 +127,38 @@ import TestSupport
         let new = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "person@example.org"), ("password", "a temporary password")])
         #expect(new.status == 303)
         #expect(try browser.get("/").status == 200)
+    }
+
+    @Test func createAnAccountThenSignIn() throws {
+        let app = try TestApp { $0.signUp = .closed }
+        try run(app, try Self.recipe(containing: "INSERT INTO users (email"))
+        let browser = app.browser()
+        let form = try browser.get("/sign-in")
+        let signedIn = try browser.post("/sign-in", form: [("_csrf", form.csrfToken ?? ""), ("email", "Person@example.org"), ("password", "a temporary password")])
+        #expect(signedIn.status == 303)
+        #expect(try browser.get("/").body.contains("Person"))
+    }
+
+    /// An invitation made in SQL signs one person up; the listing shows who used it; withdrawing
+    /// removes only the unused.
+    @Test func invitationsInSQL() throws {
+        let app = try TestApp { $0.signUp = .invite }
+        _ = try app.signedUp(email: "owner@example.org")  // the first account needs none
+        let link: String = try app.pool.query(try Self.recipe(containing: "WITH code AS"))[0].decode("link")
+        let code = try #require(link.firstMatch(of: /^https:\/\/photos\.example\.org\/sign-up\?invite=([0-9a-f]{64})$/)).1
+        #expect(try SignUpModeTests.signUp(app, email: "guest@example.org").status == 403)
+        #expect(try SignUpModeTests.signUp(app, email: "guest@example.org", invitation: String(code), link: String(code)).status == 303)
+        #expect(try SignUpModeTests.signUp(app, email: "other@example.org", invitation: String(code)).status == 403)
+        let listed = try app.pool.query(try Self.recipe(containing: "FROM invitations i"))
+        #expect(listed.count == 1)
+        #expect(try listed[0].decode("used_by", as: String?.self) == "guest@example.org")
+        #expect(try listed[0].decode("note", as: String?.self) == "for person@example.org")
+
+        _ = try app.pool.query(try Self.recipe(containing: "WITH code AS"))
+        #expect(try app.count("SELECT count(*) FROM invitations WHERE used_at IS NULL") == 1)
+        try run(app, try Self.recipe(containing: "DELETE FROM invitations"))
+        #expect(try app.count("SELECT count(*) FROM invitations WHERE used_at IS NULL") == 0)
+        #expect(try app.count("SELECT count(*) FROM invitations") == 1)
     }
 
     @Test func disableThenEnable() throws {

@@ -39,6 +39,8 @@ final class TestApp {
         settings.photoStore = TestApp.scratchDirectory("photos")
         // Tests run the store's upkeep themselves (PhotoCollector), at the moment they choose.
         settings.photoStoreUpkeepDelay = 3600
+        // Tests sign up many people; the invite and closed modes have their own (SignUpModeTests).
+        settings.signUp = .open
         configure(&settings)
         app = App(pool: pool, settings: settings)
         workersRunning = workers

@@ -35,23 +35,110 @@ public struct AccountStore: Sendable {
 
     public enum SignUpError: Error, Equatable {
         case emailTaken
+        /// SIGN_UP=closed and the instance has people already.
+        case closed
+        /// SIGN_UP=invite, people already, and no code given.
+        case invitationNeeded
+        /// The code is unknown, used or expired (which one is not said: the page offers no oracle).
+        case invitationNotValid
     }
 
+    /// Makes an account with no gate at all: the admin CLI and tests. Sign-up from the web goes
+    /// through `signUp`, which applies SIGN_UP.
     public func createUser(email: String, displayName: String, password: String) throws -> User {
-        // A taken email is answered before the (deliberately slow) hash is computed.
+        try signUp(email: email, displayName: displayName, password: password, mode: .open, invitation: nil)
+    }
+
+    /// Makes an account if `mode` lets this sign-up in: always with `.open`; with `.invite` only
+    /// with a valid invitation, which it uses up; with `.closed` never — except the first account
+    /// of an empty instance, which any mode lets in (someone has to be first, and an operator who
+    /// has just installed it should not need psql for that).
+    public func signUp(email: String, displayName: String, password: String, mode: SignUpMode, invitation: String?) throws -> User {
+        let code = invitation.flatMap { $0.isEmpty ? nil : $0 }
+        // A refused gate and a taken email are answered before the (deliberately slow) hash is
+        // computed; the transaction below checks the gate again, under the lock. The gate first:
+        // someone without an invitation learns nothing about which emails have accounts.
+        if mode != .open, try signUpGate(mode: mode, invitation: code) == .refused {
+            throw mode == .closed ? SignUpError.closed : code == nil ? SignUpError.invitationNeeded : SignUpError.invitationNotValid
+        }
         if try !pool.query("SELECT 1 FROM users WHERE lower(email) = lower($1)", [email]).isEmpty {
             throw SignUpError.emailTaken
         }
         let hash = try Password.hash(password)
         do {
-            let row = try pool.query("""
-                INSERT INTO users (email, display_name, password_hash) VALUES ($1, $2, $3)
-                RETURNING id, email, display_name
-                """, [email, displayName, hash])[0]
-            return try user(from: row)
+            return try pool.transaction { db in
+                var invitationID: Int64?
+                if mode != .open {
+                    // One gated sign-up at a time, so two people on an empty instance cannot both
+                    // be "the first account" (the lock ends with the transaction).
+                    try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
+                    if try !db.query("SELECT 1 FROM users LIMIT 1").isEmpty {
+                        guard mode == .invite else { throw SignUpError.closed }
+                        guard let code else { throw SignUpError.invitationNeeded }
+                        // The row lock makes the use single: a second use of the same code waits for
+                        // this one and then finds used_at set.
+                        let used = try db.query("""
+                            UPDATE invitations SET used_at = now()
+                            WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()
+                            RETURNING id
+                            """, [code])
+                        guard let row = used.first else { throw SignUpError.invitationNotValid }
+                        invitationID = try row.decode("id")
+                    }
+                }
+                let row = try db.query("""
+                    INSERT INTO users (email, display_name, password_hash) VALUES ($1, $2, $3)
+                    RETURNING id, email, display_name
+                    """, [email, displayName, hash])[0]
+                let user = try user(from: row)
+                if let invitationID {
+                    try db.query("UPDATE invitations SET used_by = $1 WHERE id = $2", [user.id, invitationID])
+                }
+                return user
+            }
         } catch let error as PostgresError where error.sqlState == .uniqueViolation && error.constraint == "users_email_key" {
             throw SignUpError.emailTaken
         }
+    }
+
+    public enum SignUpGate: Sendable, Equatable {
+        /// Anyone may sign up (SIGN_UP=open).
+        case open
+        /// Nobody has an account yet: this one may be made whatever the mode.
+        case firstAccount
+        /// SIGN_UP=invite and the code given (if any) is valid now.
+        case invited
+        /// Closed, or an invitation is needed and the one given (if any) is not valid.
+        case refused
+    }
+
+    /// What the sign-up page may offer, without changing anything: one statement.
+    public func signUpGate(mode: SignUpMode, invitation: String?) throws -> SignUpGate {
+        if mode == .open { return .open }
+        let row = try pool.query("""
+            SELECT EXISTS (SELECT 1 FROM users) AS anyone,
+                   EXISTS (SELECT 1 FROM invitations
+                           WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()) AS valid
+            """, [invitation ?? ""])[0]
+        if try !row.decode("anyone", as: Bool.self) { return .firstAccount }
+        if mode == .invite, invitation != nil, try row.decode("valid", as: Bool.self) { return .invited }
+        return .refused
+    }
+
+    // MARK: Invitations
+
+    /// How long an invitation works unless the administrator says otherwise.
+    public static let invitationDays = 7
+
+    /// Makes a single-use invitation valid for `days`; returns its code (256 random bits, stored
+    /// only as its SHA-256), to be sent as PUBLIC_URL/sign-up?invite=CODE.
+    public func createInvitation(days: Int = invitationDays, note: String? = nil) throws -> String {
+        let code = Tokens.make()
+        try pool.query("""
+            INSERT INTO invitations (code_hash, expires_at, note)
+            VALUES (sha256(convert_to($1, 'UTF8')), now() + make_interval(days => $2::int), $3)
+            """, [code, days, note])
+        return code
     }
 
     public enum SignInResult: Sendable, Equatable {

@@ -3,6 +3,17 @@ public struct User: Sendable, Equatable {
     public let id: Int64
     public let email: String
     public let displayName: String
+
+    /// Why an email cannot be an account's, in words for a form or the admin CLI; nil when it can.
+    public static func emailProblem(_ email: String) -> String? {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        if email.isEmpty { return "Enter your email address." }
+        if parts.count != 2 || parts[0].isEmpty || parts[1].isEmpty || email.contains(where: \.isWhitespace) {
+            return "That does not look like an email address."
+        }
+        if email.utf8.count > 320 { return "That email address is too long." }
+        return nil
+    }
 }
 
 /// A signed-in browser: the person and the CSRF token its forms must carry.

@@ -5,6 +5,11 @@ enum AccountViews {
         var email = ""
         var displayName = ""
         var errors: [String: String] = [:]
+        /// SIGN_UP, and what it means for this visitor now (AccountStore.signUpGate).
+        var mode = SignUpMode.open
+        var gate = AccountStore.SignUpGate.open
+        /// The invitation code from the link (?invite=) or the form.
+        var invitation: String?
     }
 
     struct SignInForm {
@@ -14,13 +19,39 @@ enum AccountViews {
     }
 
     static func signUp(_ form: SignUpForm, chrome: Layout.Chrome) -> HTML {
-        Layout.page(title: "Create your account", chrome: chrome, bodyClass: "account-page", main: """
+        if form.mode == .closed && form.gate == .refused {
+            return Layout.page(title: "Sign-up is closed", chrome: chrome, bodyClass: "account-page", main: """
+                <section class="card narrow">
+                <h1>Sign-up is closed</h1>
+                <p class="lead" id="sign-up-closed">This site does not take new accounts. If you know the person who runs it, ask them to make an account for you.</p>
+                <p class="alternative">Already have an account? <a href="/sign-in">Sign in</a></p>
+                </section>
+                """)
+        }
+        let gate: HTML
+        switch form.gate {
+        case .firstAccount:
+            gate = "<p class=\"flash\" id=\"sign-up-first\">Nobody has an account here yet: yours will be the first, and needs no invitation.</p>"
+        case .invited, .refused:
+            gate = """
+                <p class="flash" id="sign-up-invite">Sign-up on this site is by invitation. Ask the person who runs it for an invitation link.</p>
+                """
+        case .open:
+            gate = .empty
+        }
+        let invitationField: HTML = form.mode == .invite && form.gate != .firstAccount
+            ? field("invite", label: "Invitation code", type: "text", value: form.invitation ?? "", autocomplete: "off",
+                    error: form.errors["invite"], hint: "Filled in for you when you follow an invitation link.")
+            : .empty
+        return Layout.page(title: "Create your account", chrome: chrome, bodyClass: "account-page", main: """
             <section class="card narrow">
             <h1>Create your account</h1>
             <p class="lead">Drop pins anywhere in the world and see photos taken there.</p>
+            \(gate)
             <form method="post" action="/sign-up" class="stacked" novalidate>
             \(errorSummary(form.errors))
             \(Layout.csrfField(chrome.csrfToken ?? ""))
+            \(invitationField)
             \(field("email", label: "Email", type: "email", value: form.email, autocomplete: "email", error: form.errors["email"]))
             \(field("display_name", label: "Your name", type: "text", value: form.displayName, autocomplete: "nickname", error: form.errors["display_name"], hint: "Shown at the top of your pages."))
             \(field("password", label: "Password", type: "password", value: "", autocomplete: "new-password", error: form.errors["password"], hint: "At least \(Password.minimumLength) characters."))

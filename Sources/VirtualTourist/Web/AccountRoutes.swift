@@ -3,19 +3,35 @@ import HTTPServer
 
 /// Sign up, sign in, sign out.
 extension WebRoutes {
-    mutating func addAccountRoutes() {
+    mutating func addAccountRoutes(signUp mode: SignUpMode = .open) {
         let accounts = accounts, secure = secureCookies
 
         page("GET", "/sign-up") { context in
             if context.session != nil { return .redirect(to: "/") }
-            return .page(AccountViews.signUp(.init(), chrome: context.chrome))
+            var form = AccountViews.SignUpForm(mode: mode, invitation: Self.invitationCode(context.request.queryValue("invite")))
+            form.gate = try accounts.signUpGate(mode: mode, invitation: form.invitation)
+            // A link whose invitation is no longer good says so before anyone fills in the form.
+            if form.gate == .refused, mode == .invite, form.invitation != nil {
+                form.errors["invite"] = Self.invitationNotValid
+            }
+            return .page(AccountViews.signUp(form, chrome: context.chrome))
         }
 
         page("POST", "/sign-up") { context in
             let request = context.request
             var form = AccountViews.SignUpForm(
                 email: (request.formValue("email") ?? "").trimmingCharacters(in: .whitespacesAndNewlines),
-                displayName: (request.formValue("display_name") ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
+                displayName: (request.formValue("display_name") ?? "").trimmingCharacters(in: .whitespacesAndNewlines),
+                mode: mode, invitation: Self.invitationCode(request.formValue("invite")))
+            // Refused before anything else is looked at: without the right to sign up, which fields
+            // are wrong (or which emails are taken) is nobody's business.
+            form.gate = try accounts.signUpGate(mode: mode, invitation: form.invitation)
+            if form.gate == .refused {
+                if mode == .invite {
+                    form.errors["invite"] = form.invitation == nil ? "Enter the invitation code from your invitation link." : Self.invitationNotValid
+                }
+                return .page(AccountViews.signUp(form, chrome: context.chrome), status: .forbidden)
+            }
             let password = request.formValue("password") ?? ""
             let confirmation = request.formValue("password_confirmation") ?? ""
             if let problem = Self.emailProblem(form.email) { form.errors["email"] = problem }
@@ -23,7 +39,7 @@ extension WebRoutes {
             if form.displayName.count > 100 { form.errors["display_name"] = "Use at most 100 characters." }
             if let problem = Password.problem(with: password) { form.errors["password"] = problem }
             if password != confirmation { form.errors["password_confirmation"] = "The two passwords differ." }
-            if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteAddress) {
+            if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteNetwork) {
                 form.errors["email"] = "Too many new accounts from your network this hour. Try again later."
                 var response = HTTPResponse.page(AccountViews.signUp(form, chrome: context.chrome), status: .tooManyRequests)
                 response.headers.set("Retry-After", "3600")
@@ -31,13 +47,19 @@ extension WebRoutes {
             }
             if form.errors.isEmpty {
                 do {
-                    let user = try accounts.createUser(email: form.email, displayName: form.displayName, password: password)
+                    let user = try accounts.signUp(email: form.email, displayName: form.displayName, password: password,
+                                                   mode: mode, invitation: form.invitation)
                     let session = try accounts.createSession(for: user)
                     var response = HTTPResponse.redirect(to: "/", flash: "Welcome, \(user.displayName)! Press and hold anywhere on the map to drop a pin.", secure: secure)
                     response.headers.add("Set-Cookie", Self.sessionCookie(session, secure: secure))
                     return response
                 } catch AccountStore.SignUpError.emailTaken {
                     form.errors["email"] = "An account with this email already exists. Sign in instead?"
+                } catch let refusal as AccountStore.SignUpError {
+                    // Someone else used the invitation (or made the first account) meanwhile.
+                    form.gate = .refused
+                    if refusal != .closed { form.errors["invite"] = Self.invitationNotValid }
+                    return .page(AccountViews.signUp(form, chrome: context.chrome), status: .forbidden)
                 }
             }
             return .page(AccountViews.signUp(form, chrome: context.chrome), status: .unprocessableContent)
@@ -55,7 +77,7 @@ extension WebRoutes {
             let password = request.formValue("password") ?? ""
             let next = Self.localPath(request.formValue("next"))
             var form = AccountViews.SignInForm(email: email, next: next ?? "")
-            switch try accounts.signIn(email: email, password: password, clientAddress: request.remoteAddress) {
+            switch try accounts.signIn(email: email, password: password, clientAddress: request.remoteNetwork) {
             case .signedIn(let user):
                 // A fresh token at sign-in: a token planted before sign-in is worthless after it.
                 let session = try accounts.createSession(for: user)
@@ -82,19 +104,20 @@ extension WebRoutes {
         }
     }
 
+    static let invitationNotValid = "This invitation cannot be used: it has expired or has been used already. Ask for a new one."
+
+    /// An invitation code as typed or linked: trimmed, nil when empty; at most 200 bytes (ours are
+    /// 43), so a pasted essay is not hashed and looked up.
+    static func invitationCode(_ value: String?) -> String? {
+        guard let code = value?.trimmingCharacters(in: .whitespacesAndNewlines), !code.isEmpty else { return nil }
+        return String(decoding: code.utf8.prefix(200), as: UTF8.self)
+    }
+
     static func sessionCookie(_ session: Session, secure: Bool) -> String {
         Cookies.set(Cookies.session, session.token, maxAge: AccountStore.sessionLifetimeDays * 86400, secure: secure)
     }
 
-    static func emailProblem(_ email: String) -> String? {
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        if email.isEmpty { return "Enter your email address." }
-        if parts.count != 2 || parts[0].isEmpty || parts[1].isEmpty || email.contains(where: \.isWhitespace) {
-            return "That does not look like an email address."
-        }
-        if email.utf8.count > 320 { return "That email address is too long." }
-        return nil
-    }
+    static func emailProblem(_ email: String) -> String? { User.emailProblem(email) }
 
     /// `next=` accepts only a path on this site: "/x" but not "//evil.example", "/\evil", a scheme,
     /// or control characters (an open redirect would make our sign-in page a phishing tool).

@@ -68,6 +68,10 @@ public struct AppSettings: Sendable {
     /// Provider searches for picker pages at once, and how long a page waits for one.
     public var pickerSlots = 4
     public var pickerTimeout: Double = 8
+    /// Who may make an account (SIGN_UP). Invitations by default: an instance on the internet
+    /// with open sign-up gives every stranger who finds it a photo quota and a share of the
+    /// operator's provider budget (docs/admin.md, "Who may sign up").
+    public var signUp = SignUpMode.invite
 
     public init() {}
 
@@ -185,7 +189,7 @@ public final class App: Sendable {
                   constantTimeEqual(Array(sent.utf8), Array("Bearer \(token)".utf8)) else { throw HTTPError.notFound }
             return try render()
         }
-        web.addAccountRoutes()
+        web.addAccountRoutes(signUp: settings.signUp)
         let tiles = TileSources.make(settings: settings)
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
