@@ -47,7 +47,9 @@ RUN ! ldd /app/bin/virtual-tourist /app/bin/photo-fixture | grep 'not found'
 COPY Public Public
 COPY migrations migrations
 COPY Sources/PhotoFixture/Photos fixture-photos
-ENV HOST=0.0.0.0 \
+# /app/bin on PATH: `docker compose exec app virtual-tourist admin …` (README, Administration).
+ENV PATH=/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOST=0.0.0.0 \
     PORT=8080 \
     PUBLIC_DIR=/app/Public \
     MIGRATIONS_DIR=/app/migrations \

@@ -36,6 +36,29 @@ struct Configuration {
         let description: String
     }
 
+    /// `gateway` in TRUSTED_PROXIES stands for the default route's gateway. Under Compose that is the
+    /// bridge network's gateway, the address every connection from the Docker host arrives from
+    /// (a proxy on the host, or a browser there); its subnet differs from host to host.
+    static func resolvingGateway(_ text: String, routes: String? = try? String(contentsOfFile: "/proc/net/route", encoding: .utf8)) throws -> String {
+        let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.contains(where: { $0.lowercased() == "gateway" }) else { return text }
+        guard let gateway = routes.flatMap(defaultGateway) else {
+            throw Invalid(description: "TRUSTED_PROXIES names gateway, but this host has no default IPv4 route (/proc/net/route)")
+        }
+        return parts.map { $0.lowercased() == "gateway" ? gateway : $0 }.joined(separator: ",")
+    }
+
+    /// The gateway of the default route in /proc/net/route: hexadecimal, in the kernel's byte order
+    /// (little-endian on every platform we build for).
+    static func defaultGateway(_ routes: String) -> String? {
+        for line in routes.split(separator: "\n").dropFirst() {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count > 2, fields[1] == "00000000", let value = UInt32(fields[2], radix: 16), value != 0 else { continue }
+            return (0..<4).map { String((value >> (8 * $0)) & 0xff) }.joined(separator: ".")
+        }
+        return nil
+    }
+
     /// Known settings: environment name → how to apply a value.
     static let settings: [(name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)] = [
         ("HOST", "address to listen on (127.0.0.1; 0.0.0.0 in containers)", { $0.host = $1 }),
@@ -148,8 +171,9 @@ struct Configuration {
             guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
             c.app.signUp = mode
         }),
-        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
-            guard let proxies = TrustedProxies(parsing: v) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs separated by commas, not \(v)") }
+        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12), or gateway (this host's default gateway: the Docker host under Compose): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
+            let text = try Self.resolvingGateway(v)
+            guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
             c.trustedProxies = proxies
         }),
         ("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; trusted proxies are not limited (256)", { c, v in
