@@ -70,7 +70,7 @@ SHIM
         chmod +x "$shim/docker"
     fi
     local status=0
-    PATH="$shim:$PATH" bash -euo pipefail -c "$text" || status=$?
+    PATH="$shim:$PATH" timeout 600 bash -euo pipefail -c "$text" || status=$?
     rm -rf "$shim"
     return $status
 }

@@ -51,14 +51,16 @@ import Testing
         let elapsed = Date().timeIntervalSince(start)
         let all = results.withLock { $0 }
         #expect(all.count == total)
-        #expect(elapsed < 2, "the requests took \(elapsed) s: not the rate this test is about")
         let served = all.filter { $0.status == 200 }.count
         let refused = all.filter { $0.status == 503 }
         #expect(served + refused.count == total, "other answers: \(all.filter { $0.status != 200 && $0.status != 503 }.prefix(5))")
         #expect(all.allSatisfy { $0.ending == "eof" }, "\(all.filter { $0.ending != "eof" }.prefix(5))")
-        // The burst (500) and the rate (100 a second) were served; about 1,400 told to wait.
-        #expect(served >= 500 && served <= 800, "served \(served)")
-        #expect(refused.count >= 1200, "refused \(refused.count)")
+        // The burst (500) and the rate (100 a second over however long the requests took: about a
+        // second, longer on a busy machine) were served; the rest were told to wait. The bound comes
+        // from the measured time, so a slow run is judged by the same rule, not by the clock.
+        let allowed = 500 + Int((100 * elapsed).rounded(.up)) + 20
+        #expect(served >= 500 && served <= allowed, "served \(served) in \(elapsed) s (at most \(allowed))")
+        #expect(refused.count >= total - allowed, "refused \(refused.count) in \(elapsed) s")
         #expect(refused.allSatisfy { $0.retryAfter == "1" })
         #expect(t.server.heldOverShare == 0)
         #expect(eventually { t.server.answeredPastRate == 0 })
