@@ -203,6 +203,9 @@ public final class AlbumWorkers: @unchecked Sendable {
         let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
         let hosts = provider.imageHosts
         let outage = Mutex<PostgresError?>(nil)
+        // A write the database refused for another reason: the album stops and the job is tried
+        // again later (giveUpOrRetry), the unwritten photos still pending.
+        let refused = Mutex<(any Error)?>(nil)
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and the renewal was a third of their database round trips.
         let renewed = Mutex(Date())
@@ -232,7 +235,14 @@ public final class AlbumWorkers: @unchecked Sendable {
                     return taken
                 }
                 if batch.isEmpty { return }
-                try store.storeResults(batch, job: job)
+                do {
+                    try store.storeResults(batch, job: job)
+                } catch {
+                    // Back to the front of the queue: taken out and lost, its photos stayed pending
+                    // under an album that then finished.
+                    waiting.withLock { $0.results.insert(contentsOf: batch, at: 0) }
+                    throw error
+                }
             }
         }
         @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
@@ -285,14 +295,15 @@ public final class AlbumWorkers: @unchecked Sendable {
                 outage.withLock { $0 = error }
                 return false  // the rest waits for the database (resumeAfterOutage)
             } catch {
-                // Never left pending under a finished album: the tile says it failed (the detail
-                // stays in the log).
-                logger.warning("storing photo \(photo.id) failed: \(error)")
-                try? store.failPhoto(photoID: photo.id, job: job, reason: "could not be stored")
-                return true
+                // Never left pending under a finished album: the album does not finish, and the
+                // job's next attempt downloads what is still pending.
+                logger.warning("album of pin \(job.pinID): storing photo \(photo.id) failed: \(error)")
+                refused.withLock { $0 = $0 ?? error }
+                return false
             }
         }
         if let error = outage.withLock({ $0 }) { throw error }
+        if let error = refused.withLock({ $0 }) { throw error }
         // The last, partial batch. (After an outage it is dropped above: those photos are still
         // pending and download again when the job resumes.)
         try write(rest: true)
