@@ -29,6 +29,14 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Retries of one image before it is marked failed.
         public var imageAttempts = 3
         public var retryBaseSeconds = 2
+        /// A provider that is down (or asks us to wait) is waited out this long, counted from the
+        /// job's first failed call, before the album fails; outages of the real services last
+        /// minutes to hours. PROVIDER_OUTAGE_HOURS.
+        public var providerOutageHorizon: Double = 24 * 3600
+        /// The first wait for a provider that is down; each later one is as long as the outage has
+        /// lasted so far (so the waits double), at most `outageBackoffMax`.
+        public var outageBackoffFirst: Double = 2
+        public var outageBackoffMax: Double = 600
         /// Results are written in batches (one statement, one NOTIFY each): when this many are
         /// waiting, or the oldest waited this long, so the live page still fills in as they land.
         /// Six: a batch's new row versions must fit in the room fillfactor 80 keeps on a heap
