@@ -169,9 +169,9 @@ public struct FileStore: PhotoStore {
     }
 
     private func withLock<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try Self.makeDirectories(root)
         let fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PhotoStoreError(description: "cannot open \(root)/.lock: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(root)/.lock", errno: errno) }
         defer { close(fd) }
         while flock(fd, operation) != 0 {
             guard errno == EINTR else { throw PhotoStoreError(description: "cannot lock \(root)/.lock: \(String(cString: strerror(errno)))") }
