@@ -171,15 +171,3 @@ export class LRU {
 export function backoff(attempt) {
   return Math.min(30, Math.pow(2, attempt - 1));
 }
-
-/** The saved region as the form sends it (6 decimals, about 10 cm; zoom to 3). Used for both the
- *  fields and the "already saved" comparison, so a view that did not move is never sent again:
- *  comparing the numbers' JSON with these strings' JSON sent the region on every visit. */
-export function regionFields(view) {
-  return { lat: view.lat.toFixed(6), lon: view.lon.toFixed(6), zoom: view.zoom.toFixed(3) };
-}
-
-export function regionKey(view) {
-  const f = regionFields(view);
-  return `${f.lat},${f.lon},${f.zoom}`;
-}

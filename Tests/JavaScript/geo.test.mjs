@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   project, unproject, wrapLon, visibleTiles, tileURL, cluster, parseLatLon, LRU, decodeRing,
-  basemapLevel, worldSize, MAX_LAT, backoff, clampZoom, regionFields, regionKey,
+  basemapLevel, worldSize, MAX_LAT, backoff, clampZoom,
 } from "../../Public/js/geo.js";
 
 const close = (a, b, eps = 1e-9) => assert.ok(Math.abs(a - b) < eps, `${a} ≉ ${b}`);
@@ -91,19 +91,4 @@ test("ring decoding, basemap levels, backoff, zoom clamp", () => {
   assert.deepEqual([1, 2, 3, 10].map(backoff), [1, 2, 4, 30]);
   assert.equal(clampZoom(25), 18);
   assert.equal(clampZoom(-1), 0);
-});
-
-test("the region is sent only when the view moved", () => {
-  // The view the page opens with, read from the server's data-lat/lon/zoom.
-  const opened = { lat: Number("35.0116"), lon: Number("135.7681"), zoom: Number("5") };
-  const unchanged = { ...opened };
-  assert.equal(regionKey(unchanged), regionKey(opened));
-  // What was compared before: the numbers' JSON against the fields' (strings) — never equal,
-  // so every visit sent the region again.
-  assert.notEqual(JSON.stringify(regionFields(unchanged)), JSON.stringify(opened));
-  assert.deepEqual(regionFields(opened), { lat: "35.011600", lon: "135.768100", zoom: "5.000" });
-  assert.notEqual(regionKey({ ...opened, lon: opened.lon + 0.00001 }), regionKey(opened));
-  assert.notEqual(regionKey({ ...opened, zoom: 5.01 }), regionKey(opened));
-  // Below the fields' precision is the same region.
-  assert.equal(regionKey({ ...opened, lat: opened.lat + 1e-9 }), regionKey(opened));
 });

@@ -70,7 +70,8 @@ import TestSupport
         #expect(albums.allSatisfy { $0.status == "ready" && $0.count("ready") == 30 })
         #expect(retryButtons == 0)
         #expect(banners.contains { $0.hasPrefix(expectBanner) && $0.hasSuffix(" UTC.") }, "\(banners)")
-        #expect(failedSearches >= 6)
+        // Several waits each (the 429's budget pause serializes them: at least one per album).
+        #expect(failedSearches >= (fault == .tooManyRequests ? 3 : 6))
     }
 
     @Test func flickr201ForFiveMinutesThenEveryAlbumCompletes() throws {
