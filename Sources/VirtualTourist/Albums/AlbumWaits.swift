@@ -56,16 +56,22 @@ extension AlbumStore {
 }
 
 extension AlbumWorkers {
-    /// What a provider failure does to an album: wait as long as the provider (or our budget) says,
-    /// wait out a service that is down with backoff — both up to the outage horizon, so an album
-    /// dropped during an outage of hours completes by itself — retry an unreadable answer a few
-    /// times, fail at once for a bad key or a refused request.
+    /// What a provider failure does to an album: wait as long as our budget says; wait as long as
+    /// the provider says, or out a service that is down with backoff — both up to the outage
+    /// horizon, so an album dropped during an outage of hours completes by itself; retry an
+    /// unreadable answer a few times; fail at once for a bad key or a refused request.
     func providerTrouble(_ job: AlbumJob, _ error: PhotoProviderError) {
         let detail = error.description
         let failure = error.failureClass
         provider.budget?.noteProblem(detail)
         do {
             switch failure {
+            case .wait(let seconds, .budget):
+                // Our own hourly budget, not the provider's trouble: a long queue drains at its
+                // pace however many hours that takes, so no horizon.
+                logger.notice("album of pin \(job.pinID): \(detail); waiting \(seconds) s")
+                try store.wait(job, seconds: Double(seconds), phrase: ProviderPhrases.waiting(provider.name, reason: .budget, until: Date(timeIntervalSinceNow: Double(seconds))),
+                               detail: detail, countsAttempt: false)
             case .wait, .unavailable:
                 let waited = try store.waitedForProvider(job)
                 let left = settings.providerOutageHorizon - waited
