@@ -368,7 +368,7 @@ search.addEventListener("blur", () => setTimeout(() => { suggestions = []; rende
 // ----- remembering the region -----
 
 let saveTimer;
-let lastSaved = JSON.stringify(map.view);
+let lastSaved = JSON.stringify(regionFields());
 function regionFields() {
   const v = map.view;
   return { lat: v.lat.toFixed(6), lon: v.lon.toFixed(6), zoom: v.zoom.toFixed(3) };

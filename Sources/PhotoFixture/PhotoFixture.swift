@@ -14,6 +14,10 @@ public final class PhotoFixture: Sendable {
         /// Flickr answering XML although JSON was asked for: code 105, then code 100 (recorded answers
         /// of this shape are in Tests/Fixtures/recorded/flickr).
         case xmlUnavailable, xmlInvalidKey
+        /// HTTP 503 without Retry-After: the service (or its load balancer) is down.
+        case serviceUnavailable
+        /// HTTP 429 with Retry-After: 1, a throttled client.
+        case tooManyRequests
     }
 
     public enum ImageFault: Sendable, Equatable {
@@ -151,7 +155,7 @@ public final class PhotoFixture: Sendable {
         }
         if let answer = Self.faultAnswer(fault) { return answer }
         switch fault {
-        case .apiUnavailable, .xmlUnavailable, .xmlInvalidKey: break
+        case .apiUnavailable, .xmlUnavailable, .xmlInvalidKey, .serviceUnavailable, .tooManyRequests: break
         case .garbage: return .json("{\"photos\": [1, 2, ")
         case .html: return .html("<html><body>Gateway error</body></html>")
         case .truncated:

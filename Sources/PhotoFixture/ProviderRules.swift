@@ -98,6 +98,12 @@ extension PhotoFixture {
             return xml("<?xml version=\"1.0\" encoding=\"utf-8\" ?>\n<rsp stat=\"fail\">\n\t<err code=\"105\" msg=\"Service currently unavailable\" />\n</rsp>\n")
         case .xmlInvalidKey:
             return xml("<?xml version=\"1.0\" encoding=\"utf-8\" ?>\n<rsp stat=\"fail\">\n\t<err code=\"100\" msg=\"Invalid API Key (Key has invalid format)\" />\n</rsp>\n")
+        case .serviceUnavailable:
+            return .text("Service Unavailable", status: .serviceUnavailable)
+        case .tooManyRequests:
+            var response = HTTPResponse.text("Too Many Requests", status: HTTPStatus(429))
+            response.headers.set("Retry-After", "1")
+            return response
         default:
             return nil
         }

@@ -218,14 +218,36 @@ public final class PostgresConnection: @unchecked Sendable {
                 if firstError == nil { firstError = error }
             }
         }
-        var sync = PQgetResult(conn)
-        while let current = sync, PQresultStatus(current) != PGRES_PIPELINE_SYNC {
-            PQclear(current)
-            sync = PQgetResult(conn)
-        }
-        if let sync { PQclear(sync) }
-        if let firstError { throw firstError }
+        let commitError = readToSync(conn)
+        if let error = firstError ?? commitError { throw error }
         return results
+    }
+
+    /// Reads what is left up to the pipeline's sync point. An error there is the implicit
+    /// transaction failing at commit (a deferred trigger, a deadlock it met, a serialization
+    /// failure): every statement answered OK, yet nothing was kept. It was read and dropped, so a
+    /// worker's batch counted as written was rolled back unseen.
+    private func readToSync(_ conn: OpaquePointer) -> Error? {
+        var failure: Error?
+        var emptyReads = 0
+        // A NULL ends each command's results; two in a row mean nothing more is coming.
+        while emptyReads < 2 {
+            guard let current = PQgetResult(conn) else {
+                emptyReads += 1
+                continue
+            }
+            emptyReads = 0
+            let status = PQresultStatus(current)
+            if status == PGRES_PIPELINE_SYNC {
+                PQclear(current)
+                break
+            }
+            if failure == nil, status == PGRES_FATAL_ERROR {
+                failure = serverError(current)
+            }
+            PQclear(current)
+        }
+        return failure
     }
 
     /// PREPARE and EXECUTE in one pipeline (libpq ≥ 14), then back to normal mode.
@@ -245,12 +267,11 @@ public final class PostgresConnection: @unchecked Sendable {
         _ = PQgetResult(conn)
         let execution = PQgetResult(conn)
         if execution != nil { _ = PQgetResult(conn) }
-        var sync = PQgetResult(conn)
-        while let current = sync, PQresultStatus(current) != PGRES_PIPELINE_SYNC {
-            PQclear(current)
-            sync = PQgetResult(conn)
+        if let commitError = readToSync(conn) {
+            if let preparation, PQresultStatus(preparation) == PGRES_COMMAND_OK { prepared[key] = name }
+            [preparation, execution].compactMap { $0 }.forEach { PQclear($0) }
+            throw commitError
         }
-        if let sync { PQclear(sync) }
         guard let preparation else {
             if let execution { PQclear(execution) }
             throw PostgresError.connection(String(cString: PQerrorMessage(conn)))

@@ -121,6 +121,10 @@ struct Configuration {
             guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
             c.app.workers.workers = n
         }),
+        ("PROVIDER_OUTAGE_HOURS", "how long an album waits out its photo provider's outage (or its requests to wait) before it fails (24)", { c, v in
+            guard let n = Double(v), n.isFinite, n > 0, n <= 24 * 30 else { throw Invalid(description: "PROVIDER_OUTAGE_HOURS must be more than 0 and at most 720, not \(v)") }
+            c.app.workers.providerOutageHorizon = n * 3600
+        }),
         ("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", { c, v in
             guard let n = Int(v), (1...3600).contains(n) else { throw Invalid(description: "ALBUM_LEASE_SECONDS must be 1–3600, not \(v)") }
             c.app.workers.leaseSeconds = n

@@ -271,6 +271,9 @@ def desktop_journey(first_email):
             for key in before:
                 assert abs(first[key] - before[key]) < 0.001, "view moved on reload: %s → %s" % (before, first)
             wait(d, lambda: pin_count(d) >= 1, message="the saved pin")
+            time.sleep(1.2)  # past the save's 0.8 s debounce
+            saved = d.execute_script("return document.querySelector('[data-region-saved]') !== null")
+            assert not saved, "a page whose view did not move sent its region"
 
         with Step(d, "5 the album: placeholders, then photos; New Collection; remove a photo"):
             canvas = d.find_element(By.ID, "map-canvas")

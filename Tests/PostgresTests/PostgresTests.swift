@@ -212,6 +212,33 @@ import TestSupport
         #expect(try c.query("SELECT * FROM t WHERE id = $1", [1]).columns.count == 3)
     }
 
+    /// A statement outside a transaction commits at the sync that ends its pipeline (the first use
+    /// of a statement, and `pipeline`): a deferred trigger failing there (or a deadlock it meets)
+    /// rolls everything back although every statement answered OK. That error used to be read and
+    /// dropped, so the caller believed the write was kept.
+    @Test func aFailureAtCommitIsThrownHoweverTheStatementWasSent() throws {
+        let c = try PostgresConnection(url: try TestDatabase.create("commit"))
+        try c.execute("""
+            CREATE TABLE t (id int PRIMARY KEY);
+            CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.id < 0 THEN RAISE EXCEPTION 'refused at commit' USING ERRCODE = '40P01'; END IF; RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse();
+            """)
+        let insert = "INSERT INTO t VALUES ($1)"
+        var failures: [SQLState?] = []
+        for id in [-1, -2] {  // prepared and run in one pipeline, then run prepared
+            do { try c.query(insert, [id]) } catch let error as PostgresError { failures.append(error.sqlState) }
+        }
+        do {
+            _ = try c.pipeline([PostgresStatement(insert, [-3]), PostgresStatement("SELECT count(*) AS n FROM t WHERE id <> $1", [0])])
+        } catch let error as PostgresError { failures.append(error.sqlState) }
+        #expect(failures == [.deadlockDetected, .deadlockDetected, .deadlockDetected])
+        #expect(c.isHealthy)
+        try c.query(insert, [1])
+        #expect(try c.pipeline([PostgresStatement(insert, [2]), PostgresStatement("SELECT count(*) AS n FROM t WHERE id <> $1", [0])])[1][0].decode("n") == 2)
+        #expect(try c.query("SELECT count(*) AS n FROM t WHERE id < $1", [0])[0].decode("n") == 0)
+    }
+
     @Test func affectedRowsAreCounted() throws {
         let c = try PostgresConnection(url: try TestDatabase.create("aff"))
         try c.execute("CREATE TABLE t (v int)")

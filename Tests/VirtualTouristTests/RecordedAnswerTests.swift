@@ -89,7 +89,8 @@ import TestSupport
         #expect(second.contains("<dt>By</dt><dd>The National Archives UK</dd>"))
     }
 
-    /// Code 201 in XML, as Flickr sent it five times running: a service outage, retried, then a fixed phrase.
+    /// Code 201 in XML, as Flickr sent it five times running: a service outage, waited out up to
+    /// the horizon (2 s in tests), then a fixed phrase.
     @Test func flickrCode201InXMLIsAnOutageNotAnUnreadableAnswer() throws {
         let answer = try #require(try RecordedAnswers.cassette(Self.flickrDir + "test_a_persistent_error_201_is_raised.yml").first)
         #expect(answer.contentType.hasPrefix("text/xml"))
@@ -99,7 +100,7 @@ import TestSupport
         let album = try AlbumTests.settled(browser, pin: pin)
         #expect(album.status == "failed")
         #expect(album.error == "Flickr is unavailable right now. Please try again later.")
-        #expect(app.fixture.searchCount == 3)  // retried up to maxAttempts
+        #expect(app.fixture.searchCount >= 3)  // asked again until the horizon
         let page = try browser.get("/pins/\(pin)").body
         #expect(page.contains(">Retry</button>") && !page.contains("Sorry"))
         #expect(try Self.lastError(app).contains("201: Sorry, the Flickr API service is not currently available."))

@@ -34,6 +34,10 @@ final class TestApp {
         settings.workers.sweepSeconds = 0.5
         settings.workers.retryBaseSeconds = 0
         settings.workers.maxAttempts = 3
+        // A provider outage is waited out for seconds, not hours (ProviderOutageTests scales them).
+        settings.workers.providerOutageHorizon = 2
+        settings.workers.outageBackoffFirst = 0.2
+        settings.workers.outageBackoffMax = 0.5
         settings.httpClient.totalTimeout = 5
         // Each app its own store, so one test's sweep never sees another's blobs.
         settings.photoStore = TestApp.scratchDirectory("photos")

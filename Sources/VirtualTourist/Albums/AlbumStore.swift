@@ -431,9 +431,24 @@ public struct AlbumStore: Sendable {
     /// few round trips and a few page refreshes instead of 30 of each. The rows travel as one JSON
     /// array (as placeholders do), values bound, never in the SQL. Rows of an older generation are
     /// left alone (their blobs are then the collector's).
+    ///
+    /// A deadlock or serialization failure is tried again (PostgreSQL's own advice: the statement
+    /// is whole and can simply run again); any other error, or the third of those, is the caller's,
+    /// which puts the batch back in its queue.
     func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
         guard !results.isEmpty else { return }
         let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
+        for attempt in 1... {
+            do {
+                return try storeResults(rows: rows, job: job)
+            } catch let error as PostgresError where attempt < 3
+                        && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+    }
+
+    private func storeResults(rows: String, job: AlbumJob) throws {
         try pool.query("""
             WITH r AS (
                 SELECT * FROM jsonb_to_recordset($4::jsonb)

@@ -5,11 +5,12 @@ import Postgres
 /// and the pin carries the fixed phrase people read. The provider's own words stay in
 /// album_jobs.last_error and the log.
 extension AlbumStore {
-    /// Queues the job again in `seconds`; a wait the provider named does not use up an attempt.
-    func wait(_ job: AlbumJob, seconds: Int, phrase: String, detail: String, countsAttempt: Bool) throws {
+    /// Queues the job again in `seconds`; a wait the provider named, or an outage waited out,
+    /// does not use up an attempt.
+    func wait(_ job: AlbumJob, seconds: Double, phrase: String, detail: String, countsAttempt: Bool) throws {
         try pool.transaction { db in
             try db.query("""
-                UPDATE album_jobs SET state = 'queued', run_after = now() + make_interval(secs => $2::int), last_error = $3,
+                UPDATE album_jobs SET state = 'queued', run_after = now() + make_interval(secs => $2::float8), last_error = $3,
                        attempts = attempts - CASE WHEN $4 THEN 0 ELSE 1 END, locked_by = NULL, locked_until = NULL
                 WHERE id = $1 AND state = 'running'
                 """, [job.id, seconds, detail, countsAttempt])
@@ -21,9 +22,21 @@ extension AlbumStore {
         }
     }
 
-    /// The search went through: the album no longer waits.
+    /// How long this job's provider calls have been failing or told to wait, in seconds; the
+    /// first failure in a row starts the count (0).
+    func waitedForProvider(_ job: AlbumJob) throws -> Double {
+        try pool.query("""
+            UPDATE album_jobs SET waiting_since = coalesce(waiting_since, now()) WHERE id = $1
+            RETURNING extract(epoch FROM now() - waiting_since)::float8 AS waited
+            """, [job.id]).first?.decode("waited") ?? 0
+    }
+
+    /// The search went through: the album no longer waits, and a later outage counts afresh.
     func clearWaiting(_ job: AlbumJob) throws {
-        try pool.query("UPDATE pins SET waiting = NULL WHERE id = $1 AND user_id = $2 AND waiting IS NOT NULL", [job.pinID, job.userID])
+        try pool.query("""
+            WITH job AS (UPDATE album_jobs SET waiting_since = NULL WHERE id = $3 AND waiting_since IS NOT NULL)
+            UPDATE pins SET waiting = NULL WHERE id = $1 AND user_id = $2 AND waiting IS NOT NULL
+            """, [job.pinID, job.userID, job.id])
     }
 
     /// Gives up with a fixed phrase; `retryable` false hides the Retry button (only the administrator can help).
@@ -43,24 +56,48 @@ extension AlbumStore {
 }
 
 extension AlbumWorkers {
-    /// What a provider failure does to an album: wait as long as the provider (or our budget) says,
-    /// retry a service that is down with backoff, fail at once for a bad key or a refused request.
+    /// What a provider failure does to an album: wait as long as our budget says; wait as long as
+    /// the provider says, or out a service that is down with backoff — both up to the outage
+    /// horizon, so an album dropped during an outage of hours completes by itself; retry an
+    /// unreadable answer a few times; fail at once for a bad key or a refused request.
     func providerTrouble(_ job: AlbumJob, _ error: PhotoProviderError) {
         let detail = error.description
         let failure = error.failureClass
         provider.budget?.noteProblem(detail)
         do {
             switch failure {
-            case .wait(let seconds, let reason):
+            case .wait(let seconds, .budget):
+                // Our own hourly budget, not the provider's trouble: a long queue drains at its
+                // pace however many hours that takes, so no horizon.
                 logger.notice("album of pin \(job.pinID): \(detail); waiting \(seconds) s")
-                try store.wait(job, seconds: seconds, phrase: ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: Double(seconds))),
+                try store.wait(job, seconds: Double(seconds), phrase: ProviderPhrases.waiting(provider.name, reason: .budget, until: Date(timeIntervalSinceNow: Double(seconds))),
                                detail: detail, countsAttempt: false)
-            case .unavailable where job.attempts < settings.maxAttempts:
+            case .wait, .unavailable:
+                let waited = try store.waitedForProvider(job)
+                let left = settings.providerOutageHorizon - waited
+                guard left > 0 else {
+                    logger.warning("album of pin \(job.pinID) failed after waiting \(Int(waited)) s for \(provider.name): \(detail)")
+                    try store.fail(job, phrase: ProviderPhrases.failed(provider.name, .unavailable), detail: detail, retryable: true)
+                    return
+                }
+                var seconds: Double, reason: ProviderBudget.WaitReason?
+                if case .wait(let named, let why) = failure {
+                    (seconds, reason) = (Double(named), why)
+                } else {
+                    // As long as the outage has lasted so far: the waits double, and the job looks
+                    // again soon after a short blip but only every few minutes during a long outage.
+                    (seconds, reason) = (min(settings.outageBackoffMax, max(settings.outageBackoffFirst, waited)), nil)
+                }
+                seconds = min(seconds, left)
+                logger.notice("album of pin \(job.pinID): \(detail); waiting \(String(format: "%.1f", seconds)) s (\(Int(waited)) s so far)")
+                try store.wait(job, seconds: seconds, phrase: ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: seconds)),
+                               detail: detail, countsAttempt: false)
+            case .unreadable where job.attempts < settings.maxAttempts:
                 let delay = min(60, settings.retryBaseSeconds << (job.attempts - 1))
                 logger.notice("album of pin \(job.pinID): \(detail); retrying in \(delay) s")
-                try store.wait(job, seconds: delay, phrase: ProviderPhrases.waiting(provider.name, reason: nil, until: Date(timeIntervalSinceNow: Double(delay))),
+                try store.wait(job, seconds: Double(delay), phrase: ProviderPhrases.waiting(provider.name, reason: nil, until: Date(timeIntervalSinceNow: Double(delay))),
                                detail: detail, countsAttempt: true)
-            case .unavailable, .invalidKey, .refused:
+            case .unreadable, .invalidKey, .refused:
                 logger.warning("album of pin \(job.pinID) failed: \(detail)")
                 try store.fail(job, phrase: ProviderPhrases.failed(provider.name, failure), detail: detail, retryable: failure != .invalidKey)
             }

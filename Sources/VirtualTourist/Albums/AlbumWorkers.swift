@@ -29,6 +29,18 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Retries of one image before it is marked failed.
         public var imageAttempts = 3
         public var retryBaseSeconds = 2
+        /// A provider that is down (or asks us to wait) is waited out this long, counted from the
+        /// job's first failed call, before the album fails; outages of the real services last
+        /// minutes to hours. PROVIDER_OUTAGE_HOURS.
+        public var providerOutageHorizon: Double = 24 * 3600
+        /// The first wait for a provider that is down; each later one is as long as the outage has
+        /// lasted so far (so the waits double), at most `outageBackoffMax`.
+        public var outageBackoffFirst: Double = 2
+        public var outageBackoffMax: Double = 600
+        /// The same for the photo store: an album waits for it (its photos pending), looking again
+        /// after as long as the store's outage has lasted, at least this and at most `storeBackoffMax`.
+        public var storeBackoffFirst: Double = 1
+        public var storeBackoffMax: Double = 60
         /// Results are written in batches (one statement, one NOTIFY each): when this many are
         /// waiting, or the oldest waited this long, so the live page still fills in as they land.
         /// Six: a batch's new row versions must fit in the room fillfactor 80 keeps on a heap
@@ -58,6 +70,8 @@ public final class AlbumWorkers: @unchecked Sendable {
     let thumbnails = ThumbnailCache()
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
     private let outage = Mutex<Date?>(nil)
+    /// The same for the photo store, and when its last outage ended.
+    private let storeOutage = Mutex<(since: Date?, endedAt: Date?)>((nil, nil))
 
     let metrics: Metrics?
 
@@ -155,7 +169,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                 return
             }
             // A job taken over after a crash finds its placeholders already written: it only
-            // downloads what is still pending, so nothing is duplicated.
+            // downloads what is still pending, so nothing is duplicated. So does one that waited
+            // for the photo store; its banner goes once a photo is stored again.
+            let resumed = job.kind == .collection && search.placeholders > 0
             if job.kind == .collection && search.placeholders == 0 {
                 let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
                 let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
@@ -167,13 +183,15 @@ public final class AlbumWorkers: @unchecked Sendable {
                     return
                 }
             }
-            try download(job, worker: worker)
+            try download(job, worker: worker, clearsWaiting: resumed)
             try store.finish(job)
             logger.info("album of pin \(job.pinID) complete")
         } catch let error as PhotoProviderError {
             providerTrouble(job, error)
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
             resumeAfterOutage(job, worker: worker, error: error)
+        } catch let down as StoreDown {
+            waitForStore(job, down)
         } catch {
             giveUpOrRetry(job, reason: "\(error)", transient: true)
         }
@@ -198,11 +216,17 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     /// Downloads the pending placeholders on the shared download slots, a whole page at once
     /// (fewer when the provider asks for restraint), writing each image as it lands.
-    private func download(_ job: AlbumJob, worker: String) throws {
+    private func download(_ job: AlbumJob, worker: String, clearsWaiting: Bool = false) throws {
+        let waitingCleared = Atomic(!clearsWaiting)
         let pending = try store.pendingPhotos(job)
         let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
         let hosts = provider.imageHosts
         let outage = Mutex<PostgresError?>(nil)
+        // A write the database refused for another reason: the album stops and the job is tried
+        // again later (giveUpOrRetry), the unwritten photos still pending.
+        let refused = Mutex<(any Error)?>(nil)
+        // The photo store went down: the photo stays pending and the album waits (waitForStore).
+        let storeDown = Mutex<(error: PhotoStoreError, putStarted: Date)?>(nil)
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and the renewal was a third of their database round trips.
         let renewed = Mutex(Date())
@@ -232,7 +256,14 @@ public final class AlbumWorkers: @unchecked Sendable {
                     return taken
                 }
                 if batch.isEmpty { return }
-                try store.storeResults(batch, job: job)
+                do {
+                    try store.storeResults(batch, job: job)
+                } catch {
+                    // Back to the front of the queue: taken out and lost, its photos stayed pending
+                    // under an album that then finished.
+                    waiting.withLock { $0.results.insert(contentsOf: batch, at: 0) }
+                    throw error
+                }
             }
         }
         @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
@@ -254,14 +285,20 @@ public final class AlbumWorkers: @unchecked Sendable {
                     // Thumbnails too (JPEG only), into the same store.
                     var hash: String?
                     var thumbnails: [Int: String] = [:]
+                    let putStarted = Date()
                     do {
                         let original = try store.photos.put(bytes)
                         thumbnails = try self.thumbnails.thumbnails(of: original, bytes: bytes, store: store.photos)
                         hash = original
+                        storeAnswered(putStarted: putStarted)
+                    } catch let error as PhotoStoreError where error.outage {
+                        storeDown.withLock { $0 = $0 ?? (error, putStarted) }
+                        return false
                     } catch {
                         logger.error("album of pin \(job.pinID): photo \(photo.id) not stored: \(error)")
                         hash = nil
                     }
+                    if hash != nil, !waitingCleared.exchange(true, ordering: .relaxed) { try store.clearWaiting(job) }
                     metrics?.download(succeeded: hash != nil)
                     try finished(hash.map { .stored(photo.id, hash: $0, byteSize: bytes.count, info: info, thumbnails: thumbnails) }
                                  ?? .failed(photo.id, reason: "The photo could not be stored."))
@@ -285,14 +322,19 @@ public final class AlbumWorkers: @unchecked Sendable {
                 outage.withLock { $0 = error }
                 return false  // the rest waits for the database (resumeAfterOutage)
             } catch {
-                // Never left pending under a finished album: the tile says it failed (the detail
-                // stays in the log).
-                logger.warning("storing photo \(photo.id) failed: \(error)")
-                try? store.failPhoto(photoID: photo.id, job: job, reason: "could not be stored")
-                return true
+                // Never left pending under a finished album: the album does not finish, and the
+                // job's next attempt downloads what is still pending.
+                logger.warning("album of pin \(job.pinID): storing photo \(photo.id) failed: \(error)")
+                refused.withLock { $0 = $0 ?? error }
+                return false
             }
         }
         if let error = outage.withLock({ $0 }) { throw error }
+        if let error = refused.withLock({ $0 }) { throw error }
+        if let down = storeDown.withLock({ $0 }) {
+            try write(rest: true)  // what was stored before the store went away is kept
+            throw StoreDown(error: down.error, putStarted: down.putStarted)
+        }
         // The last, partial batch. (After an outage it is dropped above: those photos are still
         // pending and download again when the job resumes.)
         try write(rest: true)
@@ -348,6 +390,50 @@ public final class AlbumWorkers: @unchecked Sendable {
     private func databaseAnswered() {
         guard let since = outage.withLock({ since -> Date? in defer { since = nil }; return since }) else { return }
         logger.notice(String(format: "the database is back after %.1f s; album workers resume", Date().timeIntervalSince(since)))
+    }
+
+    // MARK: Photo store outages
+
+    /// A put the store could not take because it is down, and when that put began.
+    struct StoreDown: Error {
+        let error: PhotoStoreError
+        let putStarted: Date
+    }
+
+    /// The photo store is down (unreachable, failing, full): the album's unstored photos stay
+    /// pending and the job is queued again, after as long as the outage has lasted so far; no
+    /// attempt is used, so it resumes by itself however long the store takes. Logged once per
+    /// outage: a put that began before the last outage ended and failed late is part of that one.
+    private func waitForStore(_ job: AlbumJob, _ down: StoreDown) {
+        let (since, first) = storeOutage.withLock { state -> (Date, Bool) in
+            if let since = state.since { return (since, false) }
+            if let ended = state.endedAt, down.putStarted < ended { return (Date(), false) }
+            state.since = Date()
+            return (state.since!, true)
+        }
+        if first { logger.warning("the photo store is unavailable (\(down.error)); albums wait for it") }
+        let seconds = min(settings.storeBackoffMax, max(settings.storeBackoffFirst, Date().timeIntervalSince(since)))
+        do {
+            try store.wait(job, seconds: seconds, phrase: Self.storeWaitingPhrase(until: Date(timeIntervalSinceNow: seconds)),
+                           detail: down.error.description, countsAttempt: false)
+        } catch {
+            logger.error("queuing job \(job.id) to wait for the photo store failed: \(error)")
+        }
+    }
+
+    /// A put that started after the outage began went through (one that started before may
+    /// land after the first failure and proves nothing).
+    private func storeAnswered(putStarted: Date) {
+        guard let since = storeOutage.withLock({ state -> Date? in
+            guard let started = state.since, putStarted > started else { return nil }
+            state = (nil, Date())
+            return started
+        }) else { return }
+        logger.notice(String(format: "the photo store is back after %.1f s; albums resume", Date().timeIntervalSince(since)))
+    }
+
+    static func storeWaitingPhrase(until: Date) -> String {
+        "Photos cannot be saved right now; trying again at \(ProviderPhrases.clockTime(until))."
     }
 
     /// The database went away in the middle of a job. The job is still ours (its lease runs on),

@@ -290,6 +290,9 @@ public struct PinStore: Sendable {
             INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES ($1, $2, $3, $4)
             ON CONFLICT (user_id) DO UPDATE
             SET center_lat = EXCLUDED.center_lat, center_lon = EXCLUDED.center_lon, zoom = EXCLUDED.zoom, updated_at = now()
+            -- The same view again writes nothing (no new row version, no WAL).
+            WHERE (map_regions.center_lat, map_regions.center_lon, map_regions.zoom)
+                  IS DISTINCT FROM (EXCLUDED.center_lat, EXCLUDED.center_lon, EXCLUDED.zoom)
             """, [userID, region.lat, region.lon, region.zoom])
     }
 

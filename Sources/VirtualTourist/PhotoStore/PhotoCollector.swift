@@ -23,22 +23,27 @@ public struct PhotoCollector: Sendable {
     /// the rows still holding bytes. SKIP LOCKED lets several instances share the work. Returns
     /// how many rows moved (0: done).
     @discardableResult
+    ///
+    /// No transaction is held across the store's writes (network calls to an object store, up to
+    /// 20 s each when it is slow): the rows are read, their bytes put, and each row then drops its
+    /// bytes in a statement of its own, only if it still holds them. Two instances moving the same
+    /// row put the same blob twice (content-addressed: one blob) and one of them updates the row.
     public func moveBytesToStore(batch: Int = 50) throws -> Int {
-        try pool.transaction { db in
-            let rows = try db.query("""
-                SELECT id, bytes FROM photos WHERE hash IS NULL AND bytes IS NOT NULL
-                ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
-                """, [batch])
-            for row in rows {
-                let id: Int64 = try row.decode("id")
-                let data: Data = try row.decode("bytes")
-                let bytes = Array(data)
-                // Written and synced before the row stops holding the bytes.
-                let hash = try store.put(bytes)
-                try db.query("UPDATE photos SET hash = decode($2, 'hex'), byte_size = $3, bytes = NULL WHERE id = $1", [id, hash, bytes.count])
-            }
-            return rows.count
+        let rows = try pool.query("""
+            SELECT id, bytes FROM photos WHERE hash IS NULL AND bytes IS NOT NULL ORDER BY id LIMIT $1
+            """, [batch])
+        for row in rows {
+            let id: Int64 = try row.decode("id")
+            let data: Data = try row.decode("bytes")
+            let bytes = Array(data)
+            // Written and synced before the row stops holding the bytes.
+            let hash = try store.put(bytes)
+            try pool.query("""
+                UPDATE photos SET hash = decode($2, 'hex'), byte_size = $3, bytes = NULL
+                WHERE id = $1 AND hash IS NULL AND bytes IS NOT NULL
+                """, [id, hash, bytes.count])
         }
+        return rows.count
     }
 
     /// Moves every image still in a row, batch by batch.

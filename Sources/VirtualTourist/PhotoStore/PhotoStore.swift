@@ -17,6 +17,8 @@ public protocol PhotoStore: Sendable {
     func list() throws -> [(hash: String, modified: Date)]
     /// Removes a blob unless it was written after `olderThan`: a put meanwhile wins over the sweep.
     func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool
+    /// Why the store cannot take writes now, or nil (/readyz).
+    func problem() -> String?
 }
 
 public struct PhotoStoreError: Error, CustomStringConvertible {
@@ -24,11 +26,25 @@ public struct PhotoStoreError: Error, CustomStringConvertible {
     /// The store could not be reached or refused the request (an object store that is down,
     /// wrong credentials): /photos/:id answers 503 rather than 500.
     public var unavailable = false
+    /// The store is down rather than refusing this request: it could not be reached, failed on
+    /// its side (5xx), or has no room left. Albums keep such photos pending and wait for the
+    /// store (AlbumWorkers) instead of failing them.
+    public var outage = false
 
-    public init(description: String, unavailable: Bool = false) {
+    public init(description: String, unavailable: Bool = false, outage: Bool = false) {
         self.description = description
-        self.unavailable = unavailable
+        self.unavailable = unavailable || outage
+        self.outage = outage
     }
+
+    /// A file system error: a full disk or quota is an outage that space coming back ends.
+    static func file(_ text: String, errno code: Int32) -> PhotoStoreError {
+        PhotoStoreError(description: "\(text): \(String(cString: strerror(code)))", outage: code == ENOSPC || code == EDQUOT)
+    }
+}
+
+extension PhotoStore {
+    public func problem() -> String? { nil }
 }
 
 /// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path
@@ -64,10 +80,10 @@ public struct FileStore: PhotoStore {
         try withLock(LOCK_SH) {
             // Already stored: only its age is refreshed, so a sweep running now keeps it.
             if utimensat(AT_FDCWD, file, nil, 0) == 0 { return }
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Self.makeDirectories(directory)
             let temporary = directory + "/.tmp-" + UUID().uuidString
             let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw PhotoStoreError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw PhotoStoreError.file("cannot create \(temporary)", errno: errno) }
             var written = 0
             var failure: Int32 = 0
             bytes.withUnsafeBytes { raw in
@@ -82,13 +98,31 @@ public struct FileStore: PhotoStore {
             if failure == 0 && rename(temporary, file) != 0 { failure = errno }
             guard failure == 0 else {
                 unlink(temporary)
-                throw PhotoStoreError(description: "cannot write \(file): \(String(cString: strerror(failure)))")
+                throw PhotoStoreError.file("cannot write \(file)", errno: failure)
             }
             // The rename is durable only once the directory entry is.
             let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
         }
         return hash
+    }
+
+    /// mkdir -p with the errno kept (a full disk is an outage, not a broken store).
+    static func makeDirectories(_ path: String) throws {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST { throw PhotoStoreError.file("cannot create \(built)", errno: errno) }
+        }
+    }
+
+    /// A store whose directory cannot be written, or whose disk is full.
+    public func problem() -> String? {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return nil }  // made on the first write
+        if access(root, W_OK) != 0 { return "the photo store \(root) cannot be written: \(String(cString: strerror(errno)))" }
+        if UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20 { return "the photo store \(root) is full (under 1 MB free)" }
+        return nil
     }
 
     public func refresh(_ hash: String) throws -> Bool {
@@ -135,9 +169,9 @@ public struct FileStore: PhotoStore {
     }
 
     private func withLock<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try Self.makeDirectories(root)
         let fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PhotoStoreError(description: "cannot open \(root)/.lock: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(root)/.lock", errno: errno) }
         defer { close(fd) }
         while flock(fd, operation) != 0 {
             guard errno == EINTR else { throw PhotoStoreError(description: "cannot lock \(root)/.lock: \(String(cString: strerror(errno)))") }

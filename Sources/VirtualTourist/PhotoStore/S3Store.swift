@@ -253,7 +253,9 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
             } catch let error as HTTPClientError {
                 switch error {
                 case .transport where attempt < retryDelays.count: break
-                default: throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", unavailable: true)  // url names the bucket
+                case .transport, .timedOut:
+                    throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", outage: true)  // url names the bucket
+                default: throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", unavailable: true)
                 }
             }
             usleep(useconds_t(retryDelays[attempt] * 1_000_000))
@@ -299,7 +301,11 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
             text += " (refused: check S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_REGION and the key's permissions)"
         default: break
         }
-        return PhotoStoreError(description: text, unavailable: true)
+        // 5xx (SlowDown included) after the retries, or an answer that no request can pass (no
+        // bucket, keys it does not know): the store is down or misconfigured, not refusing this
+        // write, and albums wait for the operator. AccessDenied may be a policy on some keys only.
+        let storeWide = ["NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch"].contains(code ?? "")
+        return PhotoStoreError(description: text, unavailable: true, outage: response.status >= 500 || storeWide)
     }
 
     private func errorCode(_ response: HTTPClientResponse) -> String? {
@@ -360,8 +366,6 @@ struct S3ListPage {
         guard text.contains("<ListBucketResult") else {
             throw PhotoStoreError(description: "S3 listing: not a ListBucketResult", unavailable: true)
         }
-        truncated = Self.firstElement("IsTruncated", in: body, limit: 8) == "true"
-        nextToken = Self.firstElement("NextContinuationToken", in: body, limit: 1024).map(Self.unescape)
         var rest = text[...]
         while let open = rest.range(of: "<Contents>"), let close = rest.range(of: "</Contents>", range: open.upperBound..<rest.endIndex) {
             let entry = rest[open.upperBound..<close.lowerBound]
@@ -371,6 +375,16 @@ struct S3ListPage {
                   let date = Self.parseISO8601(modified) else { continue }
             objects.append((Self.unescape(key), date))
         }
+        // The page's own elements are outside the entries, before them (AWS, MinIO, moto) or after
+        // them (Ceph RGW up to Reef, about 250 KB in for 1,000 keys): both places are read, the
+        // whole body being bounded by HTTPClient's cap. Read from the first 64 KB only, a long
+        // listing lost its token there and the collector stopped at the first 1,000 blobs.
+        let head = text.range(of: "<Contents>").map { text[..<$0.lowerBound] } ?? text[...]
+        func pageElement(_ name: String, limit: Int) -> String? {
+            Self.element(name, in: head, limit: limit) ?? Self.element(name, in: rest, limit: limit)
+        }
+        truncated = pageElement("IsTruncated", limit: 8) == "true"
+        nextToken = pageElement("NextContinuationToken", limit: 1024).map(Self.unescape)
     }
 
     static func element(_ name: String, in text: Substring, limit: Int) -> String? {

@@ -83,7 +83,7 @@ public enum PhotoProviderError: Error, Equatable, CustomStringConvertible {
     /// Worth trying again later (the service or network may recover); a bad key will not.
     public var isTransient: Bool {
         switch failureClass {
-        case .wait, .unavailable: return true
+        case .wait, .unavailable, .unreadable: return true
         case .invalidKey, .refused: return false
         }
     }

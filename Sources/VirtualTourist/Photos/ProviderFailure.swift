@@ -8,8 +8,11 @@ public enum ProviderFailureClass: Equatable, Sendable {
     /// The provider named a wait, or our own budget is spent: wait that long, without using up an
     /// attempt, and say when the album resumes.
     case wait(seconds: Int, reason: ProviderBudget.WaitReason)
-    /// The service is down or answered something unreadable: retry with backoff, then fail.
+    /// The service is down, says so, or cannot be reached: wait it out with backoff, up to the
+    /// outage horizon (hours), then fail.
     case unavailable
+    /// An answer we cannot read: retried a few times with backoff, then the album fails.
+    case unreadable
     /// Only the administrator can fix it: fail at once, no Retry button.
     case invalidKey
     /// The provider refused this request as made (a changed API, a bug of ours): fail, keep Retry.
@@ -28,7 +31,8 @@ extension PhotoProviderError {
             // Read-only mode and internal errors pass; other codes describe our request.
             return code == "readonly" || code.hasPrefix("internal_api_error") ? .unavailable : .refused
         case .unexpectedStatus(let status): return status >= 500 || status == 429 || status == 408 ? .unavailable : .refused
-        case .malformed, .transport: return .unavailable
+        case .transport: return .unavailable
+        case .malformed: return .unreadable
         }
     }
 }
@@ -46,7 +50,7 @@ public enum ProviderPhrases {
         case .budget: return "Waiting for \(service): the hourly limit is reached; resumes at \(at)."
         case .rateLimited: return "Waiting for \(service): it asked us to slow down; resumes at \(at)."
         case .lagged: return "Waiting for \(service): its servers are busy; resumes at \(at)."
-        case nil: return "\(service) is unavailable — retrying automatically at \(at)."
+        case nil: return "\(service) is unavailable; trying again at \(at)."
         }
     }
 
@@ -55,7 +59,7 @@ public enum ProviderPhrases {
         switch failure {
         case .invalidKey: return "The administrator must set a valid Flickr API key."
         case .refused: return "\(service) could not answer this search. Please try again later."
-        case .unavailable, .wait: return "\(service) is unavailable right now. Please try again later."
+        case .unavailable, .unreadable, .wait: return "\(service) is unavailable right now. Please try again later."
         }
     }
 

@@ -164,12 +164,20 @@ public final class App: Sendable {
         web.plain("/healthz") { _ in .text("ok") }
         // Ready for traffic: the database answers and every migration is applied.
         let migrations = settings.migrationsDirectory
+        let storeCheck = StoreCheck(store: photoStore)
         web.plain("/readyz") { _ in
             do {
                 let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
+                guard upToDate else { return .text("not ready: migrations are pending", status: .serviceUnavailable) }
+                // The photo store is a dependency like the database: albums wait while it is down.
+                if let problem = storeCheck.problem() {
+                    var response = HTTPResponse.text("not ready: the photo store: \(problem)", status: .serviceUnavailable)
+                    response.headers.set("Retry-After", "10")
+                    return response
+                }
                 // A provider's trouble does not make the instance unready, but the operator reads it here.
                 let note = interactive.budget?.recentProblem().map { "\n\(interactive.name): \($0)" } ?? ""
-                return upToDate ? .text("ready" + note) : .text("not ready: migrations are pending", status: .serviceUnavailable)
+                return .text("ready" + note)
             } catch let error as PostgresError {
                 var response = HTTPResponse.text("not ready: the database cannot be reached: \(error.unavailableReason)",
                                                  status: .serviceUnavailable)
@@ -395,5 +403,24 @@ final class Housekeeping: @unchecked Sendable {
             DELETE FROM album_jobs
             WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < now() - make_interval(days => $1::int)
             """, [jobDays]).affectedRows) ?? 0
+    }
+}
+
+/// The photo store's answer to "can you take writes?", asked at most every few seconds: /readyz is
+/// polled, and an object store that is down costs its connect timeout per question.
+final class StoreCheck: Sendable {
+    let store: any PhotoStore
+    private let last = Mutex<(at: Date, problem: String?)?>(nil)
+    static let seconds = 5.0
+
+    init(store: any PhotoStore) {
+        self.store = store
+    }
+
+    func problem() -> String? {
+        if let kept = last.withLock({ $0 }), Date().timeIntervalSince(kept.at) < Self.seconds { return kept.problem }
+        let problem = store.problem()
+        last.withLock { $0 = (Date(), problem) }
+        return problem
     }
 }
