@@ -134,6 +134,31 @@ def long_name(driver, email, pages):
     psql("UPDATE users SET display_name = 'Ada Lovelace' WHERE email = '%s'" % email)
 
 
+def exports(driver):
+    """The pin exports are plain links under the list: Tab reaches each with a visible ring, and
+    each is an attachment of the person's pins."""
+    print("  pin exports:")
+    try:
+        driver.get(BASE + "/")
+        j.wait(driver, lambda: j.data(driver, "basemap") == "ready", message="the basemap")
+        # The script folds the pin list away on the map; Enter on its summary opens it.
+        tab_to(driver, "#pin-list-details > summary", limit=400)
+        if not driver.execute_script("return document.getElementById('pin-list-details').open"):
+            keys(driver, Keys.ENTER)
+        for kind in ("geojson", "gpx", "kml"):
+            selector = "#pin-exports a[href='/pins.%s']" % kind
+            tab_to(driver, selector, limit=400)
+            contrast = ring_visible(driver, "export " + kind)
+            status, disposition, size = driver.execute_async_script(
+                "const done = arguments[arguments.length - 1];"
+                "fetch(document.activeElement.href).then(async r => done([r.status, r.headers.get('Content-Disposition'),"
+                " (await r.arrayBuffer()).byteLength]), e => done([0, String(e), 0]));")
+            print("    %-8s Tab reaches it (ring %.1f:1); %d, %s, %d bytes" % (kind, contrast, status, disposition, size))
+            assert status == 200 and (disposition or "").startswith("attachment;"), "export %s: %s %s" % (kind, status, disposition)
+    except AssertionError as error:
+        failures.append(str(error))
+
+
 # ----- the keyboard-only journey -----
 
 FOCUS_RING = """
@@ -441,6 +466,7 @@ def main():
         print("  reflow:")
         reflow(driver, pages + signed_out[:2])
         long_name(driver, email, pages)
+        exports(driver)
     finally:
         driver.quit()
     if failures:
