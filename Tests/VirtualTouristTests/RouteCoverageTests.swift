@@ -55,8 +55,8 @@ import TestSupport
     /// adding a route without an isolation check fails this test.
     @Test func anotherPersonsResourcesAre404() throws {
         let app = try TestApp()
-        let owner = try app.signedUp(email: "owner@example.org")
-        let intruder = try app.signedUp(email: "intruder@example.org")
+        let owner = try app.signedUp(email: "owner@example.org", name: "Owen Owner")
+        let intruder = try app.signedUp(email: "intruder@example.org", name: "Ida Intruder")
         let resources = try Self.resourcePaths(app: app, owner: owner)
         let parameterized = app.app.routes.filter {
             ($0.pattern.contains(":") || $0.pattern.contains("*")) && !Self.publicRoutes.contains("\($0.method) \($0.pattern)")
@@ -82,8 +82,10 @@ import TestSupport
             #expect(ownerStatus < 400, "\(key): the owner gets \(ownerStatus), so the 404 above proves nothing")
         }
         // The home page of each shows their own name only.
-        #expect(try intruder.get("/").body.contains("intruder@example.org"))
-        #expect(try !intruder.get("/").body.contains("owner@example.org"))
+        // (The header shows the name, with the name as its title; it showed the email before.)
+        let home = try intruder.get("/").body
+        #expect(home.contains("Ida Intruder"))
+        #expect(!home.contains("Owen Owner") && !home.contains("owner@example.org"))
     }
 
     /// For each parameterized route: a URL of one of `owner`'s resources (created here).

@@ -81,6 +81,13 @@ public struct PinStore: Sendable {
         return try rows.map(Self.pin)
     }
 
+    /// One page of a person's pins in id order, after the pin `after` (0: from the first): an
+    /// export reads them page by page along the primary key, so no statement holds them all.
+    public func pins(of userID: Int64, after: Int64, limit: Int) throws -> [Pin] {
+        try pool.query("SELECT \(Self.columns) FROM pins p WHERE p.user_id = $1 AND p.id > $2 ORDER BY p.id LIMIT $3",
+                       [userID, after, limit]).map(Self.pin)
+    }
+
     /// A group of pins the map draws as one marker with a count.
     public struct Cluster: Sendable, Equatable {
         public let lat: Double

@@ -38,7 +38,7 @@ enum Layout {
         if let user = chrome.user, let csrf = chrome.csrfToken {
             account = """
                 <div class="account">
-                <span class="who" title="\(text: user.email)">\(text: user.displayName)</span>
+                <span class="who" title="\(text: user.displayName)">\(text: user.displayName)</span>
                 <form method="post" action="/sign-out" class="inline">
                 \(csrfField(csrf))
                 <button type="submit" class="link-button">Sign out</button>

@@ -92,6 +92,7 @@ enum MapPage {
             \(model.listed.isEmpty ? "<p class=\"muted\" id=\"no-pins\">No pins yet.</p>" : HTML.empty)
             <ul class="pins" id="pins">\(items)</ul>
             \(pagination(model))
+            \(model.totalPins > 0 ? exports : HTML.empty)
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
             <label for="add-pin-place">Add a pin by place name or “lat, lon”</label>
@@ -105,6 +106,11 @@ enum MapPage {
             </section>
             """
     }
+
+    /// The person's pins as files for other map software (plain links: no script needed).
+    static let exports: HTML = """
+        <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a></p>
+        """
 
     /// Previous and next links under the list, when there is more than one page.
     static func pagination(_ model: Model) -> HTML {

@@ -69,6 +69,33 @@ extension WebRoutes {
             return ETag.conditional(context.request, response)
         }
 
+        // The person's pins as files for other map software (GeoJSON, GPX, KML): read 1,000 at a
+        // time along the primary key and written into one body, so memory is the file's bytes
+        // (1.7-2.6 MB for 10,000 pins), never every pin as values at once.
+        let links = PinExport.Links(publicURL: settings.publicURL)
+        for format in PinExport.allCases {
+            signedIn("GET", "/pins.\(format.fileExtension)") { context in
+                var body: [UInt8] = []
+                let now = Date()
+                format.begin(exportedAt: now, to: &body)
+                var after: Int64 = 0
+                var first = true
+                while true {
+                    let batch = try pins.pins(of: context.user.id, after: after, limit: 1000)
+                    format.append(batch, first: first, links: links, to: &body)
+                    guard let last = batch.last, batch.count == 1000 else { break }
+                    after = last.id
+                    first = false
+                }
+                format.end(to: &body)
+                let day = String(PinExport.rfc3339(now).prefix(10))
+                var response = HTTPResponse(status: .ok, headers: ["Content-Type": format.contentType], body: body)
+                response.headers.set("Content-Disposition", "attachment; filename=\"virtual-tourist-pins-\(day).\(format.fileExtension)\"")
+                response.headers.set("Cache-Control", "private, no-store")
+                return response
+            }
+        }
+
         // Drop a pin: from the map script (lat, lon; answers JSON) or the plain form (place name
         // or "lat, lon"; answers with a redirect).
         signedIn("POST", "/pins") { context in
