@@ -47,6 +47,33 @@ extension WebRoutes {
             return ETag.conditional(context.request, response)
         }
 
+        // The album as a zip of its ready photos' originals and credits.csv, written as it is
+        // read: the stream waits for the socket after every slice (`writeWhenDrained`), so a
+        // 500-photo album costs the server one photo and the socket's backlog, not the archive.
+        // Close-delimited like every stream; a reader sees a cut-off download by its missing
+        // central directory. The list is read before the head goes out, so another person's pin
+        // is a 404.
+        signedIn("GET", "/pins/:id/album.zip") { context in
+            let user = context.user.id
+            guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: user) else {
+                throw HTTPError.notFound
+            }
+            return HTTPResponse(status: .ok, headers: [
+                "Content-Type": "application/zip",
+                "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, title: pin.title),
+                "Cache-Control": "private, no-store",
+            ], body: .stream(heartbeat: nil) { stream in
+                defer { stream.close() }
+                do {
+                    _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: user) },
+                                               sink: { stream.writeWhenDrained($0) })
+                } catch {
+                    // The head is out: all that is left is to end the download short.
+                    photoServingLogger.warning("album \(id) zip ended early: \(error)")
+                }
+            })
+        }
+
         // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
         let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
         signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
