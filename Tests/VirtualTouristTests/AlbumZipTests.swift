@@ -210,6 +210,61 @@ import Glibc
         #expect(unzip.status == 0, "\(unzip.output)")
     }
 
+    /// A download holds a handler slot while its client reads: a third of one person's at once
+    /// is 429, and the slot comes back when a client hangs up.
+    @Test func aPersonsConcurrentDownloadsAreCapped() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "zip-slots@example.org")
+        let user = try Self.userID(app, "zip-slots@example.org")
+        var generator = SystemRandomNumberGenerator()
+        let blob = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        // 30 MB: more than the kernel's loopback buffers take, so a client that does not read
+        // keeps its writer waiting.
+        let pin = try Self.album(app, user: user, titles: (1...150).map { "P\($0)" }, blobs: [blob])
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        func open() throws -> Int32 {
+            let fd = try connectLoopback(port: app.port, receiveTimeout: 10)
+            let head = Array("GET /pins/\(pin)/album.zip HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n".utf8)
+            _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return fd
+        }
+        func status(_ fd: Int32) -> String {
+            var buffer = [UInt8](repeating: 0, count: 12)
+            let n = recv(fd, &buffer, 12, Int32(MSG_WAITALL))
+            return String(decoding: buffer[0..<max(0, n)], as: UTF8.self)
+        }
+        let started = Date()
+        func mark(_ what: String) { print("slots: \(what) at \(String(format: "%.2f", Date().timeIntervalSince(started))) s") }
+        let first = try open(), second = try open()
+        #expect(status(first) == "HTTP/1.1 200")
+        #expect(status(second) == "HTTP/1.1 200")
+        #expect(eventually { app.app.downloadSlots.inUse == 2 })
+        let third = try browser.get("/pins/\(pin)/album.zip")
+        #expect(third.status == 429, "\(third)")
+        #expect(third.header("Retry-After") == "30")
+        mark("third refused")
+        close(first)
+        #expect(eventually { app.app.downloadSlots.inUse == 1 }, "the slot did not come back after the client left")
+        mark("first's slot back")
+        // Read with recv and dropped: Browser keeps the body, and its parsing of 30 MB in a debug
+        // build is what would be timed.
+        let fourth = try open()
+        defer { close(fourth) }
+        #expect(status(fourth) == "HTTP/1.1 200")
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var received = 12
+        while true {
+            let n = recv(fourth, &buffer, buffer.count, 0)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            received += n
+        }
+        mark("fourth read, \(received) bytes")
+        #expect(received > 30_000_000)
+        close(second)
+        #expect(eventually { app.app.downloadSlots.inUse == 0 })
+    }
+
     /// VmRSS of this process (the server runs in it), in bytes.
     static func residentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),

@@ -96,8 +96,11 @@ enum AlbumArchive {
 
     /// Content-Disposition for the download (RFC 6266): an ASCII name for old clients and the
     /// place's name in `filename*` (RFC 8187).
-    static func contentDisposition(pinID: Int64, title: String) -> String {
-        let safe = safeTitle(title)
+    static func contentDisposition(pinID: Int64, placeName: String?) -> String {
+        let ascii = "attachment; filename=\"album-\(pinID).zip\""
+        // A pin without a place is named by its coordinates, which make a poor file name.
+        guard let placeName, !placeName.isEmpty else { return ascii }
+        let safe = safeTitle(placeName)
         var encoded = ""
         for byte in (safe + ".zip").utf8 {
             if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "-._".utf8.contains(byte) {
@@ -106,7 +109,7 @@ enum AlbumArchive {
                 encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded()
             }
         }
-        return "attachment; filename=\"album-\(pinID).zip\"; filename*=UTF-8''\(encoded)"
+        return ascii + "; filename*=UTF-8''\(encoded)"
     }
 }
 

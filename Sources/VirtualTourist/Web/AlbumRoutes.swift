@@ -7,7 +7,7 @@ private let photoServingLogger = Logger(label: "photo-store")
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebRoutes {
     mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
-                                 searches: PickerSearches) {
+                                 searches: PickerSearches, downloads: DownloadSlots) {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
@@ -58,12 +58,23 @@ extension WebRoutes {
             guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: user) else {
                 throw HTTPError.notFound
             }
+            let ticket: DownloadSlots.Ticket
+            switch downloads.admit(user) {
+            case .success(let admitted): ticket = admitted
+            case .failure(.tooManyOfYours):
+                throw HTTPError(.tooManyRequests, "Your other album downloads are still running. Try again when one has finished.",
+                                headers: ["Retry-After": "30"])
+            case .failure(.busy):
+                throw HTTPError(.serviceUnavailable, "Many albums are being downloaded right now. Try again in a minute.",
+                                headers: ["Retry-After": "30"])
+            }
             return HTTPResponse(status: .ok, headers: [
                 "Content-Type": "application/zip",
-                "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, title: pin.title),
+                "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName),
                 "Cache-Control": "private, no-store",
             ], body: .stream(heartbeat: nil) { stream in
-                defer { stream.close() }
+                // The slot is held until the writer is done (and given back if it never starts).
+                defer { withExtendedLifetime(ticket) { stream.close() } }
                 do {
                     _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: user) },
                                                sink: { stream.writeWhenDrained($0) })
