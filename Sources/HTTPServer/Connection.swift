@@ -77,7 +77,10 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    func streamWrite(_ bytes: [UInt8]) { perform(machine.streamWrite(bytes, now: monotonicNanos())) }
+    func streamWrite(_ bytes: [UInt8], handingOff count: Int = 0) {
+        perform(machine.streamWrite(bytes, now: monotonicNanos()))
+        if count > 0 { stream?.connectionHolds(unsent: machine.unsentCount, handedOff: count) }
+    }
 
     func streamFinish() { perform(machine.streamFinished(now: monotonicNanos())) }
 
@@ -142,6 +145,7 @@ final class Connection: @unchecked Sendable {
             }
             if n > 0 {
                 perform(machine.sent(n, now: monotonicNanos()))
+                stream?.connectionHolds(unsent: machine.unsentCount)
                 continue
             }
             if n < 0 && errno == EINTR { continue }

@@ -108,7 +108,7 @@ struct ConnectionStateMachine {
     private var output: [[UInt8]] = []
     /// Bytes of `output[0]` already sent.
     private var outputOffset = 0
-    private var unsentCount = 0
+    private(set) var unsentCount = 0
     /// Whether the last piece was built here (small pieces may be appended to it without copying a
     /// handler's body).
     private var lastPieceIsOurs = false
@@ -353,7 +353,10 @@ struct ConnectionStateMachine {
             close(&actions)
             return actions
         }
-        if case .streaming = answering, let since = streamSince, elapsed(since) > settings.maxStreamLifetime {
+        // Only event streams (those with a heartbeat) have a lifetime: EventSource reconnects, but a
+        // download cut short is a broken file. A download's client that stops reading is closed by
+        // the write timeout instead.
+        if case .streaming(_?) = answering, let since = streamSince, elapsed(since) > settings.maxStreamLifetime {
             finishStream(&actions)  // the client's EventSource reconnects
             return actions
         }

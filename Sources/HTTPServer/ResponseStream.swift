@@ -1,10 +1,25 @@
+@preconcurrency import Dispatch
 import Synchronization
 
-/// The writing end of a long-lived response (Server-Sent Events). Any thread may write; bytes are
-/// handed to the connection's queue in order. Writes after either side closed are dropped.
+/// The writing end of a long-lived response (Server-Sent Events, a download written as it is
+/// read). Any thread may write; bytes are handed to the connection's queue in order. Writes after
+/// either side closed are dropped.
 public final class ResponseStream: Sendable {
     private let connection: Connection
-    private let state = Mutex<(open: Bool, onClose: [@Sendable () -> Void])>((true, []))
+    private let state = Mutex<State>(State())
+    /// Signalled when a writer waiting in `writeWhenDrained` may go on (drained or closed).
+    private let drained = DispatchSemaphore(value: 0)
+
+    private struct State {
+        var open = true
+        var onClose: [@Sendable () -> Void] = []
+        /// Bytes written but not yet taken by the connection's queue.
+        var handedOff = 0
+        /// Bytes the connection holds unsent (its last report).
+        var unsent = 0
+        /// The level a waiting writer waits to get below; nil when nobody waits.
+        var waitingBelow: Int?
+    }
 
     init(connection: Connection) {
         self.connection = connection
@@ -16,6 +31,43 @@ public final class ResponseStream: Sendable {
         guard isOpen else { return }
         let connection = self.connection
         connection.queue.async { connection.streamWrite(bytes) }
+    }
+
+    /// Writes `bytes`, then blocks the calling thread while more than `limit` bytes wait to be
+    /// sent: a download written as it is read goes at the client's pace and the server holds at
+    /// most about `limit` plus one write of it (a stalled client is closed by the write timeout,
+    /// which wakes the writer). False once the stream is closed, from either side: stop writing.
+    /// Call it from the thread the stream's start closure runs on, never from the connection's.
+    @discardableResult
+    public func writeWhenDrained(_ bytes: [UInt8], limit: Int = 256 * 1024) -> Bool {
+        let open = state.withLock { s -> Bool in
+            if s.open { s.handedOff += bytes.count }
+            return s.open
+        }
+        guard open else { return false }
+        let connection = self.connection
+        let count = bytes.count
+        connection.queue.async { connection.streamWrite(bytes, handingOff: count) }
+        let wait = state.withLock { s -> Bool in
+            guard s.open, s.handedOff + s.unsent > limit else { return false }
+            s.waitingBelow = limit
+            return true
+        }
+        if wait { drained.wait() }
+        return isOpen
+    }
+
+    /// Called by the connection, on its queue, after `handedOff` bytes were queued and after
+    /// every send: what it still holds unsent.
+    func connectionHolds(unsent: Int, handedOff: Int = 0) {
+        let wake = state.withLock { s -> Bool in
+            s.handedOff -= handedOff
+            s.unsent = unsent
+            guard let level = s.waitingBelow, s.handedOff + s.unsent <= level / 2 else { return false }
+            s.waitingBelow = nil
+            return true
+        }
+        if wake { drained.signal() }
     }
 
     /// One event in the text/event-stream format (HTML Living Standard §9.2.6): every line of `data`
@@ -54,11 +106,12 @@ public final class ResponseStream: Sendable {
 
     /// Called by the connection, on its queue, once it has closed.
     func connectionClosed() {
-        let handlers = state.withLock { s -> [@Sendable () -> Void] in
+        let (handlers, wake) = state.withLock { s -> ([@Sendable () -> Void], Bool) in
             s.open = false
-            defer { s.onClose = [] }
-            return s.onClose
+            defer { s.onClose = []; s.waitingBelow = nil }
+            return (s.onClose, s.waitingBelow != nil)
         }
+        if wake { drained.signal() }
         for handler in handlers { handler() }
     }
 }

@@ -159,6 +159,27 @@ def exports(driver):
         failures.append(str(error))
 
 
+def album_zip(driver, pin_id):
+    """The album's zip is a plain link among the album's actions: Tab reaches it with a visible
+    ring, and it is a zip attachment."""
+    print("  album zip:")
+    try:
+        driver.get(BASE + "/pins/%d" % pin_id)
+        j.wait_album_ready(driver)
+        tab_to(driver, "a[href='/pins/%d/album.zip']" % pin_id, limit=60)
+        contrast = ring_visible(driver, "Download album (zip)")
+        status, disposition, kind, magic, size = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch(document.activeElement.href).then(async r => { const b = new Uint8Array(await r.arrayBuffer());"
+            " done([r.status, r.headers.get('Content-Disposition'), r.headers.get('Content-Type'), b[0] * 256 + b[1], b.length]); },"
+            " e => done([0, String(e), '', 0, 0]));")
+        print("    Tab reaches it (ring %.1f:1); %d, %s, %s, %d bytes" % (contrast, status, kind, disposition, size))
+        assert status == 200 and (disposition or "").startswith("attachment;") and kind == "application/zip" and magic == 0x504B, \
+            "album zip: %s %s %s %x" % (status, kind, disposition, magic)
+    except AssertionError as error:
+        failures.append(str(error))
+
+
 # ----- the keyboard-only journey -----
 
 FOCUS_RING = """
@@ -467,6 +488,7 @@ def main():
         reflow(driver, pages + signed_out[:2])
         long_name(driver, email, pages)
         exports(driver)
+        album_zip(driver, ready_id)
     finally:
         driver.quit()
     if failures:

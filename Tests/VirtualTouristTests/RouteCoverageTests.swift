@@ -111,6 +111,7 @@ import TestSupport
             "POST /pins/:id/delete": "/pins/\(try newPin())/delete",
             "GET /pins/:id/album.json": "/pins/\(try newPin())/album.json",
             "GET /pins/:id/album.html": "/pins/\(try newPin())/album.html",
+            "GET /pins/:id/album.zip": "/pins/\(try newPin())/album.zip",
             "GET /pins/:id/events": "/pins/\(try newPin())/events",
             "POST /pins/:id/collection": "/pins/\(try newPin())/collection",
             "POST /pins/:id/retry": "/pins/\(try newPin())/retry",

@@ -112,6 +112,48 @@ public struct AlbumStore: Sendable {
                      retryable: try first.decode("retryable"))
     }
 
+    /// A pin and its ready photos for the zip download, in the album's order; nil when the pin is
+    /// not the person's. Names and credits only: the bytes are read one photo at a time
+    /// (`originalBytes`).
+    public func archive(pinID: Int64, userID: Int64) throws -> (pin: Pin, photos: [ArchivedPhoto])? {
+        let rows = try pool.query("""
+            SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
+                   ph.id AS photo_id, encode(ph.hash, 'hex') AS hash, ph.content_type, ph.title, ph.owner_name,
+                   \(Self.licenseColumns), ph.page_url
+            FROM pins p
+            LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
+                                AND ph.status = \(PhotoStatus.ready.sql)
+            LEFT JOIN photo_licenses l ON l.id = ph.license_id
+            WHERE p.id = $1 AND p.user_id = $2
+            ORDER BY ph.position, ph.id
+            """, [pinID, userID])
+        guard let first = rows.first else { return nil }
+        var photos: [ArchivedPhoto] = []
+        photos.reserveCapacity(rows.count)
+        for row in rows where !row.isNull("photo_id") {
+            photos.append(ArchivedPhoto(
+                id: try row.decode("photo_id"), hash: try row.decode("hash"), contentType: try row.decode("content_type"),
+                title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
+                licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url")))
+        }
+        let pin = Pin(id: try first.decode("id"), lat: try first.decode("lat"), lon: try first.decode("lon"),
+                      placeName: try first.decode("place_name"), status: try first.decode("status"),
+                      photoCount: photos.count, createdAt: try first.decode("created_at"))
+        return (pin, photos)
+    }
+
+    /// One archived photo's original bytes: from the store, or from the row while they are still
+    /// there (read then, so an album of old rows is not read whole). Nil: removed since.
+    public func originalBytes(_ photo: ArchivedPhoto, userID: Int64) throws -> [UInt8]? {
+        if let hash = photo.hash {
+            guard let bytes = try photos.get(hash) else {
+                throw PhotoStoreError(description: "photo \(photo.id): blob \(hash) is missing from the store")
+            }
+            return bytes
+        }
+        return try image(photo.id, userID: userID)?.bytes
+    }
+
     public func photo(_ id: Int64, userID: Int64) throws -> (photo: AlbumPhoto, pinID: Int64)? {
         let rows = try pool.query("""
             SELECT ph.id, ph.position, ph.status, ph.title, ph.owner_name, \(Self.licenseColumns), ph.page_url, ph.date_taken,

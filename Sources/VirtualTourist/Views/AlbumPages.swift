@@ -29,6 +29,7 @@ enum AlbumPages {
             </form>
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
+            <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
             <details class="delete-pin">
             <summary class="button danger-outline">Delete pin</summary>
             <form method="post" action="/pins/\(id)/delete" class="confirm-box">

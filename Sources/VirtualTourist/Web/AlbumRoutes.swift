@@ -7,7 +7,7 @@ private let photoServingLogger = Logger(label: "photo-store")
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebRoutes {
     mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
-                                 searches: PickerSearches) {
+                                 searches: PickerSearches, downloads: DownloadSlots) {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
@@ -45,6 +45,44 @@ extension WebRoutes {
             var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken))
             response.headers.set("Cache-Control", "private, no-cache")
             return ETag.conditional(context.request, response)
+        }
+
+        // The album as a zip of its ready photos' originals and credits.csv, written as it is
+        // read: the stream waits for the socket after every slice (`writeWhenDrained`), so a
+        // 500-photo album costs the server one photo and the socket's backlog, not the archive.
+        // Close-delimited like every stream; a reader sees a cut-off download by its missing
+        // central directory. The list is read before the head goes out, so another person's pin
+        // is a 404.
+        signedIn("GET", "/pins/:id/album.zip") { context in
+            let user = context.user.id
+            guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: user) else {
+                throw HTTPError.notFound
+            }
+            let ticket: DownloadSlots.Ticket
+            switch downloads.admit(user) {
+            case .success(let admitted): ticket = admitted
+            case .failure(.tooManyOfYours):
+                throw HTTPError(.tooManyRequests, "Your other album downloads are still running. Try again when one has finished.",
+                                headers: ["Retry-After": "30"])
+            case .failure(.busy):
+                throw HTTPError(.serviceUnavailable, "Many albums are being downloaded right now. Try again in a minute.",
+                                headers: ["Retry-After": "30"])
+            }
+            return HTTPResponse(status: .ok, headers: [
+                "Content-Type": "application/zip",
+                "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName),
+                "Cache-Control": "private, no-store",
+            ], body: .stream(heartbeat: nil) { stream in
+                // The slot is held until the writer is done (and given back if it never starts).
+                defer { withExtendedLifetime(ticket) { stream.close() } }
+                do {
+                    _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: user) },
+                                               sink: { stream.writeWhenDrained($0) })
+                } catch {
+                    // The head is out: all that is left is to end the download short.
+                    photoServingLogger.warning("album \(id) zip ended early: \(error)")
+                }
+            })
         }
 
         // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.

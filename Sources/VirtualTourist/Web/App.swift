@@ -113,6 +113,7 @@ public final class App: Sendable {
     private let secureCookies: Bool
     /// Open live album pages per person.
     let streamQuota: StreamQuota
+    let downloadSlots: DownloadSlots
     /// Each person's last map page, while their map version stands.
     let mapPages: MapPageCache
     /// The picker's provider searches, on their own slots.
@@ -207,8 +208,10 @@ public final class App: Sendable {
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
+        downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
-        web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches)
+        web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
+                           downloads: downloadSlots)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
