@@ -335,8 +335,10 @@ import Glibc
               + "VmRSS before \(before / 1_000_000) MB, during the pause \(during / 1_000_000) MB, peak \(peak / 1_000_000) MB, after \(after / 1_000_000) MB")
         #expect(received > albumBytes)
         // The archive is 100 MB; the server may hold a photo, the socket's backlog and the list.
-        #expect(during - before < 30_000_000, "grew \(during - before) bytes while the client paused")
-        #expect(peak - before < 40_000_000, "grew \(peak - before) bytes")
+        // Buffering the archive grew this process by 104 MB; the bounds leave room for the other
+        // suites running in the same process meanwhile.
+        #expect(during - before < 60_000_000, "grew \(during - before) bytes while the client paused")
+        #expect(peak - before < 70_000_000, "grew \(peak - before) bytes")
 
         let python = try Self.run(["python3", "-c", """
             import sys, zipfile
