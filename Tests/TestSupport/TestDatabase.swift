@@ -62,10 +62,15 @@ public final class TemporaryCluster {
 
     public struct Failure: Error, CustomStringConvertible { public let description: String }
 
-    public init() throws {
+    /// The newest installed PostgreSQL's programs (initdb, pg_ctl, pg_dump, pg_restore), as Debian lays them out.
+    public static func binDirectory() throws -> String {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else { throw Failure(description: "no PostgreSQL server installed") }
-        binDirectory = "/usr/lib/postgresql/\(version)/bin"
+        return "/usr/lib/postgresql/\(version)/bin"
+    }
+
+    public init() throws {
+        binDirectory = try Self.binDirectory()
         directory = "/tmp/vt-cluster-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
                                                 attributes: [.posixPermissions: 0o700])

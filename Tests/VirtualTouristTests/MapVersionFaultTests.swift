@@ -59,8 +59,7 @@ import TestSupport
     @Test func afterRestoringAnOlderDumpTheOldPageIsNeverServed() throws {
         let app = try TestApp { $0.serverTiming = true }
         let (browser, user) = try Self.personWithKeptPage(app, pins: 1)
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        let bin = "/usr/lib/postgresql/\(versions.compactMap(Int.init).max() ?? 15)/bin"
+        let bin = try TemporaryCluster.binDirectory()
         let dump = NSTemporaryDirectory() + "vt-\(UUID().uuidString).dump"
         defer { try? FileManager.default.removeItem(atPath: dump) }
         let dumped = try runProcess([bin + "/pg_dump", "-Fc", "-f", dump, "--dbname", app.pool.url])

@@ -187,8 +187,7 @@ import Glibc
         let album = try AlbumTests.settled(browser, pin: pin)
         #expect(album.count("ready") == 30)
 
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        let bin = "/usr/lib/postgresql/\(versions.compactMap(Int.init).max() ?? 15)/bin"
+        let bin = try TemporaryCluster.binDirectory()
         let dump = NSTemporaryDirectory() + "vt-\(UUID().uuidString).dump"
         defer { try? FileManager.default.removeItem(atPath: dump) }
         let dumped = try runProcess([bin + "/pg_dump", "-Fc", "-f", dump, "--dbname", app.pool.url])

@@ -104,9 +104,7 @@ public struct AlbumStore: Sendable {
                 width: try row.decode("width"), height: try row.decode("height"),
                 generation: generation, remoteID: try row.decode("remote_id")))
         }
-        let pin = Pin(id: try first.decode("id"), lat: try first.decode("lat"), lon: try first.decode("lon"),
-                      placeName: try first.decode("place_name"), status: try first.decode("status"),
-                      photoCount: photos.reduce(0) { $0 + ($1.status == .ready ? 1 : 0) }, createdAt: try first.decode("created_at"))
+        let pin = try PinStore.pin(first, photoCount: photos.reduce(0) { $0 + ($1.status == .ready ? 1 : 0) })
         return Album(pin: pin, generation: generation, error: try first.decode("error"), page: try first.decode("page"),
                      totalPages: try first.decode("total_pages"), photos: photos, waiting: try first.decode("waiting"),
                      retryable: try first.decode("retryable"))
@@ -136,9 +134,7 @@ public struct AlbumStore: Sendable {
                 title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
                 licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url")))
         }
-        let pin = Pin(id: try first.decode("id"), lat: try first.decode("lat"), lon: try first.decode("lon"),
-                      placeName: try first.decode("place_name"), status: try first.decode("status"),
-                      photoCount: photos.count, createdAt: try first.decode("created_at"))
+        let pin = try PinStore.pin(first, photoCount: photos.count)
         return (pin, photos)
     }
 

@@ -303,9 +303,16 @@ public struct PinStore: Sendable {
             """, [userID, region.lat, region.lon, region.zoom])
     }
 
+    /// A pin from a row of `pins` columns and its `photo_count`.
     fileprivate static func pin(_ row: PostgresRow) throws -> Pin {
+        try pin(row, photoCount: row.decode("photo_count"))
+    }
+
+    /// A pin from a row of `pins` columns, with a photo count the caller has (the album reads count
+    /// the photos they hold).
+    static func pin(_ row: PostgresRow, photoCount: Int) throws -> Pin {
         Pin(id: try row.decode("id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
             placeName: try row.decode("place_name"), status: try row.decode("status"),
-            photoCount: try row.decode("photo_count"), createdAt: try row.decode("created_at"))
+            photoCount: photoCount, createdAt: try row.decode("created_at"))
     }
 }
