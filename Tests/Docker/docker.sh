@@ -74,3 +74,76 @@ SHIM
     rm -rf "$shim"
     return $status
 }
+
+# use_local_images: builds (or finds) the local stand-ins of Tests/Docker/base-images and exports
+# the names docker-compose.yml and the Dockerfile take: POSTGRES_IMAGE, SWIFT_IMAGE, RUNTIME_IMAGE
+# (and DEBIAN_IMAGE).
+use_local_images() {
+    local images
+    images=$("$(dirname "${BASH_SOURCE[0]}")/base-images") || return 1
+    eval "$images"
+    export DEBIAN_IMAGE POSTGRES_IMAGE SWIFT_IMAGE RUNTIME_IMAGE=$DEBIAN_IMAGE
+}
+
+# copy_checkout REPO DEST: the checkout as a person would have it (tracked files and new ones that
+# are not ignored) copied into DEST.
+copy_checkout() {
+    mkdir -p "$2"
+    (cd "$1" && git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) \
+        | tar -xf - -C "$2"
+}
+
+# demo_env PORT PASSWORD: in the current folder, .env from .env.example as the README says, with the
+# offline demo's settings, the app on 127.0.0.1:PORT and that database password.
+demo_env() {
+    cp .env.example .env
+    sed -i -e "s|^POSTGRES_PASSWORD=.*|POSTGRES_PASSWORD=$2|" \
+           -e "s|^PHOTO_PROVIDER=.*|PHOTO_PROVIDER=fixture|" \
+           -e "s|^# FLICKR_API_URL=.*|FLICKR_API_URL=http://fixture:8090/services/rest/|" \
+           -e "s|^APP_PORT=.*|APP_PORT=$1|" \
+           -e "s|^CONTACT_EMAIL=.*|CONTACT_EMAIL=operator@example.org|" \
+           -e "s|^PUBLIC_URL=.*|PUBLIC_URL=http://127.0.0.1:$1|" .env
+    grep -q '^FLICKR_API_URL=http://fixture' .env || { echo ".env.example has no FLICKR_API_URL line to set" >&2; return 1; }
+}
+
+# stack ARGS…: docker compose with the demo profile, in the current folder.
+stack() { compose --profile demo "$@"; }
+
+# step TEXT: one line of a test's log, with the time.
+step() { printf '%s  %s\n' "$(date -u +%T)" "$*"; }
+
+# healthy [SERVICE…]: waits up to 150 s until those services (every container of the stack when
+# none is named) report healthy, and logs their states.
+healthy() {
+    local deadline=$(( $(date +%s) + 150 )) ids states=
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        if [ $# -gt 0 ]; then ids=$(for service in "$@"; do stack ps -q "$service"; done); else ids=$(stack ps -q); fi
+        if [ -n "$ids" ]; then
+            states=$(docker inspect -f '{{ index .Config.Labels "com.docker.compose.service" }}={{ if .State.Health }}{{ .State.Health.Status }}{{ else }}no-healthcheck{{ end }}' $ids | sort | tr '\n' ' ')
+            if ! grep -qvE '=healthy$' <(tr ' ' '\n' <<<"$states" | sed '/^$/d'); then
+                step "healthy: $states"
+                return 0
+            fi
+        fi
+        sleep 1
+    done
+    echo "not all services became healthy: $states" >&2
+    return 1
+}
+
+# finish_stack: an EXIT trap for the stack tests. On failure it shows the stack's state and logs;
+# always it removes the stack in $project with its volumes, and $scratch.
+finish_stack() {
+    local status=$?
+    if [ -d "${project:-}" ]; then
+        cd "$project"
+        if [ "$status" != 0 ]; then
+            echo "--- docker compose ps ---"; stack ps || true
+            echo "--- logs ---"; stack logs --tail 40 2>&1 || true
+        fi
+        stack down -v --remove-orphans >/dev/null 2>&1 || true
+    fi
+    cd /; rm -rf "$scratch"
+    docker_down
+    exit "$status"
+}
