@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import Synchronization
 
 /// A bounded pool of connections. A caller borrows one connection for the length of a closure, so
 /// no PGconn is ever used by two threads at once. When all are lent out, callers wait in line, first
@@ -9,35 +10,23 @@ import Log
 /// `acquireTimeout` gets `PostgresError.poolTimeout` (the HTTP layer answers 503) instead of piling
 /// up. A connection found broken, on borrowing or after a query, is thrown away and a new one made
 /// on demand: a database restart costs failed requests, never a process restart.
-public final class PostgresPool: @unchecked Sendable {
+///
+/// The rules are `PoolStateMachine`'s; this class is its driver: it connects, checks, closes and
+/// wakes waiters as the machine answers, always outside the lock.
+public final class PostgresPool: Sendable {
     public let url: String
     public let maxConnections: Int
     public let acquireTimeout: Double
     public let options: PostgresConnection.Options
     private let logger = Logger(label: "postgres")
 
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var idle: [PostgresConnection] = []
-    private var open = 0
-    private var waiters: [Waiter] = []
-    private var closed = false
-    private var lent = 0
-
-    /// One caller waiting in line, woken by its own semaphore once `grant` is set.
-    private final class Waiter: @unchecked Sendable {
-        let wake = DispatchSemaphore(value: 0)
-        var grant: Grant?  // guarded by the pool's lock
+    private typealias Machine = PoolStateMachine<PostgresConnection>
+    private struct State {
+        var machine: Machine
+        /// The semaphore each waiter in line sleeps on.
+        var sleepers: [Machine.WaiterID: DispatchSemaphore] = [:]
     }
-
-    private enum Grant {
-        /// A connection handed over by the caller who gave it back.
-        case connection(PostgresConnection)
-        /// A place counted in `open`, given up by a broken connection or a failed attempt: the
-        /// waiter makes the new connection.
-        case place
-        case closed
-    }
+    private let state: Mutex<State>
 
     public init(url: String, maxConnections: Int = 10, acquireTimeout: Double = 5,
                 options: PostgresConnection.Options = .init()) {
@@ -46,6 +35,7 @@ public final class PostgresPool: @unchecked Sendable {
         self.maxConnections = maxConnections
         self.acquireTimeout = acquireTimeout
         self.options = options
+        self.state = Mutex(State(machine: PoolStateMachine(maxConnections: maxConnections)))
     }
 
     public struct Statistics: Sendable {
@@ -58,7 +48,9 @@ public final class PostgresPool: @unchecked Sendable {
     }
 
     public var statistics: Statistics {
-        lock.withLock { Statistics(open: open, idle: idle.count, waiting: waiters.count, lent: lent) }
+        state.withLock {
+            Statistics(open: $0.machine.open, idle: $0.machine.idle.count, waiting: $0.machine.waiting, lent: $0.machine.lent)
+        }
     }
 
     /// Lends a connection to `body` and takes it back afterwards, healthy or not.
@@ -85,55 +77,39 @@ public final class PostgresPool: @unchecked Sendable {
     /// Closes idle connections, sends away everyone waiting and refuses new borrowers; lent
     /// connections close when returned.
     public func close() {
-        let (toClose, toWake) = lock.withLock { () -> ([PostgresConnection], [Waiter]) in
-            closed = true
-            let toClose = idle
-            idle.removeAll()
-            open -= toClose.count
-            let toWake = waiters
-            waiters.removeAll()
-            for waiter in toWake { waiter.grant = .closed }
-            return (toClose, toWake)
+        let (toClose, toWake) = state.withLock { s -> ([PostgresConnection], [DispatchSemaphore]) in
+            let (closing, woken) = s.machine.close()
+            return (closing, woken.compactMap { s.sleepers.removeValue(forKey: $0) })
         }
-        toWake.forEach { $0.wake.signal() }
+        toWake.forEach { $0.signal() }
         toClose.forEach { $0.close() }
     }
 
     private func acquire() throws -> PostgresConnection {
-        let deadline = DispatchTime.now() + acquireTimeout
-        lock.lock()
-        if closed {
-            lock.unlock()
-            throw PostgresError.poolClosed
+        let (answer, sleeper) = state.withLock { s -> (Machine.Acquire, DispatchSemaphore?) in
+            let answer = s.machine.acquire(now: .now, timeout: .seconds(acquireTimeout))
+            guard case .wait(let id, _) = answer else { return (answer, nil) }
+            let sleeper = DispatchSemaphore(value: 0)
+            s.sleepers[id] = sleeper
+            return (answer, sleeper)
         }
-        lent += 1
-        // Only when no one waits (an idle connection means no one does): a newcomer never goes
-        // ahead of the line.
-        if waiters.isEmpty, let candidate = idle.popLast() {
-            lock.unlock()
-            return try checked(candidate)
-        }
-        if waiters.isEmpty && open < maxConnections {
-            open += 1
-            lock.unlock()
-            return try connect()
-        }
-        let waiter = Waiter()
-        waiters.append(waiter)
-        lock.unlock()
-        _ = waiter.wake.wait(timeout: deadline)
-        lock.lock()
-        // Granted, possibly just as the wait timed out; if not, leave the line.
-        guard let grant = waiter.grant else {
-            waiters.removeAll { $0 === waiter }
-            lock.unlock()
-            throw PostgresError.poolTimeout(waited: acquireTimeout)
-        }
-        lock.unlock()
-        switch grant {
+        switch answer {
         case .closed: throw PostgresError.poolClosed
-        case .place: return try connect()
-        case .connection(let connection): return try checked(connection)
+        case .use(let connection): return try checked(connection)
+        case .connect: return try connect()
+        case .wait(let id, let deadline):
+            let timeout = DispatchTime.now() + max(0, (deadline - .now) / .seconds(1))
+            _ = sleeper?.wait(timeout: timeout)
+            let grant = state.withLock { s in
+                s.sleepers[id] = nil
+                return s.machine.waitEnded(id)
+            }
+            switch grant {
+            case nil: throw PostgresError.poolTimeout(waited: acquireTimeout)
+            case .closed: throw PostgresError.poolClosed
+            case .place: return try connect()
+            case .connection(let connection): return try checked(connection)
+            }
         }
     }
 
@@ -141,53 +117,34 @@ public final class PostgresPool: @unchecked Sendable {
     private func checked(_ connection: PostgresConnection) throws -> PostgresConnection {
         if connection.looksAliveWhileIdle() { return connection }
         logger.notice("dropping a broken pooled connection (backend \(connection.backendPID))")
-        connection.close()
+        handOff { $0.idleConnectionBroken(connection) }
         return try connect()
     }
 
-    /// A new connection in a place already counted in `open`; on failure the place goes to the
-    /// next in line (who tries for itself: the database may be back) or is given up.
+    /// A new connection in a place already counted as open; on failure the place goes to the next in
+    /// line (who tries for itself: the database may be back) or is given up.
     private func connect() throws -> PostgresConnection {
         do {
             return try PostgresConnection(url: url, options: options)
         } catch {
-            givePlaceOn()
+            handOff { $0.connectFailed() }
             throw error
         }
-    }
-
-    private func givePlaceOn() {
-        let next: Waiter? = lock.withLock {
-            guard !closed, !waiters.isEmpty else {
-                open -= 1
-                return nil
-            }
-            let next = waiters.removeFirst()
-            next.grant = .place
-            return next
-        }
-        next?.wake.signal()
     }
 
     private func release(_ connection: PostgresConnection) {
         let healthy = connection.isHealthy
         if !healthy { logger.notice("discarding a connection that broke during use") }
-        var closeIt = !healthy
-        let next: Waiter? = lock.withLock {
-            if closed {
-                open -= 1
-                closeIt = true
-                return nil
-            }
-            guard !waiters.isEmpty else {
-                if healthy { idle.append(connection) } else { open -= 1 }
-                return nil
-            }
-            let next = waiters.removeFirst()
-            next.grant = healthy ? .connection(connection) : .place
-            return next
+        handOff { $0.released(connection, healthy: healthy) }
+    }
+
+    /// Tells the machine under the lock; wakes and closes what it answers outside it.
+    private func handOff(_ event: (inout Machine) -> Machine.Handoff) {
+        let (sleeper, closing) = state.withLock { s -> (DispatchSemaphore?, PostgresConnection?) in
+            let handoff = event(&s.machine)
+            return (handoff.wake.flatMap { s.sleepers.removeValue(forKey: $0) }, handoff.close)
         }
-        next?.wake.signal()
-        if closeIt { connection.close() }
+        sleeper?.signal()
+        closing?.close()
     }
 }
