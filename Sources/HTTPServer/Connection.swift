@@ -40,7 +40,7 @@ final class Connection: @unchecked Sendable {
         self.server = server
         self.queue = DispatchQueue(label: "http.connection", target: server.ioQueue)
         self.machine = ConnectionStateMachine(settings: .init(server.configuration, remoteAddress: remoteAddress),
-                                              now: monotonicNanos())
+                                              now: .now)
     }
 
     func start() {
@@ -59,7 +59,7 @@ final class Connection: @unchecked Sendable {
             let n = withUnsafeTemporaryAllocation(byteCount: 65536, alignment: 16) { buffer -> Int in
                 let n = read(fd, buffer.baseAddress, buffer.count)
                 if n > 0 {
-                    perform(machine.bytesRead(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: monotonicNanos()))
+                    perform(machine.bytesRead(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: .now))
                 }
                 return n
             }
@@ -68,7 +68,7 @@ final class Connection: @unchecked Sendable {
                 if n < 65536 || !machine.wantsMoreInput { return }
                 continue
             }
-            if n == 0 { return perform(machine.peerClosed(now: monotonicNanos())) }
+            if n == 0 { return perform(machine.peerClosed(now: .now)) }
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK: return
@@ -78,16 +78,16 @@ final class Connection: @unchecked Sendable {
     }
 
     func streamWrite(_ bytes: [UInt8], handingOff count: Int = 0) {
-        perform(machine.streamWrite(bytes, now: monotonicNanos()))
+        perform(machine.streamWrite(bytes, now: .now))
         if count > 0 { stream?.connectionHolds(unsent: machine.unsentCount, handedOff: count) }
     }
 
-    func streamFinish() { perform(machine.streamFinished(now: monotonicNanos())) }
+    func streamFinish() { perform(machine.streamFinished(now: .now)) }
 
-    func checkTimeouts(now: UInt64) { perform(machine.timerFired(now: now)) }
+    func checkTimeouts(now: ContinuousClock.Instant) { perform(machine.timerFired(now: now)) }
 
     /// Server shutdown: finish the request in hand, close when idle.
-    func drain() { perform(machine.shutdown(now: monotonicNanos())) }
+    func drain() { perform(machine.shutdown(now: .now)) }
 
     func close() { perform(machine.forceClose()) }
 
@@ -115,9 +115,9 @@ final class Connection: @unchecked Sendable {
         server.noteForwardingHeaders(request, peer: peer)
         let accepted = server.executor.submit { [self] in
             let response = server.respond(to: request)
-            queue.async { self.perform(self.machine.responseReady(response, now: monotonicNanos())) }
+            queue.async { self.perform(self.machine.responseReady(response, now: .now)) }
         }
-        if !accepted { perform(machine.handlerRefused(now: monotonicNanos())) }
+        if !accepted { perform(machine.handlerRefused(now: .now)) }
     }
 
     private func startStream(_ start: @escaping @Sendable (ResponseStream) -> Void) {
@@ -125,7 +125,7 @@ final class Connection: @unchecked Sendable {
         self.stream = stream
         // The stream's writes hop onto this queue, so they arrive after the head queued below.
         let accepted = server.executor.submit { start(stream) }
-        perform(accepted ? machine.streamStarted(now: monotonicNanos()) : machine.streamRefused(now: monotonicNanos()))
+        perform(accepted ? machine.streamStarted(now: .now) : machine.streamRefused(now: .now))
     }
 
     /// Sends what the kernel takes; the rest waits in the machine for the write source.
@@ -144,13 +144,13 @@ final class Connection: @unchecked Sendable {
                 }
             }
             if n > 0 {
-                perform(machine.sent(n, now: monotonicNanos()))
+                perform(machine.sent(n, now: .now))
                 stream?.connectionHolds(unsent: machine.unsentCount)
                 continue
             }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return perform(machine.sendBlocked(now: monotonicNanos()))
+                return perform(machine.sendBlocked(now: .now))
             }
             // EPIPE, ECONNRESET: the client is gone.
             return perform(machine.socketFailed())
@@ -167,19 +167,19 @@ final class Connection: @unchecked Sendable {
         source.resume()
     }
 
-    private func startHeartbeat(every nanos: UInt64) {
+    private func startHeartbeat(every beat: Duration) {
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = DispatchTimeInterval.nanoseconds(Int(nanos))
+        let interval = DispatchTimeInterval.nanoseconds(Int(beat / .nanoseconds(1)))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        timer.setEventHandler { [unowned self] in self.perform(self.machine.heartbeatDue(now: monotonicNanos())) }
+        timer.setEventHandler { [unowned self] in self.perform(self.machine.heartbeatDue(now: .now)) }
         heartbeat = timer
         timer.resume()
     }
 
     private func log(_ record: ResponseLogRecord) {
         guard let accessLog = server.configuration.accessLog else { return }
-        let now = monotonicNanos()
-        let seconds = Double(now > record.started ? now - record.started : 0) / 1e9
+        let now = ContinuousClock.now
+        let seconds = now > record.started ? (now - record.started) / .seconds(1) : 0
         accessLog(AccessLogEntry(method: record.method, path: record.path, status: record.status,
                                  bytes: record.bytes, seconds: seconds,
                                  remoteAddress: record.client.isEmpty ? machine.settings.remoteAddress : record.client))

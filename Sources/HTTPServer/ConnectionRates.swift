@@ -1,12 +1,9 @@
 /// New connections per client address, as token buckets: each address may open `burst`
 /// connections at once and `rate` a second after that. A value with no clock and no lock (the
-/// server keeps it under its state's lock and passes the time in), so its rules are unit tested.
+/// admission state machine keeps it and passes the time in), so its rules are unit tested.
 ///
-/// Why: a client that reconnects whenever it is refused makes its refusals the load. One account
-/// reopening its 492 refused event streams did so 1,100 times a second, each a new connection, a
-/// request and a 429; they came in waves, and everyone else's p99 went from 4 to 15 ms
-/// (script/bench abuse). Past its rate an address's connections are held like those past its
-/// share: unread, a descriptor and no CPU, then reset.
+/// Why: a client that reconnects whenever it is refused makes its refusals the load; past its
+/// rate, an address is told so (see `AdmissionStateMachine`).
 struct ConnectionRates {
     let rate: Double
     let burst: Double
@@ -14,7 +11,7 @@ struct ConnectionRates {
 
     private struct Bucket {
         var tokens: Double
-        var at: UInt64
+        var at: ContinuousClock.Instant
     }
 
     /// `rate` 0 turns the limit off.
@@ -26,9 +23,8 @@ struct ConnectionRates {
     /// Addresses remembered now (those that opened connections lately).
     var count: Int { buckets.count }
 
-    /// Takes one connection's token for `address` at time `now` (monotonic nanoseconds); false
-    /// when the address has none left.
-    mutating func take(_ address: String, now: UInt64) -> Bool {
+    /// Takes one connection's token for `address` at `now`; false when the address has none left.
+    mutating func take(_ address: String, now: ContinuousClock.Instant) -> Bool {
         guard rate > 0 else { return true }
         var bucket = buckets[address].map { refilled($0, now: now) } ?? Bucket(tokens: burst, at: now)
         let allowed = bucket.tokens >= 1
@@ -39,12 +35,12 @@ struct ConnectionRates {
 
     /// Forgets the addresses whose bucket is full again: nothing about them needs remembering, so
     /// memory follows the addresses of the last few seconds, not every address ever seen.
-    mutating func forgetRefilled(now: UInt64) {
+    mutating func forgetRefilled(now: ContinuousClock.Instant) {
         buckets = buckets.filter { refilled($0.value, now: now).tokens < burst }
     }
 
-    private func refilled(_ bucket: Bucket, now: UInt64) -> Bucket {
-        let seconds = now > bucket.at ? Double(now - bucket.at) / 1e9 : 0
+    private func refilled(_ bucket: Bucket, now: ContinuousClock.Instant) -> Bucket {
+        let seconds = now > bucket.at ? (now - bucket.at) / .seconds(1) : 0
         return Bucket(tokens: min(burst, bucket.tokens + seconds * rate), at: max(now, bucket.at))
     }
 }

@@ -1,29 +1,29 @@
 /// One HTTP/1.1 connection's state and every rule about it, as a value: no socket, no Dispatch, no
 /// clock. The driver (`Connection`) reports what happened — bytes read, bytes sent, a response ready,
 /// a stream started or refused, the peer's EOF, a timer at time `now`, shutdown — and performs the
-/// `ConnectionActions` that come back. Times are monotonic nanoseconds passed in by the caller, so
-/// every timeout is tested without sleeping (Tests/HTTPServerTests/ConnectionStateMachineTests).
+/// `ConnectionActions` that come back. Times are instants passed in by the caller, so every timeout
+/// is tested without sleeping (Tests/HTTPServerTests/ConnectionStateMachineTests).
 ///
 /// The shape follows what PostgresNIO's ConnectionStateMachine and SwiftNIO's
 /// HTTPServerPipelineHandler do for their protocols: one enum per independent axis, one mutating
-/// method per event, and the answer as data. Two axes are independent here and each is an enum:
-/// `answering` (what is owed to the client) and `input` (whether and why reading stopped). The rest is
-/// bookkeeping that belongs to them: the parser, requests parsed ahead, output not yet sent, and the
-/// instants the timeouts are measured from.
+/// method per event, and the answer as data. Three axes are independent here and each is an enum:
+/// `answering` (what is owed to the client), `input` (whether and why reading stopped) and
+/// `lifecycle` (serving, or draining for shutdown). The rest is bookkeeping that belongs to them: the
+/// parser, requests parsed ahead, output not yet sent, and the instants the timeouts are measured from.
 ///
 /// Rules (RFC 9112 §9.3.2): responses leave in request order, so one request is answered at a time and
 /// later pipelined ones wait parsed in `pending`; at most `maxPending` wait before reading pauses.
 struct ConnectionStateMachine {
     struct Settings {
         var limits = HTTPLimits()
-        var requestReadTimeout: UInt64 = 10_000_000_000
-        var idleTimeout: UInt64 = 60_000_000_000
-        var writeTimeout: UInt64 = 30_000_000_000
+        var requestReadTimeout: Duration = .seconds(10)
+        var idleTimeout: Duration = .seconds(60)
+        var writeTimeout: Duration = .seconds(30)
         /// Pipelined requests parsed ahead of the one being answered, before reading pauses.
         var maxPending = 16
         /// A stream's unsent bytes past which its client is taken to have stopped reading.
         var maxStreamBacklog = 1024 * 1024
-        var maxStreamLifetime: UInt64 = 600_000_000_000
+        var maxStreamLifetime: Duration = .seconds(600)
         var remoteAddress = ""
         var trustedProxies = TrustedProxies()
         var ipv6PrefixLength = 64
@@ -35,17 +35,17 @@ struct ConnectionStateMachine {
 
         init(_ configuration: ServerConfiguration, remoteAddress: String) {
             limits = configuration.limits
-            requestReadTimeout = Self.nanos(configuration.requestReadTimeout)
-            idleTimeout = Self.nanos(configuration.idleTimeout)
-            writeTimeout = Self.nanos(configuration.writeTimeout)
-            maxStreamLifetime = Self.nanos(configuration.maxStreamLifetime)
+            requestReadTimeout = Self.duration(configuration.requestReadTimeout)
+            idleTimeout = Self.duration(configuration.idleTimeout)
+            writeTimeout = Self.duration(configuration.writeTimeout)
+            maxStreamLifetime = Self.duration(configuration.maxStreamLifetime)
             errorPage = configuration.errorPage
             self.remoteAddress = remoteAddress
             trustedProxies = configuration.trustedProxies
             ipv6PrefixLength = configuration.ipv6PrefixLength
         }
 
-        static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+        static func duration(_ seconds: Double) -> Duration { .seconds(max(0, seconds)) }
     }
 
     /// The request being answered: what its response needs to know.
@@ -54,7 +54,7 @@ struct ConnectionStateMachine {
         let path: String
         let version: HTTPVersion
         let keepAlive: Bool
-        let started: UInt64
+        let started: ContinuousClock.Instant
         /// The client as the access log names it (behind a trusted proxy, not the proxy).
         var client = ""
         var isHead: Bool { method == "HEAD" }
@@ -69,9 +69,10 @@ struct ConnectionStateMachine {
         case handling(Exchange)
         /// The handler answered with a stream; the driver asks the executor for a slot and reports
         /// `streamStarted` or `streamRefused`. The head waits here so a refusal can still say 503.
-        case startingStream(Exchange, head: [UInt8], status: Int, heartbeat: UInt64?)
-        /// A stream (Server-Sent Events) owns the connection until either side ends it.
-        case streaming(heartbeat: UInt64?)
+        case startingStream(Exchange, head: [UInt8], status: Int, heartbeat: Duration?)
+        /// A stream (Server-Sent Events) owns the connection until either side ends it; `since` bounds
+        /// its lifetime.
+        case streaming(heartbeat: Duration?, since: ContinuousClock.Instant)
         /// The last response is queued: close once it is sent.
         case closingAfterFlush
         case closed
@@ -93,11 +94,17 @@ struct ConnectionStateMachine {
         case failure(HTTPParseError)
     }
 
+    /// Whether requests after the one in hand will be served.
+    enum Lifecycle: Equatable {
+        case serving
+        /// Shutdown began: the next response is the last and says Connection: close.
+        case draining
+    }
+
     let settings: Settings
     private(set) var answering: Answering = .idle
     private(set) var input: Input = .open
-    /// Shutdown began: the next response is the last.
-    private(set) var draining = false
+    private(set) var lifecycle: Lifecycle = .serving
     private var parser: RequestParser
     private var pending: [Pending] = []
     /// The client asked for 100 Continue for the request now arriving (RFC 9110 §10.1.1).
@@ -114,14 +121,12 @@ struct ConnectionStateMachine {
     private var lastPieceIsOurs = false
     /// Set while the kernel's send buffer is full: when it was found full, or the last progress since.
     /// Non-nil exactly while the driver waits for the socket to become writable.
-    private(set) var writeBlockedSince: UInt64?
+    private(set) var writeBlockedSince: ContinuousClock.Instant?
     /// When the request now arriving began (or the connection opened, before its first byte).
-    private var readStarted: UInt64?
-    private var lastActivity: UInt64
-    /// When the stream that owns the connection began (its lifetime is bounded).
-    private var streamSince: UInt64?
+    private var readStarted: ContinuousClock.Instant?
+    private var lastActivity: ContinuousClock.Instant
 
-    init(settings: Settings, now: UInt64) {
+    init(settings: Settings, now: ContinuousClock.Instant) {
         self.settings = settings
         self.parser = RequestParser(limits: settings.limits)
         self.lastActivity = now
@@ -164,7 +169,7 @@ struct ConnectionStateMachine {
 
     // MARK: Events from the socket
 
-    mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> ConnectionActions {
+    mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard input == .open, !isClosed else { return actions }
         if readStarted == nil && !parser.hasPartialRequest { readStarted = now }
@@ -176,12 +181,12 @@ struct ConnectionStateMachine {
         return actions
     }
 
-    mutating func bytesRead(_ bytes: [UInt8], now: UInt64) -> ConnectionActions {
+    mutating func bytesRead(_ bytes: [UInt8], now: ContinuousClock.Instant) -> ConnectionActions {
         bytes.withUnsafeBytes { bytesRead($0, now: now) }
     }
 
     /// The peer's EOF (read returned 0).
-    mutating func peerClosed(now: UInt64) -> ConnectionActions {
+    mutating func peerClosed(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
         let wasPaused = readingPaused
@@ -199,7 +204,7 @@ struct ConnectionStateMachine {
     }
 
     /// The kernel took `count` bytes of `withUnsentOutput`.
-    mutating func sent(_ count: Int, now: UInt64) -> ConnectionActions {
+    mutating func sent(_ count: Int, now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
         var taken = min(count, unsentCount)
@@ -238,7 +243,7 @@ struct ConnectionStateMachine {
     }
 
     /// The send would block (EAGAIN): wait for the socket to become writable, then send again.
-    mutating func sendBlocked(now: UInt64) -> ConnectionActions {
+    mutating func sendBlocked(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed, writeBlockedSince == nil else { return actions }
         writeBlockedSince = now
@@ -248,13 +253,13 @@ struct ConnectionStateMachine {
 
     // MARK: Events from the handler and the executor
 
-    mutating func responseReady(_ response: HTTPResponse, now: UInt64) -> ConnectionActions {
+    mutating func responseReady(_ response: HTTPResponse, now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard case .handling(let exchange) = answering else { return actions }
         var response = response
         switch response.body {
         case .bytes(let body):
-            let keepAlive = exchange.keepAlive && !draining
+            let keepAlive = exchange.keepAlive && lifecycle == .serving
                 && !response.headers.hasToken("close", in: "Connection")
             let head = ResponseHead.serialize(&response, bodyCount: body.count, version: exchange.version,
                                               keepAlive: keepAlive, date: settings.date())
@@ -275,7 +280,7 @@ struct ConnectionStateMachine {
                 answering = .closingAfterFlush
                 actions.send = true
             } else {
-                let interval = heartbeat.flatMap { $0 > 0 ? Settings.nanos($0) : nil }
+                let interval = heartbeat.flatMap { $0 > 0 ? Settings.duration($0) : nil }
                 answering = .startingStream(exchange, head: head, status: response.status.code, heartbeat: interval)
                 actions.startStream = start
             }
@@ -284,7 +289,7 @@ struct ConnectionStateMachine {
     }
 
     /// The executor's backlog is full: the request in hand gets 503 and the connection closes.
-    mutating func handlerRefused(now: UInt64) -> ConnectionActions {
+    mutating func handlerRefused(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard case .handling(let exchange) = answering else { return actions }
         refuse(exchange, &actions)
@@ -292,29 +297,28 @@ struct ConnectionStateMachine {
     }
 
     /// The executor took the stream's start: the head goes out and the stream owns the connection.
-    mutating func streamStarted(now: UInt64) -> ConnectionActions {
+    mutating func streamStarted(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard case .startingStream(let exchange, let head, let status, let heartbeat) = answering else { return actions }
         queue(head)
         actions.log = ResponseLogRecord(exchange, status: status, bytes: 0)
-        answering = .streaming(heartbeat: heartbeat)
-        streamSince = now
+        answering = .streaming(heartbeat: heartbeat, since: now)
         actions.heartbeat = heartbeat
         actions.send = true
-        if draining { finishStream(&actions) }
+        if lifecycle == .draining { finishStream(&actions) }
         return actions
     }
 
     /// The executor refused the stream's start: nothing was sent yet, so the answer is 503 and close,
     /// never a head without a body on a connection left busy.
-    mutating func streamRefused(now: UInt64) -> ConnectionActions {
+    mutating func streamRefused(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard case .startingStream(let exchange, _, _, _) = answering else { return actions }
         refuse(exchange, &actions)
         return actions
     }
 
-    mutating func streamWrite(_ bytes: [UInt8], now: UInt64) -> ConnectionActions {
+    mutating func streamWrite(_ bytes: [UInt8], now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard case .streaming = answering else { return actions }
         // A client that stops reading must not make us buffer without bound.
@@ -328,7 +332,7 @@ struct ConnectionStateMachine {
     }
 
     /// The application ended the stream: close after what it wrote is sent.
-    mutating func streamFinished(now: UInt64) -> ConnectionActions {
+    mutating func streamFinished(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         finishStream(&actions)
         return actions
@@ -338,17 +342,17 @@ struct ConnectionStateMachine {
 
     /// The stream's heartbeat timer: a comment line after `heartbeat` of silence keeps proxies from
     /// closing the connection and makes a vanished client show up as a failed send.
-    mutating func heartbeatDue(now: UInt64) -> ConnectionActions {
-        guard case .streaming(let interval?) = answering,
-              now >= lastActivity, (now - lastActivity) >= interval / 10 * 9 else { return ConnectionActions() }
+    mutating func heartbeatDue(now: ContinuousClock.Instant) -> ConnectionActions {
+        guard case .streaming(let interval?, _) = answering,
+              now >= lastActivity, now - lastActivity >= interval / 10 * 9 else { return ConnectionActions() }
         return streamWrite(Array(": keep-alive\n\n".utf8), now: now)
     }
 
     /// The server's sweep timer: request read (slowloris → 408), idle keep-alive and write stall.
-    mutating func timerFired(now: UInt64) -> ConnectionActions {
+    mutating func timerFired(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
-        func elapsed(_ since: UInt64) -> UInt64 { now > since ? now - since : 0 }
+        func elapsed(_ since: ContinuousClock.Instant) -> Duration { now > since ? now - since : .zero }
         if let blocked = writeBlockedSince, elapsed(blocked) > settings.writeTimeout {
             close(&actions)
             return actions
@@ -356,7 +360,7 @@ struct ConnectionStateMachine {
         // Only event streams (those with a heartbeat) have a lifetime: EventSource reconnects, but a
         // download cut short is a broken file. A download's client that stops reading is closed by
         // the write timeout instead.
-        if case .streaming(_?) = answering, let since = streamSince, elapsed(since) > settings.maxStreamLifetime {
+        if case .streaming(_?, let since) = answering, elapsed(since) > settings.maxStreamLifetime {
             finishStream(&actions)  // the client's EventSource reconnects
             return actions
         }
@@ -378,10 +382,10 @@ struct ConnectionStateMachine {
 
     /// Server shutdown: the request in hand (or, when idle, the one arriving) is answered with
     /// Connection: close; nothing after it starts. A stream ends after what it wrote.
-    mutating func shutdown(now: UInt64) -> ConnectionActions {
+    mutating func shutdown(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
-        draining = true
+        lifecycle = .draining
         switch answering {
         case .streaming: finishStream(&actions)
         case .idle:
@@ -418,7 +422,7 @@ struct ConnectionStateMachine {
     // MARK: Rules
 
     /// Parses what arrived into `pending`, up to `maxPending` requests ahead.
-    private mutating func parse(_ actions: inout ConnectionActions, now: UInt64) {
+    private mutating func parse(_ actions: inout ConnectionActions, now: ContinuousClock.Instant) {
         guard input == .open else { return }
         while pending.count < settings.maxPending {
             do {
@@ -445,7 +449,7 @@ struct ConnectionStateMachine {
 
     /// Starts the next request if nothing is in the way; otherwise sends 100 Continue, resumes
     /// reading, or closes when nothing is left to do.
-    private mutating func advance(_ actions: inout ConnectionActions, now: UInt64) {
+    private mutating func advance(_ actions: inout ConnectionActions, now: ContinuousClock.Instant) {
         guard case .idle = answering, !hasUnsentOutput else { return }
         if input == .paused && pending.count < settings.maxPending / 2 {
             input = .open
@@ -473,7 +477,7 @@ struct ConnectionStateMachine {
             actions.send = true
             return
         }
-        if input == .ended || input == .failed || (draining && !parser.hasPartialRequest) {
+        if input == .ended || input == .failed || (lifecycle == .draining && !parser.hasPartialRequest) {
             close(&actions)
         }
     }
@@ -498,7 +502,7 @@ struct ConnectionStateMachine {
         actions.send = true
     }
 
-    private mutating func respondToFailure(_ error: HTTPParseError, _ actions: inout ConnectionActions, now: UInt64) {
+    private mutating func respondToFailure(_ error: HTTPParseError, _ actions: inout ConnectionActions, now: ContinuousClock.Instant) {
         var response = Self.errorResponse(error, request: nil, errorPage: settings.errorPage)
         let head = ResponseHead.serialize(&response, bodyCount: response.bodyBytes.count, version: .http11,
                                           keepAlive: false, date: settings.date())
@@ -567,8 +571,8 @@ struct ConnectionActions {
     var handle: HTTPRequest?
     /// Submit this stream's start to the executor; report `streamStarted` or `streamRefused`.
     var startStream: (@Sendable (ResponseStream) -> Void)?
-    /// Start the stream's heartbeat timer (nanoseconds between beats); report `heartbeatDue`.
-    var heartbeat: UInt64?
+    /// Start the stream's heartbeat timer with this interval; report `heartbeatDue`.
+    var heartbeat: Duration?
     var log: ResponseLogRecord?
     /// Output is waiting: send it (`withUnsentOutput`) and report `sent` or `sendBlocked`.
     var send = false
@@ -581,11 +585,11 @@ struct ResponseLogRecord: Equatable {
     let path: String
     let status: Int
     let bytes: Int
-    let started: UInt64
+    let started: ContinuousClock.Instant
     /// Empty: the connection's peer.
     var client = ""
 
-    init(method: String, path: String, status: Int, bytes: Int, started: UInt64, client: String = "") {
+    init(method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: String = "") {
         self.method = method
         self.path = path
         self.status = status

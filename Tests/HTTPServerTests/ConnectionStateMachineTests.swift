@@ -6,14 +6,14 @@ import Testing
 /// performs the machine's actions the way Connection.swift does, with a "kernel" that takes all
 /// output or only `room` bytes, and a clock that moves only when a test says so.
 struct Wire {
-    static let second: UInt64 = 1_000_000_000
+    static let second = Duration.seconds(1)
     var machine: ConnectionStateMachine
-    var now: UInt64 = 1_000 * Wire.second
+    var now = ContinuousClock.now
     /// What the client received.
     var received = ""
     var handling: [HTTPRequest] = []
     var streamStarts = 0
-    var heartbeat: UInt64?
+    var heartbeat: Duration?
     var logs: [ResponseLogRecord] = []
     var closed = false
     /// Mirrors of the driver's Dispatch sources: suspend and resume must alternate.
@@ -25,9 +25,9 @@ struct Wire {
     init(_ configure: (inout ConnectionStateMachine.Settings) -> Void = { _ in }) {
         var settings = ConnectionStateMachine.Settings()
         settings.remoteAddress = "192.0.2.7"
-        settings.requestReadTimeout = 10 * Wire.second
-        settings.idleTimeout = 60 * Wire.second
-        settings.writeTimeout = 30 * Wire.second
+        settings.requestReadTimeout = Wire.second * 10
+        settings.idleTimeout = Wire.second * 60
+        settings.writeTimeout = Wire.second * 30
         settings.date = { "Mon, 23 Nov 2026 12:00:00 GMT" }
         configure(&settings)
         machine = ConnectionStateMachine(settings: settings, now: now)
@@ -71,7 +71,7 @@ struct Wire {
     mutating func respond(_ text: String) { respond(.text(text)) }
     mutating func peerCloses() { perform(machine.peerClosed(now: now)) }
     mutating func timer(after seconds: Double) {
-        now += UInt64(seconds * 1e9)
+        now += .seconds(seconds)
         perform(machine.timerFired(now: now))
     }
     mutating func shutdown() { perform(machine.shutdown(now: now)) }
@@ -264,7 +264,7 @@ func statuses(_ text: String) -> [String] {
         wire.read(get("/events"))
         wire.respond(.eventStream(heartbeat: 15) { _ in })
         wire.perform(wire.machine.streamStarted(now: wire.now))
-        #expect(wire.heartbeat == 15 * Wire.second)
+        #expect(wire.heartbeat == Wire.second * 15)
         let head = wire.take()
         #expect(head.contains("Connection: close\r\n"))
         #expect(!head.contains("Content-Length"))
@@ -272,10 +272,10 @@ func statuses(_ text: String) -> [String] {
         #expect(wire.take() == "data: 1\n\n")
 
         // Heartbeats only after silence.
-        wire.now += 5 * Wire.second
+        wire.now += Wire.second * 5
         wire.perform(wire.machine.heartbeatDue(now: wire.now))
         #expect(wire.take() == "")
-        wire.now += 14 * Wire.second
+        wire.now += Wire.second * 14
         wire.perform(wire.machine.heartbeatDue(now: wire.now))
         #expect(wire.take() == ": keep-alive\n\n")
 
@@ -290,7 +290,7 @@ func statuses(_ text: String) -> [String] {
 
     /// A stream ends after its lifetime, what it wrote still delivered; EventSource reconnects.
     @Test func aStreamEndsAfterItsLifetime() {
-        var wire = Wire { $0.maxStreamLifetime = 600 * Wire.second }
+        var wire = Wire { $0.maxStreamLifetime = Wire.second * 600 }
         wire.read(get("/events"))
         wire.respond(.eventStream(heartbeat: 15) { _ in })
         wire.perform(wire.machine.streamStarted(now: wire.now))
@@ -508,7 +508,7 @@ func statuses(_ text: String) -> [String] {
             ("stream refused", { $0.perform($0.machine.streamRefused(now: $0.now)) }),
             ("stream write", { $0.perform($0.machine.streamWrite([0x61], now: $0.now)) }),
             ("stream finished", { $0.perform($0.machine.streamFinished(now: $0.now)) }),
-            ("heartbeat", { $0.now += 2 * Wire.second; $0.perform($0.machine.heartbeatDue(now: $0.now)) }),
+            ("heartbeat", { $0.now += Wire.second * 2; $0.perform($0.machine.heartbeatDue(now: $0.now)) }),
             ("timer", { $0.timer(after: 3600) }),
             ("shutdown", { $0.shutdown() }),
             ("force close", { $0.perform($0.machine.forceClose()) }),

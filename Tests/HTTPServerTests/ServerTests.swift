@@ -358,31 +358,32 @@ func serverSideSockets(port: Int) -> Int {
     }
 
     @Test func connectionRatesAreTokenBucketsPerAddress() {
-        let second: UInt64 = 1_000_000_000
+        let second = Duration.seconds(1)
+        let t0 = ContinuousClock.now
         var rates = ConnectionRates(rate: 2, burst: 3)
-        func take(_ n: Int, _ address: String, at now: UInt64) -> [Bool] { (0..<n).map { _ in rates.take(address, now: now) } }
+        func take(_ n: Int, _ address: String, at offset: Duration) -> [Bool] { (0..<n).map { _ in rates.take(address, now: t0 + offset) } }
         // A burst of three, then none until time passes; another address has its own.
-        var taken = take(4, "a", at: 10 * second)
+        var taken = take(4, "a", at: second * 10)
         #expect(taken == [true, true, true, false])
-        taken = take(1, "b", at: 10 * second)
+        taken = take(1, "b", at: second * 10)
         #expect(taken == [true])
         // Two a second: half a second later one more, and no more.
-        taken = take(2, "a", at: 10 * second + second / 2)
+        taken = take(2, "a", at: second * 10 + second / 2)
         #expect(taken == [true, false])
         // A bucket full again is forgotten: "b" is by 11 s, "a" (refused ones do not count) by 12.
         #expect(rates.count == 2)
-        rates.forgetRefilled(now: 11 * second)
+        rates.forgetRefilled(now: t0 + second * 11)
         #expect(rates.count == 1)
-        rates.forgetRefilled(now: 13 * second)
+        rates.forgetRefilled(now: t0 + second * 13)
         #expect(rates.count == 0)
-        taken = take(4, "a", at: 13 * second)
+        taken = take(4, "a", at: second * 13)
         #expect(taken == [true, true, true, false])
         // A clock read out of order never adds tokens.
-        taken = take(1, "a", at: 12 * second)
+        taken = take(1, "a", at: second * 12)
         #expect(taken == [false])
         // Rate 0: no limit.
         var open = ConnectionRates(rate: 0, burst: 1)
-        let all = (0..<100).map { _ in open.take("a", now: 0) }
+        let all = (0..<100).map { _ in open.take("a", now: t0) }
         #expect(all.allSatisfy { $0 })
     }
 
