@@ -228,52 +228,29 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The photo store went down: the photo stays pending and the album waits (waitForStore).
         let storeDown = Mutex<(error: PhotoStoreError, putStarted: Date)?>(nil)
         // The lease is renewed at most once a second rather than after every image: an album's
-        // images land together, and the renewal was a third of their database round trips.
-        let renewed = Mutex(Date())
-        // Finished downloads wait here and are written in batches (AlbumStore.storeResults).
-        let waiting = Mutex<(results: [AlbumStore.PhotoResult], since: Date)>(([], Date()))
-        let batchSize = max(1, settings.resultBatch), batchSeconds = settings.resultBatchSeconds
-        // One batch of this album is written at a time, at most batchSize rows: its new row
-        // versions then fit in the room the page keeps, and the last batch's old versions (its
-        // transaction committed) are pruned to make that room again, so the updates stay HOT.
-        // Batches written side by side from two download slots outran the pruning.
+        // images land together, and renewing after each one is a round trip per image.
+        let renewed = Mutex(ContinuousClock.now)
+        let batch = Mutex(ResultBatch<AlbumStore.PhotoResult>(size: settings.resultBatch,
+                                                              maxAge: .seconds(settings.resultBatchSeconds), now: .now))
+        // One batch of this album is written at a time, at most `size` rows: its new row versions
+        // then fit in the room the page keeps, and the last batch's old versions (its transaction
+        // committed) are pruned to make that room again, so the updates stay HOT.
         let writing = NSLock()
-        // A batch is due at batchSize results, or when the oldest waited batchSeconds (or at the
-        // end, `rest`).
-        @Sendable func isDue(_ state: (results: [AlbumStore.PhotoResult], since: Date), rest: Bool) -> Bool {
-            state.results.count >= batchSize
-                || (!state.results.isEmpty && (rest || Date().timeIntervalSince(state.since) >= batchSeconds))
-        }
         @Sendable func write(rest: Bool) throws {
             writing.lock()
             defer { writing.unlock() }
-            while true {
-                let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
-                    guard isDue(state, rest: rest) else { return [] }
-                    let taken = Array(state.results.prefix(batchSize))
-                    state.results.removeFirst(taken.count)
-                    state.since = Date()
-                    return taken
-                }
-                if batch.isEmpty { return }
+            while let taken = batch.withLock({ $0.take(now: .now, rest: rest) }) {
                 do {
-                    try store.storeResults(batch, job: job)
+                    try store.storeResults(taken, job: job)
                 } catch {
-                    // Back to the front of the queue: taken out and lost, its photos stayed pending
-                    // under an album that then finished.
-                    waiting.withLock { $0.results.insert(contentsOf: batch, at: 0) }
+                    batch.withLock { $0.putBack(taken) }
                     throw error
                 }
             }
         }
         @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
-            let due = waiting.withLock { state -> Bool in
-                if state.results.isEmpty { state.since = Date() }
-                state.results.append(result)
-                return isDue(state, rest: false)
-            }
             // Checked first so a result that completes no batch never waits for the writer.
-            if due { try write(rest: false) }
+            if batch.withLock({ $0.add(result, now: .now) }) { try write(rest: false) }
         }
         downloads.run(count: pending.count, width: width) { [self] index in
             let photo = pending[index]
@@ -312,8 +289,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                     try store.dropPhoto(photoID: photo.id, job: job)
                 }
                 let due = renewed.withLock { last -> Bool in
-                    guard Date().timeIntervalSince(last) >= 1 else { return false }
-                    last = Date()
+                    let now = ContinuousClock.now
+                    guard now - last >= .seconds(1) else { return false }
+                    last = now
                     return true
                 }
                 // Cancelled or taken over: stop spending effort.

@@ -1,0 +1,48 @@
+/// An album's finished downloads waiting to be written together (`AlbumStore.storeResults`): one
+/// statement and one NOTIFY per batch rather than per photo. A value with no clock and no lock: the
+/// album's download slots keep it under a mutex and pass the time in, so its rules are tested on
+/// values (Tests/VirtualTouristTests/ResultBatchTests).
+///
+/// A batch is due when `size` results wait, when the oldest has waited `maxAge` (so a slow album
+/// still shows its photos as they come), or at the end of the album (`rest`).
+struct ResultBatch<Result> {
+    let size: Int
+    let maxAge: Duration
+    private(set) var waiting: [Result] = []
+    /// When the oldest waiting result arrived, or the last batch was taken.
+    private var since: ContinuousClock.Instant
+
+    init(size: Int, maxAge: Duration, now: ContinuousClock.Instant) {
+        self.size = max(1, size)
+        self.maxAge = maxAge
+        self.since = now
+    }
+
+    /// A download finished at `now`: true when a batch is due (take it with `take`).
+    mutating func add(_ result: Result, now: ContinuousClock.Instant) -> Bool {
+        if waiting.isEmpty { since = now }
+        waiting.append(result)
+        return isDue(now: now, rest: false)
+    }
+
+    /// Whether a batch is due at `now`; with `rest`, whatever waits is.
+    func isDue(now: ContinuousClock.Instant, rest: Bool) -> Bool {
+        waiting.count >= size || (!waiting.isEmpty && (rest || now - since >= maxAge))
+    }
+
+    /// The batch due at `now` (at most `size` results, the oldest first), taken out; nil when none
+    /// is due.
+    mutating func take(now: ContinuousClock.Instant, rest: Bool) -> [Result]? {
+        guard isDue(now: now, rest: rest) else { return nil }
+        let batch = Array(waiting.prefix(size))
+        waiting.removeFirst(batch.count)
+        since = now
+        return batch
+    }
+
+    /// A batch whose write failed goes back to the front: taken out and lost, its photos would stay
+    /// pending under an album that then finished.
+    mutating func putBack(_ batch: [Result]) {
+        waiting.insert(contentsOf: batch, at: 0)
+    }
+}
