@@ -8,9 +8,13 @@
 /// per-address ones, and an IPv6 client's address is its /64):
 /// 1. stopping: refused as busy;
 /// 2. its address holds `maxConnectionsPerAddress`: held unread until its hold ends, then reset
-///    (a reset when no hold is configured or the held ones are at their cap);
+///    (a reset when no hold is configured or the held ones are at their cap). A client that
+///    reconnects when refused waits out the hold instead of looping, and a reset leaves no FIN
+///    exchange and no TIME_WAIT behind;
 /// 3. its address opened more than its rate (`ConnectionRates`): answered 503 with Retry-After, its
-///    input drained until the client hangs up (a reset when the answered ones are at their cap);
+///    input drained until the client hangs up (a reset when the answered ones are at their cap). An
+///    answer, not a reset: behind a reverse proxy that is not trusted, everyone shares the proxy's
+///    address, and a 503 passes through the proxy as itself where a reset becomes a 502;
 /// 4. the table is full: an idle keep-alive connection is reclaimed to make room, or it is refused
 ///    as busy (503, Retry-After: 1).
 /// Refusals are counted and reported at most once a `refusalReportInterval`.
