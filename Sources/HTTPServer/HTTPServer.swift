@@ -102,17 +102,16 @@ public final class HTTPServer: Sendable {
     /// closes idle connections, and returns once all are closed or the grace period has passed.
     public func shutdown(gracePeriod: Double? = nil) {
         let grace = gracePeriod ?? configuration.shutdownGracePeriod
-        let stopping = state.withLock { s -> (stop: AdmissionStateMachine.Stop, listener: (any DispatchSourceRead)?, sweeper: (any DispatchSourceTimer)?, connections: [Connection])? in
+        let stopping = state.withLock { s -> (AdmissionStateMachine.Stop, [Connection], (any DispatchSourceRead)?, (any DispatchSourceTimer)?)? in
             guard let stop = s.admission.stop() else { return nil }
             defer { s.listener = nil; s.sweeper = nil }
-            return (stop, s.listener, s.sweeper, Array(s.connections.values))
+            return (stop, Array(s.connections.values), s.listener, s.sweeper)
         }
-        guard let stopping, let listener = stopping.listener else { return }
-        stopping.stop.reset.forEach(Self.reset)
-        if stopping.stop.resumeListener { listener.resume() }
+        guard case let (stop, connections, listener?, sweeper)? = stopping else { return }
+        stop.reset.forEach(Self.reset)
+        if stop.resumeListener { listener.resume() }
         listener.cancel()
-        stopping.sweeper?.cancel()
-        let connections = stopping.connections
+        sweeper?.cancel()
         for connection in connections { connection.queue.async { connection.drain() } }
 
         let deadline = ContinuousClock.now + .seconds(max(0, grace))
@@ -168,7 +167,8 @@ public final class HTTPServer: Sendable {
     }
 
     private func admit(_ fd: Int32, remote: String) {
-        let arrival = state.withLock { s -> (AdmissionStateMachine.Arrival, Connection?, reclaimed: Connection?) in
+        enum Admitted { case serve(Connection, reclaiming: Connection?), refused(AdmissionStateMachine.Refusal) }
+        let admitted = state.withLock { s -> Admitted in
             let arrival: AdmissionStateMachine.Arrival
             do {
                 // A borrowed view of the table, gone before the table changes below (no copy).
@@ -177,29 +177,31 @@ public final class HTTPServer: Sendable {
                     connections[id]?.reclaimable.load(ordering: .relaxed) ?? false
                 }
             }
-            guard case .admit(let id, let reclaim) = arrival else { return (arrival, nil, nil) }
-            let connection = Connection(id: id, fd: fd, remoteAddress: remote, server: self)
-            s.connections[id] = connection
-            // Not picked twice: the flag is set again only by the connection's next event.
-            let reclaimed = reclaim.flatMap { s.connections[$0] }
-            reclaimed?.reclaimable.store(false, ordering: .relaxed)
-            return (arrival, connection, reclaimed)
+            switch arrival {
+            case .refuse(let refusal): return .refused(refusal)
+            case .admit(let id, let reclaim):
+                let connection = Connection(id: id, fd: fd, remoteAddress: remote, server: self)
+                s.connections[id] = connection
+                // Not picked twice: the flag is set again only by the connection's next event.
+                let reclaimed = reclaim.flatMap { s.connections[$0] }
+                reclaimed?.reclaimable.store(false, ordering: .relaxed)
+                return .serve(connection, reclaiming: reclaimed)
+            }
         }
-        switch arrival.0 {
-        case .admit:
-            guard let connection = arrival.1 else { return }
+        switch admitted {
+        case .serve(let connection, let reclaimed):
             // Only now the socket is set up: a refusal costs no more syscalls than it must. accept4
             // is not exported to Swift by Glibc; two fcntls do the same.
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             Socket.setNoDelay(fd)
-            if let reclaimed = arrival.reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
+            if let reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
             if configuration.connectionSetupDelay > 0 {
                 acceptQueue.asyncAfter(deadline: .now() + configuration.connectionSetupDelay) { connection.start() }
             } else {
                 connection.start()
             }
-        case .refuse(let refusal):
+        case .refused(let refusal):
             refuse(fd, refusal)
             if let count = refusal.report { report(refusal.reason, count: count, latest: remote) }
         }

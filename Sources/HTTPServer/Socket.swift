@@ -90,14 +90,6 @@ enum Socket {
     }
 }
 
-/// Monotonic nanoseconds, for timeouts and durations (never jumps with the wall clock).
-@inline(__always)
-func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
 /// A NUL-terminated C buffer as a String.
 func string(fromCString buffer: [CChar]) -> String {
     String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -293,7 +293,10 @@ func statuses(_ text: String) -> [String] {
         var wire = Wire { $0.maxStreamLifetime = Wire.second * 600 }
         wire.read(get("/events"))
         wire.respond(.eventStream(heartbeat: 15) { _ in })
+        let started = wire.now
         wire.perform(wire.machine.streamStarted(now: wire.now))
+        guard case .streaming(_, let since) = wire.machine.answering else { Issue.record("not streaming"); return }
+        #expect(since == started, "the lifetime is measured from the stream's start")
         _ = wire.take()
         wire.timer(after: 599)
         #expect(!wire.closed)
@@ -361,7 +364,9 @@ func statuses(_ text: String) -> [String] {
     @Test func shutdownWhileHandlingAnswersWithCloseAndStartsNothingMore() {
         var wire = Wire()
         wire.read(get("/a") + get("/b"))
+        #expect(wire.machine.lifecycle == .serving)
         wire.shutdown()
+        #expect(wire.machine.lifecycle == .draining)
         #expect(!wire.closed)
         wire.respond("a")
         #expect(wire.take().contains("Connection: close\r\n"))
