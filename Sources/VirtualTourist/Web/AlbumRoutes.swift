@@ -5,7 +5,7 @@ import Log
 private let photoServingLogger = Logger(label: "photo-store")
 
 /// Album, photo and picker pages; photo bytes; live album updates.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
                                  searches: PickerSearches, downloads: DownloadSlots) {
         let secure = secureCookies

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
                                tiles: TileInfo? = nil, mapPages: MapPageCache) {
         let secure = secureCookies
