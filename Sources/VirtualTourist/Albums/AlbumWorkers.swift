@@ -54,7 +54,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         public init() {}
     }
 
-    let store: AlbumStore
+    let store: AlbumJobQueue
     let provider: any PhotoProvider
     let client: HTTPClient
     let settings: Settings
@@ -75,7 +75,7 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     let metrics: Metrics?
 
-    public init(store: AlbumStore, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings(),
+    public init(store: AlbumJobQueue, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings(),
                 metrics: Metrics? = nil) {
         self.metrics = metrics
         self.store = store
@@ -231,7 +231,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         // images land together, and the renewal was a third of their database round trips.
         let renewed = Mutex(Date())
         // Finished downloads wait here and are written in batches (AlbumStore.storeResults).
-        let waiting = Mutex<(results: [AlbumStore.PhotoResult], since: Date)>(([], Date()))
+        let waiting = Mutex<(results: [AlbumJobQueue.PhotoResult], since: Date)>(([], Date()))
         let batchSize = max(1, settings.resultBatch), batchSeconds = settings.resultBatchSeconds
         // One batch of this album is written at a time, at most batchSize rows: its new row
         // versions then fit in the room the page keeps, and the last batch's old versions (its
@@ -240,7 +240,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         let writing = NSLock()
         // A batch is due at batchSize results, or when the oldest waited batchSeconds (or at the
         // end, `rest`).
-        @Sendable func isDue(_ state: (results: [AlbumStore.PhotoResult], since: Date), rest: Bool) -> Bool {
+        @Sendable func isDue(_ state: (results: [AlbumJobQueue.PhotoResult], since: Date), rest: Bool) -> Bool {
             state.results.count >= batchSize
                 || (!state.results.isEmpty && (rest || Date().timeIntervalSince(state.since) >= batchSeconds))
         }
@@ -248,7 +248,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             writing.lock()
             defer { writing.unlock() }
             while true {
-                let batch = waiting.withLock { state -> [AlbumStore.PhotoResult] in
+                let batch = waiting.withLock { state -> [AlbumJobQueue.PhotoResult] in
                     guard isDue(state, rest: rest) else { return [] }
                     let taken = Array(state.results.prefix(batchSize))
                     state.results.removeFirst(taken.count)
@@ -266,7 +266,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                 }
             }
         }
-        @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
+        @Sendable func finished(_ result: AlbumJobQueue.PhotoResult) throws {
             let due = waiting.withLock { state -> Bool in
                 if state.results.isEmpty { state.since = Date() }
                 state.results.append(result)

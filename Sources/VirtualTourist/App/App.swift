@@ -66,7 +66,7 @@ public final class App: Sendable {
             provider = flickr
         }
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
-        workers = AlbumWorkers(store: albums, provider: background, client: client, settings: settings.workers, metrics: metrics)
+        workers = AlbumWorkers(store: AlbumJobQueue(pool: pool, photos: photoStore), provider: background, client: client, settings: settings.workers, metrics: metrics)
         listener = PostgresListener(url: pool.url)
         housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays,
                                     collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds,

@@ -205,18 +205,7 @@ extension WebPipeline {
             let page = context.request.queryValue("page") == nil
                 ? min(shown == 1 ? 2 : 1, provider.lastPage)
                 : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
-            let result: PhotoSearchPage
-            do {
-                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
-                    .keepingImages(from: provider.imageHosts, provider: provider.name)
-            } catch let error as PhotoProviderError {
-                throw Self.providerPage(error, provider: provider)
-            } catch is PickerSearches.Busy {
-                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
-                                headers: ["Retry-After": "5"])
-            } catch is PickerSearches.TimedOut {
-                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
-            }
+            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
             return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
         }
@@ -231,23 +220,29 @@ extension WebPipeline {
                 return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
             }
             // Details come from the provider again, never from the form: only real results are saved.
-            let result: PhotoSearchPage
-            do {
-                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
-                    .keepingImages(from: provider.imageHosts, provider: provider.name)
-            } catch let error as PhotoProviderError {
-                throw Self.providerPage(error, provider: provider)
-            } catch is PickerSearches.Busy {
-                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
-                                headers: ["Retry-After": "5"])
-            } catch is PickerSearches.TimedOut {
-                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
-            }
+            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
             guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
             let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
                 : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
             return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
+        }
+    }
+
+    /// A picker page's provider search, on the picker's own slots, keeping only images from the
+    /// provider's hosts; each way it can fail becomes the page people see (the provider's own
+    /// problem page, busy, or slow).
+    private static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int) throws -> PhotoSearchPage {
+        do {
+            return try searches.search(provider, lat: pin.lat, lon: pin.lon, page: page)
+                .keepingImages(from: provider.imageHosts, provider: provider.name)
+        } catch let error as PhotoProviderError {
+            throw providerPage(error, provider: provider)
+        } catch is PickerSearches.Busy {
+            throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
+                            headers: ["Retry-After": "5"])
+        } catch is PickerSearches.TimedOut {
+            throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
         }
     }
 }

@@ -50,7 +50,7 @@ extension WebPipeline {
                 body.append(contentsOf: Array(#","clusters":"#.utf8))
                 PinJSON.write(view.clusters, to: &body)
                 body.append(contentsOf: Array(#","total":"#.utf8))
-                HTML.appendDecimal(view.total, to: &body)
+                JSONWriter.integer(view.total, to: &body)
                 body.append(contentsOf: Array(#","bbox":["#.utf8))
                 for (index, edge) in [view.box.west, view.box.south, view.box.east, view.box.north].enumerated() {
                     if index > 0 { body.append(UInt8(ascii: ",")) }
