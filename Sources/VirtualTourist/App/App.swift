@@ -172,9 +172,8 @@ public final class App: Sendable {
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
         // the error page must never wait for either. Not for 429 either: a refusal has to cost
-        // nothing, or a client looping on it turns the refusals into the load (500 streams of one
-        // account refused 1,100 times a second, each looking up the session again for its page,
-        // and everyone else's requests queued behind those for the pool's connections).
+        // nothing, or a client looping on it turns the refusals into the load (docs/architecture.md,
+        // "The HTTP server": refused event streams).
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?

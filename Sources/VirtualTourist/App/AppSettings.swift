@@ -71,12 +71,9 @@ public struct AppSettings: Sendable {
     public init() {}
 
     /// The database pool's size unless DATABASE_POOL_SIZE says otherwise: two connections per CPU
-    /// core, at least four, PostgreSQL's rule of thumb for a database on the same machine, as in
-    /// the Compose set-up. More do not add throughput: their backends queue for the CPU in the
-    /// kernel instead of for a connection in the pool, and the kernel is not fair to them. With 16
-    /// on two cores a page now and then waited 250–500 ms behind the others (p99 up to 8 times the
-    /// mean); with 4, at about the same requests/s, the slowest of 20,000 took 50–90 ms
-    /// (docs/architecture.md, "PostgreSQL").
+    /// core, at least four, PostgreSQL's rule of thumb for a database on the same machine. More do
+    /// not add throughput: their backends queue for the CPU in the kernel, which is not fair to
+    /// them, instead of in the pool's first-come line (docs/architecture.md, "PostgreSQL").
     public static var defaultDatabaseConnections: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Request handlers at once for a pool of `databaseConnections`: one per connection, and room

@@ -90,8 +90,8 @@ extension WebPipeline {
         signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
             // A person's live pages are capped: past it, 429 (the page then falls back to polling).
             // Checked before the album is read, so a client reopening refused streams in a loop costs
-            // the session's round trip only, not the album's as well (script/bench abuse: 500
-            // streams of one account). At the cap every pin id gets 429, so it tells nothing.
+            // the session's round trip only, not the album's as well (script/bench abuse). At the
+            // cap every pin id gets 429, so it tells nothing.
             let user = context.user.id
             guard !streams.isFull(user) else { throw tooManyStreams }
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {

@@ -2,8 +2,8 @@ import HTTPServer
 
 /// Each person's last map page, rendered and gzipped, served again while nothing on it has changed.
 ///
-/// The map page is what people come back to after every album, and rendering it was a pipeline of
-/// six statements, the page's HTML and its gzip on every visit. Whether anything it shows changed
+/// The map page is what people come back to after every album, and rendering it takes six
+/// statements, the page's HTML and its gzip. Whether anything it shows changed
 /// is one number: the person's map version (migration 0097), moved on by triggers on pins and on
 /// the photo counts — so also by an administrator's SQL — and returned by the session's own
 /// statement. A page is reused only when that version, the saved region, the list page and the
@@ -11,7 +11,7 @@ import HTTPServer
 /// the page carries a flash message. A hit costs the session's round trip and a copy.
 ///
 /// Bounded: at most `maxBytes` of HTML and gzip together (16 MB: a club of 200 at about 25 KB a
-/// page is 5 MB), the least recently used page dropped first. Per process: with several instances
+/// page is 5 MB), the least recently used page dropped first (a BoundedCache by person). Per process: with several instances
 /// each keeps its own, and the version in the database keeps them all right.
 final class MapPageCache: Sendable {
     struct Key: Equatable, Sendable {

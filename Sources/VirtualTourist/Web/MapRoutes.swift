@@ -70,8 +70,8 @@ extension WebPipeline {
         }
 
         // The person's pins as files for other map software (GeoJSON, GPX, KML): read 1,000 at a
-        // time along the primary key and written into one body, so memory is the file's bytes
-        // (1.7-2.6 MB for 10,000 pins), never every pin as values at once.
+        // time along the primary key and written into one body, so memory is the file's bytes,
+        // never every pin as values at once.
         let links = PinExport.Links(publicURL: settings.publicURL)
         for format in PinExport.allCases {
             signedIn("GET", "/pins.\(format.fileExtension)") { context in
