@@ -45,9 +45,12 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
         // gzip for whoever needs it: static files (HTTPServer) and the places file (VirtualTourist).
         .target(name: "Zlib", dependencies: ["CZlib"]),
-        .target(name: "HTTPServer", dependencies: ["Zlib", "Log"]),
+        // Text written into responses: the one HTML escaper (the app's views and the server's own
+        // error page) and integers as digits (pages and JSON).
+        .target(name: "WebText"),
+        .target(name: "HTTPServer", dependencies: ["Zlib", "Log", "WebText"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),

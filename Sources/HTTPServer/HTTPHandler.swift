@@ -1,3 +1,5 @@
+import WebText
+
 /// Anything that turns a request into a response. Handlers run on the server's bounded handler
 /// executor, never on a connection's I/O queue, so they may block (a database call) without stalling
 /// other connections.
@@ -77,29 +79,9 @@ public typealias ErrorPageRenderer = @Sendable (_ status: HTTPStatus, _ message:
 public enum DefaultErrorPage {
     public static let render: ErrorPageRenderer = { status, message, _ in
         let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(status.code) \(escape(status.reason))</title></head>\
-            <body><h1>\(status.code) \(escape(status.reason))</h1><p>\(escape(message))</p></body></html>
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(status.code) \(HTMLEscaping.escape(status.reason))</title></head>\
+            <body><h1>\(status.code) \(HTMLEscaping.escape(status.reason))</h1><p>\(HTMLEscaping.escape(message))</p></body></html>
             """
         return .html(html, status: status)
-    }
-
-    /// Escapes the five characters that matter in HTML text and quoted attribute values.
-    public static func escape(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) else {
-            return text
-        }
-        var out = ""
-        out.reserveCapacity(text.utf8.count + 16)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }

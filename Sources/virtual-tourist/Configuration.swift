@@ -59,33 +59,46 @@ struct Configuration {
         return nil
     }
 
+    typealias Setting = (name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)
+
+    /// A number setting that must lie in `range`. Every ranged setting is parsed here, so each
+    /// refuses a wrong value in the same words ("PORT must be 0–65535, not 70000"; `expected`
+    /// replaces the bounds where people think of the value otherwise, "a number of days"), and
+    /// none can forget the range: an unchecked number from outside can trap the process later.
+    static func ranged<N: LosslessStringConvertible & Comparable & Sendable>(
+        _ name: String, _ help: String, _ range: ClosedRange<N>, unit: String? = nil, expected: String? = nil,
+        _ set: @escaping @Sendable (inout Configuration, N) -> Void
+    ) -> Setting {
+        (name, help, { configuration, value in
+            guard let number = N(value), range.contains(number) else {
+                let bounds = "\(plain(range.lowerBound))–\(plain(range.upperBound))\(unit.map { " " + $0 } ?? "")"
+                throw Invalid(description: "\(name) must be \(expected ?? bounds), not \(value)")
+            }
+            set(&configuration, number)
+        })
+    }
+
+    /// A bound as people write it: 100000, not 100000.0.
+    static func plain(_ bound: some Any) -> String {
+        if let double = bound as? Double, double == double.rounded(), abs(double) < 1e15 { return String(Int64(double)) }
+        return "\(bound)"
+    }
+
     /// Known settings: environment name → how to apply a value.
-    static let settings: [(name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)] = [
+    static let settings: [Setting] = [
         ("HOST", "address to listen on (127.0.0.1; 0.0.0.0 in containers)", { $0.host = $1 }),
-        ("PORT", "port to listen on (8080)", { c, v in
-            guard let p = Int(v), (0...65535).contains(p) else { throw Invalid(description: "PORT must be 0–65535, not \(v)") }
-            c.port = p
-        }),
+        ranged("PORT", "port to listen on (8080)", 0...65_535) { $0.port = $1 },
         ("PUBLIC_DIR", "folder of static files (Public)", { $0.app.publicDirectory = $1 }),
         ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.app.migrationsDirectory = $1 }),
         ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
         ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.app.publicURL = $1 }),
         ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.app.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
-        ("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(AppSettings.defaultDatabaseConnections) here)", { c, v in
-            guard let n = Int(v), (1...500).contains(n) else { throw Invalid(description: "DATABASE_POOL_SIZE must be 1–500, not \(v)") }
-            c.databasePoolSize = n
-        }),
+        ranged("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(AppSettings.defaultDatabaseConnections) here)", 1...500) { $0.databasePoolSize = $1 },
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
         ("TILES_FILE", "a PMTiles archive (vector or raster) to serve the map from, e.g. /data/region.pmtiles; wins over TILE_URL", { $0.app.tilesFile = $1 }),
         ("TILE_CACHE_DIR", "where TILE_URL tiles are cached; share it between instances (tile-cache)", { $0.app.tileCacheDirectory = $1 }),
-        ("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", { c, v in
-            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILE_CACHE_MB must be 1–1000000, not \(v)") }
-            c.app.tileCacheBytes = n * 1024 * 1024
-        }),
-        ("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept in memory (4096)", { c, v in
-            guard let n = Int(v), (1...1_000_000).contains(n) else { throw Invalid(description: "TILES_DIRECTORY_CACHE must be 1–1000000, not \(v)") }
-            c.app.tileDirectoryCacheEntries = n
-        }),
+        ranged("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", 1...1_000_000) { $0.app.tileCacheBytes = $1 * 1024 * 1024 },
+        ranged("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept in memory (4096)", 1...1_000_000) { $0.app.tileDirectoryCacheEntries = $1 },
         ("TILE_CONTACT", "an e-mail or URL for the tile server's operators, sent in the proxy's User-Agent (CONTACT_EMAIL)", { $0.app.tileContact = $1 }),
         ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.app.tileAttribution = $1 }),
         ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr when FLICKR_API_KEY is set, commons otherwise)", { c, v in
@@ -95,52 +108,23 @@ struct Configuration {
         ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.app.flickrAPIKey = $1 }),
         ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.app.flickrAPIURL = $1 }),
         ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.app.commonsAPIURL = $1 }),
-        ("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances (flickr \(Int(ProviderBudget.Limits.flickr.perHour)), commons \(Int(ProviderBudget.Limits.commons.perHour)); docs/providers.md)", { c, v in
-            guard let n = Double(v), n >= 1, n <= 100_000 else { throw Invalid(description: "PROVIDER_CALLS_PER_HOUR must be 1–100000, not \(v)") }
-            c.app.providerCallsPerHour = n
-        }),
-        ("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell (flickr \(Int(ProviderBudget.Limits.flickr.burst)), commons \(Int(ProviderBudget.Limits.commons.burst)))", { c, v in
-            guard let n = Double(v), n >= 1, n <= 10_000 else { throw Invalid(description: "PROVIDER_CALL_BURST must be 1–10000, not \(v)") }
-            c.app.providerCallBurst = n
-        }),
-        ("COMMONS_ORIGINAL_CAP", "largest Commons original (bytes) downloaded when no thumbnail step fits (2097152)", { c, v in
-            guard let n = Int(v), n >= 10_000, n <= 8 * 1024 * 1024 else { throw Invalid(description: "COMMONS_ORIGINAL_CAP must be 10000–8388608 bytes, not \(v)") }
-            c.app.commonsOriginalCap = n
-        }),
+        ranged("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances (flickr \(Int(ProviderBudget.Limits.flickr.perHour)), commons \(Int(ProviderBudget.Limits.commons.perHour)); docs/providers.md)", Double(1)...100_000) { $0.app.providerCallsPerHour = $1 },
+        ranged("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell (flickr \(Int(ProviderBudget.Limits.flickr.burst)), commons \(Int(ProviderBudget.Limits.commons.burst)))", Double(1)...10_000) { $0.app.providerCallBurst = $1 },
+        ranged("COMMONS_ORIGINAL_CAP", "largest Commons original (bytes) downloaded when no thumbnail step fits (2097152)", 10_000...8_388_608, unit: "bytes") { $0.app.commonsOriginalCap = $1 },
         ("CONTACT_EMAIL", "how the operator can be reached, sent in the User-Agent to photo providers (Wikimedia's User-Agent policy asks for it)", { c, v in
             guard v.contains("@"), !v.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == ";" }) else {
                 throw Invalid(description: "CONTACT_EMAIL must be an email address, not \(v)")
             }
             c.app.contactEmail = v
         }),
-        ("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums (32)", { c, v in
-            guard let n = Int(v), (1...256).contains(n) else { throw Invalid(description: "DOWNLOAD_SLOTS must be 1–256, not \(v)") }
-            c.app.workers.downloadSlots = n
-        }),
-        ("WORKERS", "album download workers per instance (2)", { c, v in
-            guard let n = Int(v), (0...64).contains(n) else { throw Invalid(description: "WORKERS must be 0–64, not \(v)") }
-            c.app.workers.workers = n
-        }),
-        ("PROVIDER_OUTAGE_HOURS", "how long an album waits out its photo provider's outage (or its requests to wait) before it fails (24)", { c, v in
-            guard let n = Double(v), n.isFinite, n > 0, n <= 24 * 30 else { throw Invalid(description: "PROVIDER_OUTAGE_HOURS must be more than 0 and at most 720, not \(v)") }
-            c.app.workers.providerOutageHorizon = n * 3600
-        }),
-        ("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", { c, v in
-            guard let n = Int(v), (1...3600).contains(n) else { throw Invalid(description: "ALBUM_LEASE_SECONDS must be 1–3600, not \(v)") }
-            c.app.workers.leaseSeconds = n
-        }),
-        ("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", { c, v in
-            guard let n = Int(v), n >= 0 else { throw Invalid(description: "PHOTO_RETENTION_DAYS must be a number of days, not \(v)") }
-            c.app.photoRetentionDays = n
-        }),
-        ("JOB_RETENTION_DAYS", "delete finished album jobs older than this many days, hourly; 0 keeps them (7)", { c, v in
-            guard let n = Int(v), (0...36500).contains(n) else { throw Invalid(description: "JOB_RETENTION_DAYS must be a number of days, not \(v)") }
-            c.app.jobRetentionDays = n
-        }),
-        ("MEMORY_TRIM_SECONDS", "hand freed memory back to the system this often; 0 never (10)", { c, v in
-            guard let n = Double(v), n.isFinite, (0...3600).contains(n) else { throw Invalid(description: "MEMORY_TRIM_SECONDS must be 0–3600, not \(v)") }
-            c.app.memoryTrimSeconds = n
-        }),
+        ranged("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums (32)", 1...256) { $0.app.workers.downloadSlots = $1 },
+        ranged("WORKERS", "album download workers per instance (2)", 0...64) { $0.app.workers.workers = $1 },
+        ranged("PROVIDER_OUTAGE_HOURS", "how long an album waits out its photo provider's outage (or its requests to wait) before it fails (24)", Double.leastNonzeroMagnitude...720,
+               expected: "more than 0 and at most 720") { $0.app.workers.providerOutageHorizon = $1 * 3600 },
+        ranged("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", 1...3600) { $0.app.workers.leaseSeconds = $1 },
+        ranged("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", 0...Int.max, expected: "a number of days") { $0.app.photoRetentionDays = $1 },
+        ranged("JOB_RETENTION_DAYS", "delete finished album jobs older than this many days, hourly; 0 keeps them (7)", 0...36_500, expected: "a number of days") { $0.app.jobRetentionDays = $1 },
+        ranged("MEMORY_TRIM_SECONDS", "hand freed memory back to the system this often; 0 never (10)", Double(0)...3600) { $0.app.memoryTrimSeconds = $1 },
         ("PHOTO_STORE", "where downloaded images are kept, content-addressed by SHA-256: a directory, or s3://bucket[/prefix] for an S3-compatible object store (.data/photos)", { c, v in
             guard v.hasPrefix("s3://") || !v.contains("://") else {
                 throw Invalid(description: "PHOTO_STORE must be a directory or s3://bucket[/prefix], not \(v)")
@@ -155,22 +139,10 @@ struct Configuration {
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),
         ("METRICS_TOKEN", "serves /metrics on the public port to requests with Authorization: Bearer TOKEN (unset: not there)", { $0.app.metricsToken = $1 }),
-        ("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", { c, v in
-            guard let n = Int(v), (1...65535).contains(n) else { throw Invalid(description: "METRICS_PORT must be 1–65535, not \(v)") }
-            c.metricsPort = n
-        }),
-        ("QUOTA_PINS", "pins per person, unless users.max_pins says otherwise (5000)", { c, v in
-            guard let n = Int(v), (0...10_000_000).contains(n) else { throw Invalid(description: "QUOTA_PINS must be 0–10000000, not \(v)") }
-            c.app.quotas.pins = n
-        }),
-        ("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour, unless users.max_collections_per_hour says otherwise (60)", { c, v in
-            guard let n = Int(v), (0...100_000).contains(n) else { throw Invalid(description: "QUOTA_COLLECTIONS_PER_HOUR must be 0–100000, not \(v)") }
-            c.app.quotas.collectionsPerHour = n
-        }),
-        ("QUOTA_PHOTO_MB", "stored photo megabytes per person, unless users.max_photo_bytes says otherwise (2048)", { c, v in
-            guard let n = Int64(v), (0...100_000_000).contains(n) else { throw Invalid(description: "QUOTA_PHOTO_MB must be 0–100000000, not \(v)") }
-            c.app.quotas.photoBytes = n * 1024 * 1024
-        }),
+        ranged("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", 1...65_535) { $0.metricsPort = $1 },
+        ranged("QUOTA_PINS", "pins per person, unless users.max_pins says otherwise (5000)", 0...10_000_000) { $0.app.quotas.pins = $1 },
+        ranged("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour, unless users.max_collections_per_hour says otherwise (60)", 0...100_000) { $0.app.quotas.collectionsPerHour = $1 },
+        ranged("QUOTA_PHOTO_MB", "stored photo megabytes per person, unless users.max_photo_bytes says otherwise (2048)", Int64(0)...100_000_000) { $0.app.quotas.photoBytes = $1 * 1024 * 1024 },
         ("SIGN_UP", "who may make an account: open, invite (with a link from `virtual-tourist admin invite`) or closed; the first account of an empty instance always may (invite)", { c, v in
             guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
             c.app.signUp = mode
@@ -180,26 +152,11 @@ struct Configuration {
             guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
             c.trustedProxies = proxies
         }),
-        ("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; trusted proxies are not limited (256)", { c, v in
-            guard let n = Int(v), (1...100_000).contains(n) else { throw Invalid(description: "CONNECTIONS_PER_ADDRESS must be 1–100000, not \(v)") }
-            c.addressLimits.connections = n
-        }),
-        ("NEW_CONNECTIONS_PER_SECOND", "new connections a second one client address may open after NEW_CONNECTION_BURST, past which it is answered 503 with Retry-After; 0: no limit (100)", { c, v in
-            guard let n = Double(v), n.isFinite, (0...1_000_000).contains(n) else { throw Invalid(description: "NEW_CONNECTIONS_PER_SECOND must be 0–1000000, not \(v)") }
-            c.addressLimits.newPerSecond = n
-        }),
-        ("NEW_CONNECTION_BURST", "new connections one client address may open at once before NEW_CONNECTIONS_PER_SECOND applies (500)", { c, v in
-            guard let n = Double(v), n.isFinite, (1...1_000_000).contains(n) else { throw Invalid(description: "NEW_CONNECTION_BURST must be 1–1000000, not \(v)") }
-            c.addressLimits.burst = n
-        }),
-        ("OVER_SHARE_HOLD_SECONDS", "a connection past CONNECTIONS_PER_ADDRESS is held unread about this long (half to one and a half times), then reset; 0: reset at once (10)", { c, v in
-            guard let n = Double(v), n.isFinite, (0...300).contains(n) else { throw Invalid(description: "OVER_SHARE_HOLD_SECONDS must be 0–300, not \(v)") }
-            c.addressLimits.hold = n
-        }),
-        ("IPV6_PREFIX", "per-address limits count an IPv6 client by its network of this many bits (64: a household's or a host's /64; 128: each address)", { c, v in
-            guard let n = Int(v), (32...128).contains(n) else { throw Invalid(description: "IPV6_PREFIX must be 32–128, not \(v)") }
-            c.addressLimits.ipv6Prefix = n
-        }),
+        ranged("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; trusted proxies are not limited (256)", 1...100_000) { $0.addressLimits.connections = $1 },
+        ranged("NEW_CONNECTIONS_PER_SECOND", "new connections a second one client address may open after NEW_CONNECTION_BURST, past which it is answered 503 with Retry-After; 0: no limit (100)", Double(0)...1_000_000) { $0.addressLimits.newPerSecond = $1 },
+        ranged("NEW_CONNECTION_BURST", "new connections one client address may open at once before NEW_CONNECTIONS_PER_SECOND applies (500)", Double(1)...1_000_000) { $0.addressLimits.burst = $1 },
+        ranged("OVER_SHARE_HOLD_SECONDS", "a connection past CONNECTIONS_PER_ADDRESS is held unread about this long (half to one and a half times), then reset; 0: reset at once (10)", Double(0)...300) { $0.addressLimits.hold = $1 },
+        ranged("IPV6_PREFIX", "per-address limits count an IPv6 client by its network of this many bits (64: a household's or a host's /64; 128: each address)", 32...128) { $0.addressLimits.ipv6Prefix = $1 },
         ("METRICS_HOST", "address of the metrics port; keep it private (127.0.0.1)", { $0.metricsHost = $1 }),
         ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
             guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }

@@ -221,7 +221,7 @@ import TestSupport
         let browser = try app.signedUp()
         let pin = try Self.dropPin(browser)
         // A worker claims the job, writes the placeholders and five images, then dies.
-        let store = app.app.albums
+        let store = app.app.workers.store
         let ghost = try #require(try store.claimJob(worker: "ghost", leaseSeconds: 1))
         let search = try #require(try store.searchState(ghost))
         let result = try app.app.workers.provider.search(lat: search.lat, lon: search.lon, page: 1)

@@ -133,12 +133,12 @@ import TestSupport
 
         let job = AlbumJob(id: 0, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1)
         let info = ImageInfo(contentType: "image/jpeg", width: 1, height: 1)
-        let batch = photoIDs.map { AlbumStore.PhotoResult.stored($0, hash: String(repeating: "ab", count: 32), byteSize: 1, info: info) }
+        let batch = photoIDs.map { AlbumJobQueue.PhotoResult.stored($0, hash: String(repeating: "ab", count: 32), byteSize: 1, info: info) }
         let batchError = Mutex<String?>("not finished")
-        let albums = app.app.albums
+        let queue = app.app.workers.store
         let writer = Thread {
             do {
-                try albums.storeResults(batch, job: job)
+                try queue.storeResults(batch, job: job)
                 batchError.withLock { $0 = nil }
             } catch {
                 batchError.withLock { $0 = "\(error)" }

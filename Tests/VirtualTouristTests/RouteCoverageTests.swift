@@ -18,7 +18,7 @@ import TestSupport
 
     @Test func everyStateChangingRouteRefusesAMissingOrWrongCSRFToken() throws {
         let app = try TestApp()
-        let unsafeRoutes = app.app.routes.filter { WebRoutes.stateChanging.contains($0.method) }
+        let unsafeRoutes = app.app.routes.filter { WebPipeline.stateChanging.contains($0.method) }
         #expect(unsafeRoutes.count >= 3)  // sign-up, sign-in, sign-out at least
         let signedIn = try app.signedUp(email: "csrf@example.org")
         let anonymous = app.browser()

@@ -4,7 +4,7 @@ import Postgres
 /// An album whose provider asked for a wait, or failed (docs/providers.md): the job waits or fails,
 /// and the pin carries the fixed phrase people read. The provider's own words stay in
 /// album_jobs.last_error and the log.
-extension AlbumStore {
+extension AlbumJobQueue {
     /// Queues the job again in `seconds`; a wait the provider named, or an outage waited out,
     /// does not use up an attempt.
     func wait(_ job: AlbumJob, seconds: Double, phrase: String, detail: String, countsAttempt: Bool) throws {
@@ -18,7 +18,7 @@ extension AlbumStore {
                 UPDATE pins SET waiting = $4, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
                 """, [job.pinID, job.userID, job.generation, phrase])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, "\(job.userID):\(job.pinID)"])
         }
     }
 
@@ -50,7 +50,7 @@ extension AlbumStore {
                 UPDATE pins SET status = 'failed', error = $4, retryable = $5, waiting = NULL, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
                 """, [job.pinID, job.userID, job.generation, phrase, retryable])
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, "\(job.userID):\(job.pinID)"])
+            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, "\(job.userID):\(job.pinID)"])
         }
     }
 }

@@ -54,7 +54,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         public init() {}
     }
 
-    let store: AlbumStore
+    let store: AlbumJobQueue
     let provider: any PhotoProvider
     let client: HTTPClient
     let settings: Settings
@@ -75,7 +75,7 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     let metrics: Metrics?
 
-    public init(store: AlbumStore, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings(),
+    public init(store: AlbumJobQueue, provider: any PhotoProvider, client: HTTPClient, settings: Settings = Settings(),
                 metrics: Metrics? = nil) {
         self.metrics = metrics
         self.store = store
@@ -230,8 +230,8 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and renewing after each one is a round trip per image.
         let renewed = Mutex(ContinuousClock.now)
-        let batch = Mutex(ResultBatch<AlbumStore.PhotoResult>(size: settings.resultBatch,
-                                                              maxAge: .seconds(settings.resultBatchSeconds), now: .now))
+        let batch = Mutex(ResultBatch<AlbumJobQueue.PhotoResult>(size: settings.resultBatch,
+                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now))
         // One batch of this album is written at a time, at most `size` rows: its new row versions
         // then fit in the room the page keeps, and the last batch's old versions (its transaction
         // committed) are pruned to make that room again, so the updates stay HOT.
@@ -248,7 +248,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                 }
             }
         }
-        @Sendable func finished(_ result: AlbumStore.PhotoResult) throws {
+        @Sendable func finished(_ result: AlbumJobQueue.PhotoResult) throws {
             // Checked first so a result that completes no batch never waits for the writer.
             if batch.withLock({ $0.add(result, now: .now) }) { try write(rest: false) }
         }

@@ -1,4 +1,4 @@
-/// An album's finished downloads waiting to be written together (`AlbumStore.storeResults`): one
+/// An album's finished downloads waiting to be written together (`AlbumJobQueue.storeResults`): one
 /// statement and one NOTIFY per batch rather than per photo. A value with no clock and no lock: the
 /// album's download slots keep it under a mutex and pass the time in, so its rules are tested on
 /// values (Tests/VirtualTouristTests/ResultBatchTests).

@@ -1,31 +1,24 @@
-import Synchronization
-
 /// Thumbnails already made, by the original's hash. A thumbnail is a function of the original's
 /// bytes (Thumbnailer's widths and qualities are fixed), so the same photo in a second album (a
 /// neighbouring pin, a New Collection that finds it again) reuses the blobs instead of decoding
 /// and encoding it again: that is most of an album's CPU (docs/architecture.md, PhotoStore).
 ///
-/// Per process and bounded: at most `capacity` originals (about 250 bytes each), the oldest
-/// forgotten first. A hit is only used after the store refreshed every blob it names
+/// Per process and bounded: at most `capacity` originals (about 250 bytes each), the least
+/// recently used forgotten first. A hit is only used after the store refreshed every blob it names
 /// (PhotoStore.refresh, as a put would), so the collector's grace period protects them exactly
 /// as it protects a blob just written; a blob swept meanwhile makes it a miss.
 final class ThumbnailCache: Sendable {
-    private struct State {
-        var byOriginal: [String: [Int: String]] = [:]
-        var order: [String] = []
-        var next = 0
-    }
-
     let capacity: Int
-    private let state = Mutex(State())
+    private let byOriginal: BoundedCache<String, [Int: String]>
 
     init(capacity: Int = 4096) {
         self.capacity = max(0, capacity)
+        byOriginal = BoundedCache(maxCount: self.capacity)
     }
 
     /// The thumbnails of `original` by width ([:] when it has none), made once per original.
     func thumbnails(of original: String, bytes: [UInt8], store: any PhotoStore) throws -> [Int: String] {
-        if let known = state.withLock({ $0.byOriginal[original] }), try known.values.allSatisfy({ try store.refresh($0) }) {
+        if let known = byOriginal.get(original), try known.values.allSatisfy({ try store.refresh($0) }) {
             return known
         }
         var made: [Int: String] = [:]
@@ -36,18 +29,8 @@ final class ThumbnailCache: Sendable {
 
     func remember(_ original: String, _ thumbnails: [Int: String]) {
         guard capacity > 0 else { return }
-        state.withLock { state in
-            if state.byOriginal.updateValue(thumbnails, forKey: original) != nil { return }
-            if state.order.count < capacity {
-                state.order.append(original)
-            } else {
-                // Full: the oldest entry makes room (a ring over insertion order).
-                state.byOriginal.removeValue(forKey: state.order[state.next])
-                state.order[state.next] = original
-                state.next = (state.next + 1) % capacity
-            }
-        }
+        byOriginal.put(original, thumbnails)
     }
 
-    var count: Int { state.withLock { $0.byOriginal.count } }
+    var count: Int { byOriginal.count }
 }

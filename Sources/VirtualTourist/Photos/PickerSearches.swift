@@ -11,15 +11,16 @@ public final class PickerSearches: Sendable {
     public struct Busy: Error {}
     public struct TimedOut: Error {}
 
-    struct Key: Hashable { let provider: String, lat: Double, lon: Double, page: Int }
-    private struct Entry { let page: PhotoSearchPage, at: Date }
+    struct Key: Hashable, Sendable { let provider: String, lat: Double, lon: Double, page: Int }
+    struct Entry: Sendable { let page: PhotoSearchPage, at: Date }
 
     let slots: Int
     let timeout: Double
     let cacheSeconds: Double
     let cacheEntries: Int
     private let inFlight = Mutex(0)
-    private let cache = Mutex<[Key: Entry]>([:])
+    /// Recent answers, the least recently used forgotten first; older than `cacheSeconds` is a miss.
+    private let cache: BoundedCache<Key, Entry>
     private let queue = DispatchQueue(label: "picker-searches", attributes: .concurrent)
 
     public init(slots: Int = 4, timeout: Double = 8, cacheSeconds: Double = 300, cacheEntries: Int = 512) {
@@ -27,13 +28,14 @@ public final class PickerSearches: Sendable {
         self.timeout = timeout
         self.cacheSeconds = cacheSeconds
         self.cacheEntries = cacheEntries
+        cache = BoundedCache(maxCount: cacheEntries)
     }
 
     /// The provider's page of results near a point: from the cache, or searched on a free slot.
     public func search(_ provider: any PhotoProvider, lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
         let key = Key(provider: provider.name, lat: lat, lon: lon, page: page)
         let now = Date()
-        if let hit = cache.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < cacheSeconds { return hit.page }
+        if let hit = cache.get(key), now.timeIntervalSince(hit.at) < cacheSeconds { return hit.page }
         guard inFlight.withLock({ n -> Bool in
             guard n < slots else { return false }
             n += 1
@@ -44,24 +46,13 @@ public final class PickerSearches: Sendable {
         let outcome = Mutex<Result<PhotoSearchPage, any Error>?>(nil)
         queue.async { [self] in
             let result = Result { try provider.search(lat: lat, lon: lon, page: page) }
-            if case .success(let found) = result { remember(key, found) }
+            if case .success(let found) = result { cache.put(key, Entry(page: found, at: Date())) }
             outcome.withLock { $0 = result }
             inFlight.withLock { $0 -= 1 }
             done.signal()
         }
         guard done.wait(timeout: .now() + timeout) == .success, let result = outcome.withLock({ $0 }) else { throw TimedOut() }
         return try result.get()
-    }
-
-    private func remember(_ key: Key, _ page: PhotoSearchPage) {
-        cache.withLock { entries in
-            if entries.count >= cacheEntries {
-                // Drop the oldest half: cheap, and the picker's working set is small.
-                let oldest = entries.sorted { $0.value.at < $1.value.at }.prefix(entries.count / 2).map(\.key)
-                for key in oldest { entries[key] = nil }
-            }
-            entries[key] = Entry(page: page, at: Date())
-        }
     }
 
     /// Searches running now (for tests and metrics).

@@ -126,10 +126,8 @@ enum AlbumPages {
                           chrome: Layout.Chrome, providerName: String) -> HTML {
         let id = photo.id
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
-        let prev: HTML = previous.map { "<a class=\"button\" rel=\"prev\" id=\"previous-photo\" href=\"/photos/\($0)/view\">← Previous</a>" }
-            ?? "<span class=\"button disabled\" aria-disabled=\"true\">← Previous</span>"
-        let nextLink: HTML = next.map { "<a class=\"button\" rel=\"next\" id=\"next-photo\" href=\"/photos/\($0)/view\">Next →</a>" }
-            ?? "<span class=\"button disabled\" aria-disabled=\"true\">Next →</span>"
+        let pager = Pager(previous: previous.map { "/photos/\($0)/view" }, next: next.map { "/photos/\($0)/view" },
+                          previousLabel: "← Previous", nextLabel: "Next →", previousID: "previous-photo", nextID: "next-photo")
         let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
         let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(text: photo.ownerName)</dd>"
         let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\(text: $0)</dd>" } ?? .empty
@@ -147,7 +145,7 @@ enum AlbumPages {
             <p>\(source)</p>
             </figcaption>
             </figure>
-            <div class="photo-nav">\(prev)<span class="muted">\(index + 1) of \(count)</span>\(nextLink)</div>
+            <div class="photo-nav">\(pager.previousLink)<span class="muted">\(index + 1) of \(count)</span>\(pager.nextLink)</div>
             <form method="post" action="/photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
             <button type="submit" class="button danger-outline">Remove from album</button></form>
             <p class="attribution muted">\(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
@@ -169,17 +167,14 @@ enum AlbumPages {
                 </li>
                 """
         }
-        let previousPage: HTML = result.page > 1
-            ? "<a class=\"button\" rel=\"prev\" href=\"/pins/\(id)/picker?page=\(result.page - 1)\">← Previous page</a>"
-            : "<span class=\"button disabled\" aria-disabled=\"true\">← Previous page</span>"
-        let nextPage: HTML = result.page < result.pages
-            ? "<a class=\"button\" rel=\"next\" href=\"/pins/\(id)/picker?page=\(result.page + 1)\">Next page →</a>"
-            : "<span class=\"button disabled\" aria-disabled=\"true\">Next page →</span>"
+        let pager = Pager(previous: result.page > 1 ? "/pins/\(id)/picker?page=\(result.page - 1)" : nil,
+                          next: result.page < result.pages ? "/pins/\(id)/picker?page=\(result.page + 1)" : nil,
+                          previousLabel: "← Previous page", nextLabel: "Next page →")
         return Layout.page(title: "Choose photos", chrome: chrome, bodyClass: "picker-page",
                            head: "<script type=\"module\" src=\"/js/picker.js\"></script>", main: """
             <nav class="breadcrumbs"><a href="/pins/\(id)">← \(text: pin.title)</a></nav>
             <h1>Choose photos near \(text: pin.title)</h1>
-            <div class="picker-nav">\(previousPage)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(nextPage)</div>
+            <div class="picker-nav">\(pager.previousLink)<span>Page \(result.page) of \(max(result.pages, 1))</span>\(pager.nextLink)</div>
             \(newCount(result, saved: saved))
             \(items.isEmpty ? "<p class=\"banner empty\">No photos on this page.</p>" : HTML.empty)
             <form method="post" action="/pins/\(id)/picker">

@@ -1,3 +1,5 @@
+import WebText
+
 /// A fragment of HTML as UTF-8 bytes. Only three things can be interpolated into one: other HTML
 /// (inserted as it is), text (`\(text: name)`, escaped) and numbers (integers as they are,
 /// doubles through `\(decimal: x)`). A String without the `text:` label, an optional, a Double or any
@@ -8,7 +10,7 @@
 ///     let page: HTML = "<p>Hello, \(text: name)</p>"   // <p>Hello, &lt;script&gt;</p>
 ///
 /// Literal segments are copied straight from the binary's read-only data; escaping works on bytes
-/// (a run of safe bytes is copied at once, each of the five special characters becomes an entity).
+/// (HTMLEscaping, the escaper the HTTP server's own error page uses too).
 public struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
     public typealias StringLiteralType = StaticString
 
@@ -67,8 +69,8 @@ public struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConv
             utf8.withUnsafeBufferPointer { HTML.appendEscaped($0, to: &bytes) }
         }
 
-        public mutating func appendInterpolation(_ number: Int) { HTML.appendDecimal(number, to: &bytes) }
-        public mutating func appendInterpolation(_ number: Int64) { HTML.appendDecimal(Int(number), to: &bytes) }
+        public mutating func appendInterpolation(_ number: Int) { TextBytes.appendDecimal(number, to: &bytes) }
+        public mutating func appendInterpolation(_ number: Int64) { TextBytes.appendDecimal(Int(number), to: &bytes) }
         /// The shortest decimal that reads back as the same Double ("35.0116"); 0 when not finite.
         public mutating func appendInterpolation(decimal number: Double) {
             bytes.append(contentsOf: (number.isFinite ? number.description : "0").utf8)
@@ -77,77 +79,16 @@ public struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConv
 
     // MARK: Bytes
 
-    static func append(_ literal: StaticString, to bytes: inout [UInt8]) {
-        if literal.hasPointerRepresentation {
-            bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-        } else {
-            bytes.append(contentsOf: String(describing: literal.unicodeScalar).utf8)
-        }
-    }
+    static func append(_ literal: StaticString, to bytes: inout [UInt8]) { TextBytes.append(literal, to: &bytes) }
 
-    /// The five characters that end text or a quoted attribute value: " & ' < > (all below 64, so
-    /// one 64-bit mask is the lookup table).
-    static let specialMask: UInt64 = (1 << 0x22) | (1 << 0x26) | (1 << 0x27) | (1 << 0x3C) | (1 << 0x3E)
-
-    @inline(__always)
-    static func isSpecial(_ byte: UInt8) -> Bool { byte < 64 && (specialMask >> UInt64(byte)) & 1 == 1 }
-
-    public static func appendEscaped(_ text: String, to bytes: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { appendEscaped($0, to: &bytes) }
-    }
+    public static func appendEscaped(_ text: String, to bytes: inout [UInt8]) { HTMLEscaping.append(text, to: &bytes) }
 
     static func appendEscaped(_ source: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        var runStart = 0
-        var index = 0
-        let end = source.count
-        while index < end {
-            let byte = source[index]
-            if isSpecial(byte) {
-                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index])) }
-                switch byte {
-                case 0x26: bytes.append(contentsOf: [0x26, 0x61, 0x6D, 0x70, 0x3B] as [UInt8])  // &amp;
-                case 0x3C: bytes.append(contentsOf: [0x26, 0x6C, 0x74, 0x3B] as [UInt8])  // &lt;
-                case 0x3E: bytes.append(contentsOf: [0x26, 0x67, 0x74, 0x3B] as [UInt8])  // &gt;
-                case 0x22: bytes.append(contentsOf: [0x26, 0x71, 0x75, 0x6F, 0x74, 0x3B] as [UInt8])  // &quot;
-                default: bytes.append(contentsOf: [0x26, 0x23, 0x33, 0x39, 0x3B] as [UInt8])  // &#39;
-                }
-                runStart = index + 1
-            }
-            index += 1
-        }
-        if runStart < end { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<end])) }
+        HTMLEscaping.append(source, to: &bytes)
     }
 
     /// Escaped text as a String (for places that are not pages, such as a JSON field for a script).
-    public static func escape(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        appendEscaped(text, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
-        if number < 0 {
-            bytes.append(0x2D)
-            if number == .min { bytes.append(contentsOf: String(number).utf8.dropFirst()); return }
-            appendDecimal(-number, to: &bytes)
-            return
-        }
-        if number < 10 { bytes.append(0x30 + UInt8(number)); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        var rest = number
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[19 - count] = 0x30 + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
-        }
-    }
+    public static func escape(_ text: String) -> String { HTMLEscaping.escape(text) }
 }
 
 extension Array where Element == HTML {

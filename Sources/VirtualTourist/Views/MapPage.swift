@@ -115,14 +115,12 @@ enum MapPage {
     /// Previous and next links under the list, when there is more than one page.
     static func pagination(_ model: Model) -> HTML {
         guard model.pageCount > 1 else { return .empty }
-        let previous: HTML = model.page > 1
-            ? "<a class=\"button small\" rel=\"prev\" id=\"pins-previous\" href=\"/?page=\(model.page - 1)#pin-list\">← Newer</a>"
-            : "<span class=\"button small disabled\" aria-disabled=\"true\">← Newer</span>"
-        let next: HTML = model.page < model.pageCount
-            ? "<a class=\"button small\" rel=\"next\" id=\"pins-next\" href=\"/?page=\(model.page + 1)#pin-list\">Older →</a>"
-            : "<span class=\"button small disabled\" aria-disabled=\"true\">Older →</span>"
+        let pager = Pager(previous: model.page > 1 ? "/?page=\(model.page - 1)#pin-list" : nil,
+                          next: model.page < model.pageCount ? "/?page=\(model.page + 1)#pin-list" : nil,
+                          previousLabel: "← Newer", nextLabel: "Older →", previousID: "pins-previous", nextID: "pins-next",
+                          buttonClass: "button small")
         return """
-            <nav class="pin-pages" aria-label="Pages of pins">\(previous) <span class="muted">Page \(model.page) of \(model.pageCount)</span> \(next)</nav>
+            <nav class="pin-pages" aria-label="Pages of pins">\(pager.previousLink) <span class="muted">Page \(model.page) of \(model.pageCount)</span> \(pager.nextLink)</nav>
             """
     }
 
@@ -140,106 +138,4 @@ enum MapPage {
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
-}
-
-/// The JSON shape of a pin for the map script.
-struct PinJSON: Codable {
-    let id: Int64
-    let lat: Double
-    let lon: Double
-    let name: String
-    let photos: Int
-    let status: PinStatus
-
-    init(_ pin: Pin) {
-        id = pin.id
-        lat = pin.lat
-        lon = pin.lon
-        name = pin.title
-        photos = pin.photoCount
-        status = pin.status
-    }
-}
-
-extension PinJSON {
-    /// The same JSON as JSONEncoder with sorted keys would write, written straight into bytes: the
-    /// map page and /pins.json carry hundreds of pins, and the encoder's reflection cost most of
-    /// their time.
-    static func write(_ pins: [Pin], to out: inout [UInt8]) {
-        JSONWriter.array(pins, to: &out) { pin, out in
-            JSONWriter.raw(#"{"id":"#, to: &out)
-            HTML.appendDecimal(Int(pin.id), to: &out)
-            JSONWriter.raw(#","lat":"#, to: &out)
-            JSONWriter.number(pin.lat, to: &out)
-            JSONWriter.raw(#","lon":"#, to: &out)
-            JSONWriter.number(pin.lon, to: &out)
-            JSONWriter.raw(#","name":"#, to: &out)
-            JSONWriter.string(pin.title, to: &out)
-            JSONWriter.raw(#","photos":"#, to: &out)
-            HTML.appendDecimal(pin.photoCount, to: &out)
-            JSONWriter.raw(#","status":"#, to: &out)
-            JSONWriter.string(pin.status.rawValue, to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-}
-
-extension PinJSON {
-    /// Clusters as {"count":N,"lat":…,"lon":…}, for the map page and /pins.json alike.
-    static func write(_ clusters: [PinStore.Cluster], to out: inout [UInt8]) {
-        JSONWriter.array(clusters, to: &out) { cluster, out in
-            JSONWriter.raw(#"{"count":"#, to: &out)
-            HTML.appendDecimal(cluster.count, to: &out)
-            JSONWriter.raw(#","lat":"#, to: &out)
-            JSONWriter.number(cluster.lat, to: &out)
-            JSONWriter.raw(#","lon":"#, to: &out)
-            JSONWriter.number(cluster.lon, to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-}
-
-/// The few JSON pieces the hot routes write by hand (RFC 8259).
-enum JSONWriter {
-    static func raw(_ literal: StaticString, to out: inout [UInt8]) { HTML.append(literal, to: &out) }
-
-    /// [a,b,…], each element written by `element`.
-    static func array<Element>(_ items: [Element], to out: inout [UInt8], _ element: (Element, inout [UInt8]) -> Void) {
-        out.append(UInt8(ascii: "["))
-        for (index, item) in items.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            element(item, &out)
-        }
-        out.append(UInt8(ascii: "]"))
-    }
-
-    static func number(_ value: Double, to out: inout [UInt8]) {
-        out.append(contentsOf: (value.isFinite ? value.description : "0").utf8)
-    }
-
-    /// A string with quotes, backslashes and control characters escaped (§7); everything else is
-    /// UTF-8 as it is.
-    static func string(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var text = text
-        text.withUTF8 { source in
-            var runStart = 0
-            for index in 0..<source.count {
-                let byte = source[index]
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index])) }
-                switch byte {
-                case 0x22: out.append(contentsOf: [0x5C, 0x22] as [UInt8])
-                case 0x5C: out.append(contentsOf: [0x5C, 0x5C] as [UInt8])
-                case 0x0A: out.append(contentsOf: [0x5C, 0x6E] as [UInt8])
-                default:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-                }
-                runStart = index + 1
-            }
-            if runStart < source.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart...])) }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
 }

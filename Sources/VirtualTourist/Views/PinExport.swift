@@ -1,4 +1,5 @@
 import Foundation
+import WebText
 
 /// A person's pins as files other map software reads: GeoJSON (RFC 7946), GPX 1.1 waypoints and
 /// KML 2.2 placemarks. Written straight into bytes, a batch of pins at a time, so the route can read
@@ -72,7 +73,7 @@ enum PinExport: String, CaseIterable, Sendable {
                 JSONWriter.raw(#","created":"#, to: &out)
                 JSONWriter.string(Self.rfc3339(pin.createdAt), to: &out)
                 JSONWriter.raw(#","photos":"#, to: &out)
-                HTML.appendDecimal(pin.photoCount, to: &out)
+                JSONWriter.integer(pin.photoCount, to: &out)
                 JSONWriter.raw(#","url":"#, to: &out)
                 JSONWriter.string(url, to: &out)
                 JSONWriter.raw("}}\n", to: &out)
@@ -94,7 +95,7 @@ enum PinExport: String, CaseIterable, Sendable {
             case .kml:
                 // FeatureType's order: name, atom:link, description, TimeStamp; then the Point.
                 Self.raw("<Placemark id=\"pin-", to: &out)
-                HTML.appendDecimal(Int(pin.id), to: &out)
+                TextBytes.appendDecimal(Int(pin.id), to: &out)
                 Self.raw("\"><name>", to: &out)
                 Self.xml(pin.title, to: &out)
                 Self.raw("</name><atom:link href=\"", to: &out)
@@ -163,7 +164,7 @@ enum PinExport: String, CaseIterable, Sendable {
             + "T" + two(ofDay / 3600) + ":" + two(ofDay / 60 % 60) + ":" + two(ofDay % 60) + "Z"
     }
 
-    static func raw(_ text: StaticString, to out: inout [UInt8]) { HTML.append(text, to: &out) }
+    static func raw(_ text: StaticString, to out: inout [UInt8]) { TextBytes.append(text, to: &out) }
     static func append(_ text: String, to out: inout [UInt8]) { out.append(contentsOf: text.utf8) }
 
     /// Text for XML 1.0 element content or a quoted attribute: the five markup characters as

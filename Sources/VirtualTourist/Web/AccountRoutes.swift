@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 
 /// Sign up, sign in, sign out.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addAccountRoutes(signUp mode: SignUpMode = .open) {
         let accounts = accounts, secure = secureCookies
 

@@ -5,7 +5,7 @@ import Log
 private let photoServingLogger = Logger(label: "photo-store")
 
 /// Album, photo and picker pages; photo bytes; live album updates.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
                                  searches: PickerSearches, downloads: DownloadSlots) {
         let secure = secureCookies
@@ -90,8 +90,8 @@ extension WebRoutes {
         signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
             // A person's live pages are capped: past it, 429 (the page then falls back to polling).
             // Checked before the album is read, so a client reopening refused streams in a loop costs
-            // the session's round trip only, not the album's as well (script/bench abuse: 500
-            // streams of one account). At the cap every pin id gets 429, so it tells nothing.
+            // the session's round trip only, not the album's as well (script/bench abuse). At the
+            // cap every pin id gets 429, so it tells nothing.
             let user = context.user.id
             guard !streams.isFull(user) else { throw tooManyStreams }
             guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
@@ -205,18 +205,7 @@ extension WebRoutes {
             let page = context.request.queryValue("page") == nil
                 ? min(shown == 1 ? 2 : 1, provider.lastPage)
                 : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
-            let result: PhotoSearchPage
-            do {
-                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
-                    .keepingImages(from: provider.imageHosts, provider: provider.name)
-            } catch let error as PhotoProviderError {
-                throw Self.providerPage(error, provider: provider)
-            } catch is PickerSearches.Busy {
-                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
-                                headers: ["Retry-After": "5"])
-            } catch is PickerSearches.TimedOut {
-                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
-            }
+            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
             return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
         }
@@ -231,23 +220,29 @@ extension WebRoutes {
                 return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
             }
             // Details come from the provider again, never from the form: only real results are saved.
-            let result: PhotoSearchPage
-            do {
-                result = try searches.search(provider, lat: album.pin.lat, lon: album.pin.lon, page: page)
-                    .keepingImages(from: provider.imageHosts, provider: provider.name)
-            } catch let error as PhotoProviderError {
-                throw Self.providerPage(error, provider: provider)
-            } catch is PickerSearches.Busy {
-                throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
-                                headers: ["Retry-After": "5"])
-            } catch is PickerSearches.TimedOut {
-                throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
-            }
+            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
             guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
             let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
                 : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
             return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
+        }
+    }
+
+    /// A picker page's provider search, on the picker's own slots, keeping only images from the
+    /// provider's hosts; each way it can fail becomes the page people see (the provider's own
+    /// problem page, busy, or slow).
+    private static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int) throws -> PhotoSearchPage {
+        do {
+            return try searches.search(provider, lat: pin.lat, lon: pin.lon, page: page)
+                .keepingImages(from: provider.imageHosts, provider: provider.name)
+        } catch let error as PhotoProviderError {
+            throw providerPage(error, provider: provider)
+        } catch is PickerSearches.Busy {
+            throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
+                            headers: ["Retry-After": "5"])
+        } catch is PickerSearches.TimedOut {
+            throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
         }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
                                tiles: TileInfo? = nil, mapPages: MapPageCache) {
         let secure = secureCookies
@@ -50,7 +50,7 @@ extension WebRoutes {
                 body.append(contentsOf: Array(#","clusters":"#.utf8))
                 PinJSON.write(view.clusters, to: &body)
                 body.append(contentsOf: Array(#","total":"#.utf8))
-                HTML.appendDecimal(view.total, to: &body)
+                JSONWriter.integer(view.total, to: &body)
                 body.append(contentsOf: Array(#","bbox":["#.utf8))
                 for (index, edge) in [view.box.west, view.box.south, view.box.east, view.box.north].enumerated() {
                     if index > 0 { body.append(UInt8(ascii: ",")) }
@@ -70,8 +70,8 @@ extension WebRoutes {
         }
 
         // The person's pins as files for other map software (GeoJSON, GPX, KML): read 1,000 at a
-        // time along the primary key and written into one body, so memory is the file's bytes
-        // (1.7-2.6 MB for 10,000 pins), never every pin as values at once.
+        // time along the primary key and written into one body, so memory is the file's bytes,
+        // never every pin as values at once.
         let links = PinExport.Links(publicURL: settings.publicURL)
         for format in PinExport.allCases {
             signedIn("GET", "/pins.\(format.fileExtension)") { context in

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 import Log
 
-extension WebRoutes {
+extension WebPipeline {
     /// A page that asked the provider itself (the picker) and could not: the fixed phrase of the
     /// failure's class, 503 with Retry-After for a wait; the detail goes to the log only.
     static func providerPage(_ error: PhotoProviderError, provider: any PhotoProvider) -> HTTPError {

@@ -6,7 +6,7 @@ import HTTPServer
 /// the same for everyone, local, and no session lookup on the map's busiest route. Proxied tiles
 /// need a signed-in person: otherwise anyone could make the server fetch any of 4^19 tiles from
 /// the upstream in its name and fill the cache.
-extension WebRoutes {
+extension WebPipeline {
     mutating func addTileRoutes(source: (any TileSource)?) {
         plain("/tiles.json") { _ in
             guard let source else { throw HTTPError.notFound }

@@ -50,10 +50,11 @@ public struct SignedInContext: Sendable {
     }
 }
 
-/// The app's routes. Every route goes through `page` or `signedIn`, which resolve the session,
-/// check CSRF on every state-changing method, and set the cookies that need setting; there is no
-/// way to register an app route around them.
-struct WebRoutes: Sendable {
+/// The web pipeline every app route runs through: `page` or `signedIn` resolve the session, check
+/// CSRF on every state-changing method, refuse control characters, set the cookies that need
+/// setting and the Server-Timing header. There is no way to register an app route around them, and
+/// the contexts above are created only here (their initializers are private to this file).
+struct WebPipeline: Sendable {
     private(set) var router = Router()
     let accounts: AccountStore
     let secureCookies: Bool
@@ -186,28 +187,5 @@ struct WebRoutes: Sendable {
         guard let type = request.headers["Content-Type"]?.lowercased(),
               type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
         return request.formValue(name)
-    }
-}
-
-enum FormEncoding {
-    /// Percent-encodes everything but unreserved characters (RFC 3986 §2.3), for query values and
-    /// cookie values.
-    static func encode(_ value: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-    }
-}
-
-extension HTTPResponse {
-    /// A redirect that shows `flash` on the next page.
-    static func redirect(to location: String, flash: String, secure: Bool) -> HTTPResponse {
-        var response = HTTPResponse.redirect(to: location)
-        response.headers.add("Set-Cookie", Cookies.set(Cookies.flash, FormEncoding.encode(flash), maxAge: 60, secure: secure))
-        return response
-    }
-
-    static func page(_ html: HTML, status: HTTPStatus = .ok) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: html.bytes)
     }
 }

@@ -7,8 +7,8 @@ import Dispatch
 @_silgen_name("malloc_trim") private func mallocTrim(_ pad: Int) -> Int32
 
 /// Gives freed memory back to the system every few seconds. glibc keeps what large pages and
-/// album downloads freed in its arenas (one per thread that allocated), so RSS only ever grew:
-/// 30 MB to 140 MB after a few large pages, never coming back. `malloc_trim(0)` releases the free
+/// album downloads freed in its arenas (one per thread that allocated), so RSS only ever grew
+/// (docs/architecture.md, "Albums", memory). `malloc_trim(0)` releases the free
 /// tops and, since glibc 2.8, whole free pages inside each arena; with nothing to release it costs
 /// well under a millisecond.
 final class MemoryTrim: @unchecked Sendable {

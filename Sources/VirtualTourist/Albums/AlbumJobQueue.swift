@@ -1,0 +1,214 @@
+import Foundation
+import Postgres
+
+/// A job a worker has claimed.
+public struct AlbumJob: Sendable {
+    public let id: Int64
+    public let pinID: Int64
+    public let userID: Int64
+    public let generation: Int
+    public let kind: JobKind
+    public let attempts: Int
+}
+
+/// The album job queue in SQL, the workers' side of albums (docs/architecture.md, Albums): claims
+/// and leases, the search result and the downloads' results, retries, waits and the end of a
+/// job. Jobs are queued by AlbumStore; every statement here names the job's owner and generation,
+/// so a result that arrives after a newer collection began changes nothing.
+public struct AlbumJobQueue: Sendable {
+    let pool: PostgresPool
+    /// Where the downloaded images go; rows keep their hash.
+    public let photos: any PhotoStore
+
+    public init(pool: PostgresPool, photos: any PhotoStore = FileStore(root: ".data/photos")) {
+        self.pool = pool
+        self.photos = photos
+    }
+
+    /// Claims the next due job, or one whose worker's lease ran out (the worker died). People take
+    /// turns: the job of the person served least recently comes first (then the oldest), and the
+    /// claim records the turn in the same statement.
+    public func claimJob(worker: String, leaseSeconds: Int) throws -> AlbumJob? {
+        try pool.query("""
+            WITH next AS (
+                SELECT j.id, j.user_id FROM album_jobs j LEFT JOIN queue_turns t ON t.user_id = j.user_id
+                WHERE (j.state = \(JobState.queued.sql) AND j.run_after <= now())
+                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now())
+                ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
+                LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
+            turn AS (
+                INSERT INTO queue_turns (user_id, served_at) SELECT user_id, clock_timestamp() FROM next
+                ON CONFLICT (user_id) DO UPDATE SET served_at = EXCLUDED.served_at)
+            UPDATE album_jobs SET state = \(JobState.running.sql), attempts = attempts + 1, locked_by = $1,
+                   locked_until = now() + make_interval(secs => $2::int)
+            WHERE id = (SELECT id FROM next)
+            RETURNING id, pin_id, user_id, generation, kind, attempts
+            """, [worker, leaseSeconds]).first.map {
+            AlbumJob(id: try $0.decode("id"), pinID: try $0.decode("pin_id"), userID: try $0.decode("user_id"),
+                     generation: try $0.decode("generation"), kind: try $0.decode("kind"), attempts: try $0.decode("attempts"))
+        }
+    }
+
+    /// Keeps a long job's lease; false when the job is no longer ours (cancelled or taken over).
+    public func renewLease(_ job: AlbumJob, worker: String, leaseSeconds: Int) throws -> Bool {
+        try pool.query("""
+            UPDATE album_jobs SET locked_until = now() + make_interval(secs => $3::int)
+            WHERE id = $1 AND state = \(JobState.running.sql) AND locked_by = $2
+            """, [job.id, worker, leaseSeconds]).affectedRows == 1
+    }
+
+    struct SearchState {
+        let lat: Double
+        let lon: Double
+        let current: Bool
+        let placeholders: Int
+        let totalPages: Int?
+        let shownPages: [Int]
+    }
+
+    func searchState(_ job: AlbumJob) throws -> SearchState? {
+        let rows = try pool.query("""
+            SELECT lat, lon, generation = $3 AS current, total_pages, array_to_string(shown_pages, ',') AS shown,
+                   (SELECT count(*) FROM photos WHERE pin_id = $1 AND generation = $3) AS placeholders
+            FROM pins WHERE id = $1 AND user_id = $2
+            """, [job.pinID, job.userID, job.generation])
+        guard let row = rows.first else { return nil }
+        let shown: String = try row.decode("shown")
+        return SearchState(lat: try row.decode("lat"), lon: try row.decode("lon"), current: try row.decode("current"),
+                           placeholders: try row.decode("placeholders"), totalPages: try row.decode("total_pages"),
+                           shownPages: shown.split(separator: ",").compactMap { Int($0) })
+    }
+
+    /// Writes the search result: placeholders, or status empty. False when the job is stale.
+    func storeSearchResult(_ job: AlbumJob, _ result: PhotoSearchPage) throws -> Bool {
+        try pool.transaction { db in
+            let updated = try db.query("""
+                UPDATE pins SET page = $4, total_pages = $5, total_photos = $6,
+                       shown_pages = CASE WHEN $4::int = ANY(shown_pages) THEN shown_pages ELSE array_append(shown_pages, $4::int) END,
+                       status = CASE WHEN $7 THEN \(PinStatus.empty.sql) ELSE status END, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
+                """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
+            guard updated == 1 else { return false }
+            // All placeholders and their announcement in one statement: one round trip, not one per photo.
+            try AlbumStore.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
+                                        firstPosition: 0, result.photos, announce: AlbumChange(userID: job.userID, pinID: job.pinID))
+            return true
+        }
+    }
+
+    /// Placeholders of this job's generation still waiting for their image.
+    func pendingPhotos(_ job: AlbumJob) throws -> [(id: Int64, url: String)] {
+        try pool.query("""
+            SELECT id, remote_url FROM photos
+            WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql) ORDER BY position
+            """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
+    }
+
+    /// What became of one placeholder's download: an image already in the photo store, or a
+    /// failure with its reason.
+    struct PhotoResult: Sendable, Encodable {
+        let id: Int64
+        var hash: String? = nil
+        var byteSize: Int? = nil
+        var contentType: String? = nil
+        var width: Int? = nil
+        var height: Int? = nil
+        var error: String? = nil
+        var thumb256: String? = nil
+        var thumb512: String? = nil
+
+        static func stored(_ id: Int64, hash: String, byteSize: Int, info: ImageInfo, thumbnails: [Int: String] = [:]) -> PhotoResult {
+            PhotoResult(id: id, hash: hash, byteSize: byteSize, contentType: info.contentType, width: info.width, height: info.height,
+                        thumb256: thumbnails[256], thumb512: thumbnails[512])
+        }
+        static func failed(_ id: Int64, reason: String) -> PhotoResult { PhotoResult(id: id, error: reason) }
+    }
+
+    /// Writes a batch of results in one statement with one NOTIFY: an album's 30 downloads cost a
+    /// few round trips and a few page refreshes instead of 30 of each. The rows travel as one JSON
+    /// array (as placeholders do), values bound, never in the SQL. Rows of an older generation are
+    /// left alone (their blobs are then the collector's).
+    ///
+    /// A deadlock or serialization failure is tried again (PostgreSQL's own advice: the statement
+    /// is whole and can simply run again); any other error, or the third of those, is the caller's,
+    /// which puts the batch back in its queue.
+    func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
+        guard !results.isEmpty else { return }
+        let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
+        for attempt in 1... {
+            do {
+                return try storeResults(rows: rows, job: job)
+            } catch let error as PostgresError where attempt < 3
+                        && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+    }
+
+    private func storeResults(rows: String, job: AlbumJob) throws {
+        try pool.query("""
+            WITH r AS (
+                SELECT * FROM jsonb_to_recordset($4::jsonb)
+                    AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text,
+                          "thumb256" text, "thumb512" text)),
+            stored AS (
+                UPDATE photos ph SET status = CASE WHEN r.hash IS NULL THEN \(PhotoStatus.failed.sql) ELSE \(PhotoStatus.ready.sql) END,
+                       hash = decode(r.hash, 'hex'), byte_size = r."byteSize", bytes = NULL, content_type = r."contentType",
+                       width = r.width, height = r.height, error = r.error,
+                       thumb_256 = decode(r."thumb256", 'hex'), thumb_512 = decode(r."thumb512", 'hex'),
+                       -- Only a download reads the image URL (0095): a ready row lets it go.
+                       remote_url = CASE WHEN r.hash IS NULL THEN ph.remote_url END
+                FROM r, pins p
+                WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
+                  AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3
+                RETURNING ph.id)
+            SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored
+            """, [job.pinID, job.userID, job.generation, rows, AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+    }
+
+    /// One image already in the photo store (storeResults with a batch of one).
+    func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
+        try storeResults([.stored(photoID, hash: hash, byteSize: byteSize, info: info)], job: job)
+    }
+
+    func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
+        try storeResults([.failed(photoID, reason: reason)], job: job)
+    }
+
+    /// Takes a placeholder out of the album (its image was refused: outside the provider's image
+    /// hosts or on an internal address), so it is never shown as a broken tile.
+    func dropPhoto(photoID: Int64, job: AlbumJob) throws {
+        try pool.query("DELETE FROM photos WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending'",
+                       [photoID, job.userID, job.generation])
+        try pool.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+    }
+
+    /// The album is complete (or empty): the pin is ready, the job done.
+    func finish(_ job: AlbumJob) throws {
+        try pool.transaction { db in
+            try db.query("""
+                UPDATE pins SET status = \(PinStatus.ready.sql), updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
+                """, [job.pinID, job.userID, job.generation])
+            try db.query("""
+                UPDATE album_jobs SET state = \(JobState.done.sql), finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
+                WHERE id = $1
+                """, [job.id])
+            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+        }
+    }
+
+    func cancel(_ job: AlbumJob) throws {
+        try pool.query("UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now(), locked_by = NULL WHERE id = $1 AND state = \(JobState.running.sql)",
+                       [job.id])
+    }
+
+    /// Tries again later, with the reason kept for the admin views.
+    func retryLater(_ job: AlbumJob, reason: String, afterSeconds delay: Int) throws {
+        try pool.query("""
+            UPDATE album_jobs SET state = \(JobState.queued.sql), run_after = now() + make_interval(secs => $3::int), last_error = $2,
+                   locked_by = NULL, locked_until = NULL
+            WHERE id = $1 AND state = \(JobState.running.sql)
+            """, [job.id, reason, delay])
+    }
+}
