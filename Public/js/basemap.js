@@ -1,11 +1,9 @@
-// The built-in vector basemap: land, borders and place labels from the cells under /basemap, in
-// four zoom bands (see docs/architecture.md).
+// The built-in basemap: land, borders and labels from the cells under /basemap.
 import { project, unproject, worldSize, basemapLevel, decodeRing, backoff } from "./geo.js";
-import { colours } from "./theme.js";
+import { colours } from "./view.js";
 import { drawLabels } from "./labels.js";
 
 export class Basemap {
-  /** `redraw` is called as cells arrive; the world cell is asked for at once. */
   constructor(redraw) {
     this.redraw = redraw;
     this.cells = new Map();      // "level/x/y" → {state, fills, lines, labels}

@@ -1,11 +1,9 @@
-// Input on the map's canvas: Pointer Events for mouse, touch and pinch, with long-press, tap and
-// double-tap, flick inertia, the wheel, and the keyboard (arrows pan, +/- zoom).
+// Input on the map's canvas: pointer (mouse, touch, pinch, long-press, taps), wheel and keyboard.
 const LONG_PRESS_MS = 500;
 const LONG_PRESS_SLOP = 6;          // px the pointer may wander during a press-and-hold
 const DOUBLE_TAP_MS = 300;
 
 export class MapInput {
-  /** Listens on the view's canvas; moves the view and emits its longpress and tap events. */
   constructor(view) {
     this.view = view;
     this.pointers = new Map();

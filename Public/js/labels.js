@@ -1,8 +1,7 @@
-// Place labels over the basemap, built-in or vector tiles alike.
-import { colours } from "./theme.js";
+// Place labels, for the built-in basemap and vector tiles alike.
+import { colours } from "./view.js";
 
-/** Largest places first; a label that would overlap one already placed is skipped. Labels are
- *  {name, x, y (world), population, offset (which copy of the world)}. */
+/** Largest places first; a label that would overlap one already placed is skipped. */
 export function drawLabels(ctx, view, labels, size) {
   labels.sort((a, b) => b.population - a.population);
   const placed = [];

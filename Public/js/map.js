@@ -1,8 +1,6 @@
-// The map: a Web Mercator slippy map on a canvas, with our own vector basemap (or raster or vector
-// tiles from /tiles), and pointer, wheel, touch and keyboard interaction. No map library: see
-// docs/architecture.md. This module puts together the view (view.js), the base layers (basemap.js,
-// raster.js, vector.js; labels.js for both kinds of vector map) and the input (input.js); the page
-// adds its own layers above (pins.js).
+// The map: a Web Mercator slippy map on a canvas, with our own vector basemap (or raster tiles),
+// and pointer, wheel, touch and keyboard interaction. No map library: see docs/architecture.md.
+// The view, a base layer and the input put together; the page adds its layers (pins.js).
 import { backoff } from "./geo.js";
 import { View } from "./view.js";
 import { Basemap } from "./basemap.js";

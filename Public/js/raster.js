@@ -1,5 +1,4 @@
-// The raster tiles layer: PNG/JPEG tiles from /tiles (or an outside template), drawn over the
-// built-in basemap wherever one is missing.
+// Raster tiles from /tiles, with the built-in basemap beneath where one is missing.
 import { unproject, visibleTiles, tileURL, LRU, backoff, MAX_ZOOM } from "./geo.js";
 
 /** Whether a tile overlaps the archive's bounds (west, south, east, north in degrees). */
@@ -12,7 +11,6 @@ function tileInBounds(t, bounds) {
 }
 
 export class RasterTiles {
-  /** `info` is /tiles.json (zoom range, bounds); `redraw` is called as tiles arrive or fail. */
   constructor(template, info, redraw) {
     this.template = template;
     this.info = info;
@@ -21,8 +19,8 @@ export class RasterTiles {
   }
 
   /** Raster tiles, with lower-zoom tiles scaled up where a tile has not arrived, and the last
-   *  zoom of the archive scaled up past its maxzoom. Where some tile is missing, `beneath` draws
-   *  the built-in map first. True when every visible tile was drawn at its own zoom. */
+   *  zoom of the archive scaled up past its maxzoom. Where some tile is missing, the built-in map
+   *  is drawn first, beneath. True when every visible tile was drawn at its own zoom. */
   draw(ctx, view, beneath) {
     const tiles = visibleTiles(view.center, view.zoom, view.width, view.height);
     const retina = view.dpr > 1.5;
