@@ -5,6 +5,7 @@
 // See docs/architecture.md, "Street-level maps".
 import { decodeTile, POINT, LINESTRING, POLYGON } from "./mvt.js";
 import { worldSize, LRU, backoff } from "./geo.js";
+import { drawLabels } from "./labels.js";
 
 // Colours: the land and border tones of the built-in map, so switching sources does not jar.
 export const STYLE = {
@@ -241,7 +242,7 @@ export class VectorTiles {
         labels.push({ name: l.name, x: (t.x + l.x / 4096) / n, y: (t.y + l.y / 4096) / n, population: l.population, offset: t.copy });
       }
     }
-    view.drawLabels(ctx, labels, size);
+    drawLabels(ctx, view, labels, size);
     view.canvas.parentElement.dataset.vectorTiles = complete ? "ready" : "loading";
     return complete;
   }

@@ -7,7 +7,7 @@ p95). Usage: bench-map.py BASE_URL DATABASE_URL [LAT,LON,ZOOM]
 With LAT,LON,ZOOM (a server with TILES_FILE set) the pins and the view are there instead, and the
 map waits for its vector tiles: frame times over street-level tiles.
 """
-import gzip, json, random, subprocess, sys, time, urllib.request
+import gzip, json, random, re, subprocess, sys, time, urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -33,11 +33,17 @@ try:
     cookie = "; ".join("%s=%s" % (c["name"], c["value"]) for c in driver.get_cookies())
     total = 0
     rows = []
-    for path in ["/", "/css/app.css", "/js/app.js", "/js/map.js", "/js/pins.js", "/js/geo.js", "/js/mvt.js", "/js/vector.js"]:
+    # Every module counts: app.js and the modules it imports, followed.
+    paths = ["/", "/css/app.css", "/js/app.js"]
+    for path in paths:
         request = urllib.request.Request(base + path, headers={"Cookie": cookie, "Accept-Encoding": "gzip"})
         with urllib.request.urlopen(request) as response:
             body = response.read()
-            size = len(body) if response.headers.get("Content-Encoding") == "gzip" else len(gzip.compress(body))
+            gzipped = response.headers.get("Content-Encoding") == "gzip"
+            size = len(body) if gzipped else len(gzip.compress(body))
+        if path.endswith(".js"):
+            text = (gzip.decompress(body) if gzipped else body).decode()
+            paths += ["/js/" + m for m in re.findall(r'from "\./([\w.-]+\.js)"', text) if "/js/" + m not in paths]
         rows.append((path, size))
         total += size
     print("Map page weight (gzipped):")
