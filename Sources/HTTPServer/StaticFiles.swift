@@ -12,7 +12,8 @@ import Synchronization
 /// resolved real path, symlinks followed, must still lie under the root's real path.
 ///
 /// Files up to 1 MiB are kept in memory with their gzip form, keyed by size and mtime, so a changed
-/// file is picked up on the next request (one stat per request).
+/// file is picked up on the next request (one stat per request). JavaScript and CSS are served
+/// without their comments (CommentStripping).
 public final class StaticFiles: HTTPHandler {
     public let root: String
     public let cacheControl: String
@@ -86,8 +87,9 @@ public final class StaticFiles: HTTPHandler {
     }
 
     private func contents(of path: String, size: Int, mtime: Int, mtimeNanos: Int, gzip: Bool) throws -> (bytes: [UInt8], gzipped: Bool) {
+        let contentType = Self.contentType(for: path)
         if size > Self.maxCachedFileBytes {
-            return (try Self.read(path, size: size), false)
+            return (CommentStripping.served(try Self.read(path, size: size), contentType: contentType), false)
         }
         let cached = cache.withLock { c -> CachedFile? in
             guard let f = c[path], f.size == size, f.mtime == mtime, f.mtimeNanos == mtimeNanos else { return nil }
@@ -97,7 +99,7 @@ public final class StaticFiles: HTTPHandler {
         if let cached {
             file = cached
         } else {
-            file = CachedFile(size: size, mtime: mtime, mtimeNanos: mtimeNanos, body: try Self.read(path, size: size), gzipped: nil)
+            file = CachedFile(size: size, mtime: mtime, mtimeNanos: mtimeNanos, body: CommentStripping.served(try Self.read(path, size: size), contentType: contentType), gzipped: nil)
         }
         if gzip, file.gzipped == nil {
             let compressed = Gzip.compress(file.body)

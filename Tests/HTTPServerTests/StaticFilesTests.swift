@@ -41,6 +41,39 @@ import Testing
         #expect(try TestClient.get("/docs/", port: t.port).text == "<h1>docs</h1>")
     }
 
+    @Test func javaScriptAndCSSAreServedWithoutTheirComments() throws {
+        let js = """
+        // The module's header.
+        export const a = 1; // kept: code before it
+            // indented comment
+        const t = `first line
+        // text inside a template, kept
+        last line`;
+        const url = "http://example.org/"; // a string with // in it
+        """
+        #expect(String(decoding: CommentStripping.javaScript(Array(js.utf8)), as: UTF8.self) == """
+
+        export const a = 1; // kept: code before it
+
+        const t = `first line
+        // text inside a template, kept
+        last line`;
+        const url = "http://example.org/"; // a string with // in it
+        """)
+        let css = "/* header\n two lines */\nbody { color: red; } /* trailing */\na::after { content: \"/* not a comment */\"; }\n"
+        #expect(String(decoding: CommentStripping.css(Array(css.utf8)), as: UTF8.self)
+                == "\n\nbody { color: red; } \na::after { content: \"/* not a comment */\"; }\n")
+        // Served that way; other types untouched.
+        #expect(CommentStripping.served(Array("// x".utf8), contentType: "text/plain") == Array("// x".utf8))
+        let (root, _) = try Self.makeRoot()
+        try js.write(toFile: root + "/app.js", atomically: true, encoding: .utf8)
+        let t = try TestServer(router: { $0.fallback = StaticFiles(root: root) })
+        let served = try TestClient.get("/app.js", port: t.port)
+        #expect(served.status == 200)
+        #expect(!served.text.contains("The module's header"))
+        #expect(served.text.split(separator: "\n", omittingEmptySubsequences: false).count == js.split(separator: "\n", omittingEmptySubsequences: false).count)
+    }
+
     @Test func conditionalRequestsGet304() throws {
         let t = try server()
         let first = try TestClient.get("/hello.txt", port: t.port)

@@ -199,9 +199,8 @@ import TestSupport
             }
         }
         #expect(fetched.count >= 10, "\(fetched)")
-        withKnownIssue("The map's modules, one file each since the split of map.js, weigh more than the budget") {
-            #expect(total <= 30 * 1024, "map page weighs \(total) bytes gzipped (\(fetched.joined(separator: " ")))")
-        }
+        // Served as the browser gets them: JavaScript and CSS without their comments (CommentStripping).
+        #expect(total <= 30 * 1024, "map page weighs \(total) bytes gzipped (\(fetched.joined(separator: " ")))")
     }
 
     /// Tiles come through our own /tiles whatever feeds them: no tile host in img-src, even with TILE_URL.
