@@ -72,6 +72,8 @@ public struct AppSettings: Sendable {
     /// with open sign-up gives every stranger who finds it a photo quota and a share of the
     /// operator's provider budget (docs/admin.md, "Who may sign up").
     public var signUp = SignUpMode.invite
+    /// Rates of share-link visits (SHARE_REQUESTS_PER_MINUTE).
+    public var shareLimits = ShareRateLimit.Limits()
 
     public init() {}
 
@@ -212,6 +214,8 @@ public final class App: Sendable {
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                            downloads: downloadSlots)
+        web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
+                           provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
