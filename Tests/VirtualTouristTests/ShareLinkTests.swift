@@ -359,3 +359,33 @@ import TestSupport
         #expect(!Self.isImage(try visitor.get(link + "/photos/\(album.photos[0])")))
     }
 }
+
+/// docs/admin.md's share-link SQL, run as written.
+@Suite struct ShareLinkAdminRecipeTests {
+    @Test func theAdminListsAndRevokesLinksWithSQL() throws {
+        let app = try TestApp()
+        let album = try ShareLinkTests.album(app, email: "person@example.org")
+        let reported = try ShareLinkTests.share(album.owner, path: "/pins/\(album.pin)/shares", label: "reported")
+        let other = try ShareLinkTests.share(album.owner, path: "/shares", label: "the map")
+        let someoneElse = try ShareLinkTests.album(app)
+        let kept = try ShareLinkTests.share(someoneElse.owner, path: "/pins/\(someoneElse.pin)/shares")
+        let list = try app.pool.query(try AdminRecipeTests.recipe(containing: "FROM share_links s JOIN users"))
+        #expect(list.count == 3)
+        #expect(try list.map { try $0.decode("shows", as: String.self) }.sorted()
+                == [ShareLinkTests.placeName, ShareLinkTests.placeName, "whole map"].sorted())
+        #expect(try list.allSatisfy { try $0.decode("state", as: String.self) == "open" })
+
+        let byToken = try AdminRecipeTests.recipe(containing: "THE-TOKEN-FROM-THE-LINK")
+            .replacingOccurrences(of: "THE-TOKEN-FROM-THE-LINK", with: String(reported.dropFirst(3)))
+        try app.pool.withConnection { try $0.execute(byToken) }
+        #expect(try app.browser().get(reported).status == 410)
+        #expect(try app.browser().get(other).status == 200)
+
+        try app.pool.withConnection { try $0.execute(try AdminRecipeTests.recipe(containing: "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id")) }
+        #expect(try app.browser().get(other).status == 410)
+        #expect(try app.browser().get(kept).status == 200, "another person's link stays open")
+        let states = try app.pool.query(try AdminRecipeTests.recipe(containing: "FROM share_links s JOIN users"))
+            .map { try $0.decode("state", as: String.self) }
+        #expect(states.sorted() == ["open", "revoked", "revoked"])
+    }
+}

@@ -21,7 +21,7 @@ enum AlbumPages {
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
             """
         let where_: HTML = view.hideLocation ? .empty : "\(text: pin.coordinates)"
-        let back: HTML = view.back.map { "<nav class=\"breadcrumbs\"><a href=\"\(text: $0.href)\">\(text: $0.label)</a></nav>" } ?? .empty
+        let back: HTML = view.back.map { "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumb\"><a href=\"\(text: $0.href)\">\(text: $0.label)</a></nav>" } ?? .empty
         let readOnly: HTML = view.readOnly ? " data-read-only=\"true\" data-base=\"\(text: view.base)\"" : .empty
         return Layout.page(title: title, chrome: chrome, bodyClass: "album-page", head: head + extraHead, main: """
             \(back)
@@ -51,10 +51,10 @@ enum AlbumPages {
             \(Layout.csrfField(csrf))
             <button type="submit" class="button primary" id="new-collection"\(downloading ? " disabled" : "")>New Collection</button>
             </form>
+            <a class="button" href="/pins/\(id)/shares" id="share-album">Share…</a>
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
             <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
-            <a class="button" href="/pins/\(id)/shares" id="share-album">Share…</a>
             <details class="delete-pin">
             <summary class="button danger-outline">Delete pin</summary>
             <form method="post" action="/pins/\(id)/delete" class="confirm-box">
@@ -170,7 +170,7 @@ enum AlbumPages {
             ?? "\(text: photo.license)"
         return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
                            head: "<script type=\"module\" src=\"/js/photo.js\"></script>" + extraHead, main: """
-            <nav class="breadcrumbs"><a href="\(text: view.base)" id="back-to-album">← \(text: view.title(pin))</a></nav>
+            <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="\(text: view.base)" id="back-to-album">← \(text: view.title(pin))</a></nav>
             <figure class="photo-large">
             <img src="\(text: view.photoURL(id))" alt="\(text: title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
             <figcaption>

@@ -67,13 +67,13 @@ extension WebRoutes {
             guard gate.unlocked(context.request, token: token, link: link) else {
                 return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: nil), status: .forbidden))
             }
-            let head = try Self.previewHead(link, token: token, albums: albums, links: links, base: base)
             guard let pinID = link.pinID else {
                 let places = try pins.pins(of: link.userID, after: 0, limit: 1000)
                 return ShareGate.visitor(.page(SharePages.map(places, token: token, hideLocation: link.hideLocation, chrome: gate.chrome(context),
-                                                               extraHead: head)))
+                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base))))
             }
             guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.gone }
+            let head = Self.previewHead(link, token: token, album: album, base: base)
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
                                                             view: .visitor(token: token, pinID: nil, hideLocation: link.hideLocation),
                                                             extraHead: SharePages.noindex + head)))
@@ -173,17 +173,18 @@ extension WebRoutes {
     }
 
     /// og: tags for an open link without a password.
-    static func previewHead(_ link: ShareLink, token: String, albums: AlbumStore, links: ShareLinks, base: String?) throws -> HTML {
+    /// The preview image is the album's first ready photo, as /s/TOKEN/preview.jpg serves it.
+    static func previewHead(_ link: ShareLink, token: String, album: Album?, base: String?) -> HTML {
         guard !link.hasPassword else { return .empty }
-        guard let pinID = link.pinID else {
+        guard let album else {
             return SharePages.previewTags(title: link.label.isEmpty ? "Shared places" : link.label,
                                           description: "Places and their photos, shared from Virtual Tourist.", image: nil)
         }
-        guard let album = try albums.album(pinID: pinID, userID: link.userID) else { return .empty }
         let view = AlbumView.visitor(token: token, pinID: nil, hideLocation: link.hideLocation)
         let place = view.title(album.pin)
         let ready = album.readyCount
-        let image = try base.flatMap { base in try links.firstPhoto(of: link).map { _ in base + "/s/" + token + "/preview.jpg" } }
+        let hasImage = album.photos.contains { $0.status == .ready }
+        let image = base.flatMap { hasImage ? $0 + "/s/" + token + "/preview.jpg" : nil }
         return SharePages.previewTags(title: link.label.isEmpty ? place : link.label,
                                       description: "\(ready) photo\(ready == 1 ? "" : "s") · \(place)", image: image)
     }
