@@ -389,3 +389,38 @@ import TestSupport
         #expect(states.sorted() == ["open", "revoked", "revoked"])
     }
 }
+
+/// The share pages with hostile names, through the same HTML parser as every other page.
+@Suite struct SharePageMarkupTests {
+    @Test func everySharePageEscapesWhatItShows() throws {
+        let app = try TestApp()
+        let album = try ShareLinkTests.album(app)
+        let hostile = PageTests.markup
+        try app.pool.query("UPDATE photos SET title = $1, owner_name = $2", [hostile, PageTests.scripts])
+        try app.pool.query("UPDATE pins SET place_name = $1", [hostile + ", " + PageTests.scripts])
+        let pages = try PageTests.Pages()
+        let owner = album.owner
+        let token = try #require(try owner.get("/pins/\(album.pin)/shares").csrfToken)
+        let made = try owner.post("/pins/\(album.pin)/shares", form: [("_csrf", token), ("label", hostile), ("expires_days", "7")])
+        pages.save(made, "share page with the new link", status: 201, expect: [hostile])
+        let link = try #require(made.body.firstMatch(of: /id="new-share-url" value="([^"]*)"/).map { String($0.1) })
+        let refused = try owner.post("/pins/\(album.pin)/shares", form: [("_csrf", token), ("label", hostile), ("password", "short")])
+        pages.save(refused, "share page, password too short", status: 422, expect: [hostile])
+        let mapLink = try owner.post("/shares", form: [("_csrf", token), ("label", PageTests.scripts), ("password", "long enough password")])
+        pages.save(mapLink, "all share links", status: 201, expect: [hostile, PageTests.scripts])
+        let map = try #require(mapLink.body.firstMatch(of: /id="new-share-url" value="([^"]*)"/).map { String($0.1) })
+
+        let visitor = app.browser()
+        pages.save(try visitor.get(link), "shared album", expect: [hostile, PageTests.scripts])
+        pages.save(try visitor.get(link + "/album.html"), "shared album fragment", expect: [hostile], fragment: true)
+        pages.save(try visitor.get(link + "/photos/\(album.photos[0])/view"), "shared photo", expect: [hostile, PageTests.scripts])
+        let ask = try visitor.get(map)
+        pages.save(ask, "share password page", status: 403)
+        let wrong = try visitor.post(map, form: [("_csrf", try #require(ask.csrfToken)), ("password", "not the one")])
+        pages.save(wrong, "share password page, wrong password", status: 403)
+        #expect(try visitor.post(map, form: [("_csrf", try #require(ask.csrfToken)), ("password", "long enough password")]).status == 303)
+        pages.save(try visitor.get(map), "shared map", expect: [hostile])
+        pages.save(try visitor.get(map + "/pins/\(album.pin)"), "shared map's album", expect: [hostile])
+        try pages.check()
+    }
+}
