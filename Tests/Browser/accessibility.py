@@ -513,11 +513,13 @@ def main():
         # Share links: the owner's list, and what a visitor sees (album, photo, password page).
         shared = share.make_share(driver, ready_id)
         locked = share.make_share(driver, ready_id, password=share.PASSWORD, hide=True)
+        whole_map = share.make_share(driver, None)
         pages += [
             ("share links (owner)", "/pins/%d/shares" % ready_id, None),
             ("shared album (visitor)", shared, lambda d: share.images_loaded(d)),
             ("shared photo (visitor)", "%s/photos/%s/view" % (shared, photo), None),
             ("share password page", locked, None),
+            ("shared map (visitor)", whole_map, lambda d: d.find_element(By.ID, "share-map").get_attribute("data-ready")),
         ]
         check_all_states(driver, pages)
         share_keyboard(shared)

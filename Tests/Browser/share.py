@@ -20,8 +20,9 @@ failures = []
 
 
 def make_share(driver, pin_id, password=None, hide=False, label=""):
-    """A link made with the owner's form on the album's Share page; its path (shown only once)."""
-    driver.get(BASE + "/pins/%s/shares" % pin_id)
+    """A link made with the owner's form on the album's Share page (pin None: /shares, a link to
+    the whole map); its path (shown only once)."""
+    driver.get(BASE + ("/pins/%s/shares" % pin_id if pin_id else "/shares"))
     if label:
         driver.find_element(By.ID, "share-label").send_keys(label)
     if password:
@@ -137,6 +138,16 @@ def main():
             j.wait(visitor, lambda: "withdrawn" in visitor.page_source, message="the withdrawn link's page")
             assert not visitor.find_elements(By.CSS_SELECTOR, "#photo-grid img")
         step(owner, "the owner revokes a link; the visitor sees it withdrawn", revoke)
+
+        def whole_map():
+            path = make_share(owner, None, label="All my places")
+            visitor.get(BASE + path)
+            j.wait(visitor, lambda: visitor.find_element(By.ID, "share-map").get_attribute("data-ready"), message="the shared map")
+            j.check_page(visitor, "shared map")
+            visitor.find_element(By.CSS_SELECTOR, ".share-places a").click()
+            j.wait(visitor, lambda: images_loaded(visitor), message="an album from the shared map")
+            assert "/s/" in visitor.current_url and "/pins/" in visitor.current_url
+        step(visitor, "a link to the whole map: the places, then an album", whole_map)
     finally:
         owner.quit()
         visitor.quit()
@@ -145,7 +156,7 @@ def main():
         for failure in failures:
             print("  ", failure)
         sys.exit(1)
-    print("share links: 5 of 5 steps passed")
+    print("share links: 6 of 6 steps passed")
 
 
 if __name__ == "__main__":

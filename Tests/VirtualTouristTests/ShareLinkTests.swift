@@ -326,6 +326,8 @@ import TestSupport
         let page = try visitor.get(link)
         #expect(page.status == 200 && page.body.contains("href=\"\(link)/pins/\(album.pin)\"") && page.body.contains("noindex"))
         #expect(!page.body.contains("method=\"post\""))
+        // The places on a map as well (the script's data: ids and coordinates).
+        #expect(page.body.contains("id=\"share-map\"") && page.body.contains("&quot;id&quot;:\(album.pin)"))
         let albumPage = try visitor.get(link + "/pins/\(album.pin)")
         #expect(albumPage.status == 200 && albumPage.body.contains("\(link)/photos/\(album.photos[0])?w=256"))
         #expect(albumPage.body.contains("data-base=\"\(link)/pins/\(album.pin)\""))
@@ -336,6 +338,15 @@ import TestSupport
         #expect(try visitor.get(link + "/pins/\(stranger.pin)/album.json").status == 404)
         #expect(try visitor.request("HEAD", link + "/pins/\(stranger.pin)/events").status == 404)
         #expect(try visitor.get(link + "/photos/\(stranger.photos[0])").status == 404)
+
+        // Hiding the location: no map, no coordinates, the country only, on the list and the albums.
+        let hidden = try Self.share(album.owner, path: "/shares", hide: true)
+        for url in [hidden, hidden + "/pins/\(album.pin)", hidden + "/pins/\(album.pin)/album.json"] {
+            let text = try visitor.get(url).body
+            #expect(!text.contains("id=\"share-map\"") && !text.contains("album-map"), "\(url)")
+            for secret in Self.coordinateTexts + ["Lyon", "Auvergne"] { #expect(!text.contains(secret), "\(url) shows \(secret)") }
+        }
+        #expect(try visitor.get(hidden).body.contains(">France</a>"))
     }
 
     @Test func visitsAreRateLimitedPerAddressAndPasswordTriesPerLink() throws {

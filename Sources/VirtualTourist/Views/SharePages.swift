@@ -45,8 +45,22 @@ enum SharePages {
             let place: HTML = hideLocation ? .empty : " <span class=\"muted\">\(text: pin.coordinates)</span>"
             return "<li><a href=\"/s/\(text: token)/pins/\(pin.id)\">\(text: view.title(pin))</a>\(place) <span class=\"muted\">· \(text: count)</span></li>"
         }
-        return Layout.page(title: "Shared places", chrome: chrome, bodyClass: "share-map-page", head: noindex + extraHead, main: """
+        // The map only when the link shows locations; the list is the same places either way.
+        let map: HTML
+        if hideLocation || pins.isEmpty {
+            map = .empty
+        } else {
+            struct Place: Encodable { let id: Int64; let lat: Double; let lon: Double }
+            let json = (try? JSONEncoder().encode(pins.map { Place(id: $0.id, lat: $0.lat, lon: $0.lon) })).map { Array($0) } ?? Array("[]".utf8)
+            map = """
+                <canvas class="share-map" id="share-map" data-pins="\(text: json)" data-base="/s/\(text: token)" width="640" height="360"
+                        role="img" aria-label="Map of the shared places (the list below links to each)"></canvas>
+                """
+        }
+        let script: HTML = map.isEmpty ? .empty : "<script type=\"module\" src=\"/js/share-map.js\"></script>"
+        return Layout.page(title: "Shared places", chrome: chrome, bodyClass: "share-map-page", head: noindex + script + extraHead, main: """
             <h1>Shared places</h1>
+            \(map)
             \(pins.isEmpty ? "<p class=\"banner empty\">No places yet.</p>" as HTML : HTML.empty)
             <ul class="share-places">\(items)</ul>
             """)
