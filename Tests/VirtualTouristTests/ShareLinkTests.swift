@@ -417,6 +417,10 @@ import TestSupport
         let link = try #require(made.body.firstMatch(of: /id="new-share-url" value="([^"]*)"/).map { String($0.1) })
         let refused = try owner.post("/pins/\(album.pin)/shares", form: [("_csrf", token), ("label", hostile), ("password", "short")])
         pages.save(refused, "share page, password too short", status: 422, expect: [hostile])
+        // A label past the limit in code points (each family emoji is five): cut, not a 500.
+        let long = try owner.post("/shares", form: [("_csrf", token), ("label", String(repeating: "👩‍👩‍👧", count: 60))])
+        #expect(long.status == 201)
+        #expect(try app.count("SELECT max(length(label)) FROM share_links") == ShareLinks.maxLabelLength)
         let mapLink = try owner.post("/shares", form: [("_csrf", token), ("label", PageTests.scripts), ("password", "long enough password")])
         pages.save(mapLink, "all share links", status: 201, expect: [hostile, PageTests.scripts])
         let map = try #require(mapLink.body.firstMatch(of: /id="new-share-url" value="([^"]*)"/).map { String($0.1) })

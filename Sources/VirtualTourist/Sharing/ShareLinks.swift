@@ -59,14 +59,16 @@ public struct ShareLinks: Sendable {
     public func create(_ new: NewLink, userID: Int64) throws -> (token: String, link: ShareLink)? {
         let token = Tokens.make()
         let hash = try new.password.map { try Password.hash($0) }
-        let label = String(new.label.trimmingCharacters(in: .whitespacesAndNewlines).prefix(Self.maxLabelLength))
+        // Cut in code points, as the column's CHECK (length) counts them.
+        var label = String.UnicodeScalarView()
+        label.append(contentsOf: new.label.trimmingCharacters(in: .whitespacesAndNewlines).unicodeScalars.prefix(Self.maxLabelLength))
         let rows = try pool.query("""
             INSERT INTO share_links (user_id, pin_id, token_hash, label, password_hash, hide_location, expires_at)
             SELECT $1, $2, sha256(convert_to($3, 'UTF8')), $4, $5, $6,
                    CASE WHEN $7::int IS NULL THEN NULL ELSE now() + make_interval(days => $7::int) END
             WHERE $2::bigint IS NULL OR EXISTS (SELECT 1 FROM pins WHERE id = $2 AND user_id = $1)
             RETURNING \(Self.columns)
-            """, [userID, new.pinID, token, label, hash, new.hideLocation, new.expiresInDays])
+            """, [userID, new.pinID, token, String(label), hash, new.hideLocation, new.expiresInDays])
         guard let row = rows.first else { return nil }
         return (token, try Self.link(row))
     }

@@ -6,6 +6,7 @@ import Foundation
 enum SharePages {
     /// Every visitor page: not for search engines (the X-Robots-Tag header says it too).
     static let noindex: HTML = "<meta name=\"robots\" content=\"noindex, nofollow\">"
+    static let stylesheet: HTML = "<link rel=\"stylesheet\" href=\"/css/share.css\">"
 
     /// Open Graph tags for link previews (ogp.me): title, description and, when the instance knows
     /// its public address, one thumbnail by absolute URL. Never for a link with a password.
@@ -58,7 +59,7 @@ enum SharePages {
                 """
         }
         let script: HTML = map.isEmpty ? .empty : "<script type=\"module\" src=\"/js/share-map.js\"></script>"
-        return Layout.page(title: "Shared places", chrome: chrome, bodyClass: "share-map-page", head: noindex + script + extraHead, main: """
+        return Layout.page(title: "Shared places", chrome: chrome, bodyClass: "share-map-page", head: noindex + stylesheet + script + extraHead, main: """
             <h1>Shared places</h1>
             \(map)
             \(pins.isEmpty ? "<p class=\"banner empty\">No places yet.</p>" as HTML : HTML.empty)
@@ -100,7 +101,7 @@ enum SharePages {
             </table>
             """
         return Layout.page(title: heading, chrome: chrome, bodyClass: "share-admin-page",
-                           head: "<script type=\"module\" src=\"/js/share-admin.js\"></script>", main: """
+                           head: stylesheet + "<script type=\"module\" src=\"/js/share-admin.js\"></script>", main: """
             \(back)
             <h1>\(text: heading)</h1>
             \(fresh)
