@@ -20,7 +20,7 @@ enum AlbumPages {
             <canvas class="album-map" id="album-map" data-lat="\(decimal: pin.lat)" data-lon="\(decimal: pin.lon)" width="160" height="120"
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
             """
-        let where_: HTML = view.hideLocation ? .empty : "\(text: pin.coordinates)"
+        let coordinates: HTML = view.hideLocation ? .empty : "\(text: pin.coordinates)"
         let back: HTML = view.back.map { "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumb\"><a href=\"\(text: $0.href)\">\(text: $0.label)</a></nav>" } ?? .empty
         let readOnly: HTML = view.readOnly ? " data-read-only=\"true\" data-base=\"\(text: view.base)\"" : .empty
         return Layout.page(title: title, chrome: chrome, bodyClass: "album-page", head: head + extraHead, main: """
@@ -30,7 +30,7 @@ enum AlbumPages {
             \(map)
             <div class="album-title">
             <h1>\(text: title)</h1>
-            <p class="muted">\(where_)<span id="album-page-info">\(text: pageInfo(album))</span></p>
+            <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
             </div>
             \(view.readOnly ? HTML.empty : actions(album, csrf: csrf))
             </header>

@@ -72,7 +72,7 @@ extension WebRoutes {
                 return ShareGate.visitor(.page(SharePages.map(places, token: token, hideLocation: link.hideLocation, chrome: gate.chrome(context),
                                                                extraHead: Self.previewHead(link, token: token, album: nil, base: base))))
             }
-            guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.gone }
+            guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.unknown }
             let head = Self.previewHead(link, token: token, album: album, base: base)
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
                                                             view: .visitor(token: token, pinID: nil, hideLocation: link.hideLocation),
@@ -232,7 +232,7 @@ struct ShareGate: Sendable {
     /// without Secure, so plain http cannot plant it.
     var cookieName: String { (secure ? "__Secure-" : "") + Self.cookie }
 
-    static let gone = HTTPError(.notFound, "This share link does not exist. Check that the whole link was copied.")
+    static let unknown = HTTPError(.notFound, "This share link does not exist. Check that the whole link was copied.")
 
     /// The token's link, open and within its rates.
     func open(_ request: HTTPRequest) throws -> (token: String, link: ShareLink) {
@@ -241,7 +241,7 @@ struct ShareGate: Sendable {
         guard limit.allow([.address(request.remoteNetwork)]) else { throw tooMany }
         let token = request.parameters["token"] ?? ""
         switch try links.lookup(token: token) {
-        case .notFound: throw Self.gone
+        case .notFound: throw Self.unknown
         case .revoked:
             throw HTTPError(.gone, "This share link was withdrawn by the person who made it. Ask them for a new one if you still need it.")
         case .expired:
