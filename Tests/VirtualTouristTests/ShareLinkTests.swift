@@ -439,3 +439,29 @@ import TestSupport
         try pages.check()
     }
 }
+
+/// Share tokens never reach the access log whole.
+@Suite struct ShareLinkLogTests {
+    final class Lines: @unchecked Sendable {
+        let lock = NSLock()
+        var lines: [String] = []
+        func add(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+        var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    }
+
+    @Test func theAccessLogShowsOnlyATokensFirstCharacters() throws {
+        let lines = Lines()
+        let app = try TestApp(server: { $0.accessLog = { lines.add($0.line) } })
+        let album = try ShareLinkTests.album(app)
+        let link = try ShareLinkTests.share(album.owner, path: "/pins/\(album.pin)/shares")
+        let token = String(link.dropFirst(3))
+        #expect(try app.browser().get(link + "/photos/\(album.photos[0])?w=256").status == 200)
+        #expect(try app.browser().get(link).status == 200)
+        let logged = lines.all
+        #expect(logged.contains { $0.contains("GET /s/\(token.prefix(4))…/photos/\(album.photos[0])") && $0.contains(" 200 ") }, "\(logged)")
+        #expect(logged.contains { $0.contains("GET /s/\(token.prefix(4))… 200") }, "\(logged)")
+        #expect(!logged.contains { $0.contains(String(token.prefix(8))) })
+        #expect(logged.contains { $0.contains("/pins/\(album.pin)/shares") }, "other paths as they are")
+        #expect(ShareLinks.loggedPath("/s/ab") == "/s/ab" && ShareLinks.loggedPath("/sign-in") == "/sign-in")
+    }
+}

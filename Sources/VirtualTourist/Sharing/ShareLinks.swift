@@ -139,6 +139,15 @@ public struct ShareLinks: Sendable {
         return SHA256.hex(Array("virtual-tourist share unlock\n\(token)\n\(stored)".utf8))
     }
 
+    /// A request path as the access log writes it: a share link's token cut to its first four
+    /// characters, enough to tell links apart in a log and far too few to open one.
+    public static func loggedPath(_ path: String) -> String {
+        guard path.hasPrefix("/s/") else { return path }
+        let rest = path.dropFirst(3)
+        let token = rest.prefix { $0 != "/" && $0 != "?" }
+        return "/s/" + token.prefix(4) + (token.count > 4 ? "…" : "") + rest.dropFirst(token.count)
+    }
+
     private static func columns(_ prefix: String) -> String {
         ["id", "user_id", "pin_id", "label", "password_hash", "hide_location", "created_at", "expires_at", "revoked_at"]
             .map { prefix + $0 }.joined(separator: ", ")

@@ -259,7 +259,7 @@ public final class App: Sendable {
         let metrics = metrics, log = configuration.accessLog
         configuration.accessLog = { entry in
             metrics.recordResponse(status: entry.status, seconds: entry.seconds)
-            log?(entry)
+            log?(entry.with(path: ShareLinks.loggedPath(entry.path)))
         }
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
