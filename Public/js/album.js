@@ -8,6 +8,8 @@ document.documentElement.classList.add("js");
 const album = document.getElementById("album");
 const pinID = album.dataset.pin;
 const csrf = album.dataset.csrf;
+// A share link's visitor reads the album under the link (/s/TOKEN/…) and has no controls.
+const base = album.dataset.base || `/pins/${pinID}`;
 const grid = document.getElementById("photo-grid");
 const statusBox = document.getElementById("album-status");
 const newCollection = document.getElementById("new-collection");
@@ -15,11 +17,13 @@ const editToggle = document.getElementById("edit-toggle");
 
 // ----- the small map -----
 const mapCanvas = document.getElementById("album-map");
-const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
-const pinLayer = new PinLayer();
-pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
-small.layers.push(pinLayer);
-small.redraw();
+if (mapCanvas) {  // not on a share link that hides the location
+  const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
+  const pinLayer = new PinLayer();
+  pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
+  small.layers.push(pinLayer);
+  small.redraw();
+}
 
 // ----- patching the page with the server's fragment -----
 // The server draws the banner and the grid (GET /pins/:id/album.html, the same code as the page);
@@ -49,7 +53,7 @@ function patch(markup) {
   // "collection 2 of 40" follows New Collection without a reload.
   const pageInfo = document.getElementById("album-page-info");
   if (pageInfo && freshStatus.dataset.pageInfo !== undefined) pageInfo.textContent = freshStatus.dataset.pageInfo;
-  newCollection.disabled = album.dataset.status === "downloading";
+  if (newCollection) newCollection.disabled = album.dataset.status === "downloading";
   return true;
 }
 
@@ -66,7 +70,7 @@ async function refresh() {
   if (refreshing) { again = true; return; }
   refreshing = true;
   try {
-    const response = await fetch(`/pins/${pinID}/album.html`, { credentials: "same-origin" });
+    const response = await fetch(`${base}/album.html`, { credentials: "same-origin" });
     if (response.ok && patch(await response.text())) album.dataset.ready = "true";
   } catch { /* the next event or poll tries again */ }
   refreshing = false;
@@ -85,7 +89,7 @@ function poll() {
 }
 
 if ("EventSource" in window) {
-  const source = new EventSource(`/pins/${pinID}/events`);
+  const source = new EventSource(`${base}/events`);
   source.addEventListener("change", refresh);
   source.addEventListener("error", () => { if (album.dataset.status === "downloading") poll(); });
 } else if (album.dataset.status === "downloading") {
@@ -95,7 +99,7 @@ album.dataset.live = "true";
 
 // ----- New Collection without leaving the page -----
 
-document.getElementById("new-collection-form").addEventListener("submit", async (event) => {
+document.getElementById("new-collection-form")?.addEventListener("submit", async (event) => {
   event.preventDefault();
   newCollection.disabled = true;
   let refused = false;
@@ -121,8 +125,8 @@ document.getElementById("new-collection-form").addEventListener("submit", async 
 
 // ----- Edit: remove photos -----
 
-editToggle.hidden = false;
-editToggle.addEventListener("click", () => {
+if (editToggle) editToggle.hidden = false;
+editToggle?.addEventListener("click", () => {
   const editing = !grid.classList.contains("editing");
   grid.classList.toggle("editing", editing);
   editToggle.textContent = editing ? "Done" : "Edit";

@@ -68,6 +68,12 @@ public struct AccessLogEntry: Sendable {
     public let seconds: Double
     public let remoteAddress: String
 
+    /// The same entry with another path: an app whose paths carry secrets (share links' tokens)
+    /// logs them without.
+    public func with(path: String) -> AccessLogEntry {
+        AccessLogEntry(method: method, path: path, status: status, bytes: bytes, seconds: seconds, remoteAddress: remoteAddress)
+    }
+
     public var line: String {
         let ms = (seconds * 10_000).rounded() / 10
         return "\(method) \(path) \(status) \(bytes)B \(ms)ms \(remoteAddress)"

@@ -14,6 +14,7 @@ import importlib.util, json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import journey as j  # noqa: E402  (same BASE and SCREENSHOT_DIR arguments)
+import share  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -349,6 +350,32 @@ def keyboard_journey(driver):
         failures.extend(j.failures)
 
 
+def share_keyboard(path):
+    """A visitor without an account, keyboard only: a photo full screen, the arrow keys, Escape."""
+    visitor = j.browser()
+    try:
+        for scheme in ("light", "dark"):
+            theme(visitor, scheme)
+            visitor.get(BASE + path)
+            try:
+                tab_to(visitor, ".photo a")
+                ring_visible(visitor, "shared photo tile")
+                keys(visitor, Keys.ENTER)
+                j.wait(visitor, lambda: "/view" in visitor.current_url, message="the photo page")
+                first = visitor.current_url
+                keys(visitor, Keys.ARROW_RIGHT)
+                j.wait(visitor, lambda: visitor.current_url != first and "/view" in visitor.current_url, message="the next photo")
+                keys(visitor, Keys.ARROW_LEFT)
+                j.wait(visitor, lambda: visitor.current_url == first, message="the previous photo")
+                keys(visitor, Keys.ESCAPE)
+                j.wait(visitor, lambda: visitor.current_url == BASE + path, message="back to the album")
+                print("    shared album by keyboard (%s): photo, arrows, Escape" % scheme)
+            except Exception as error:  # noqa: BLE001  (reported with the others)
+                failures.append("shared album by keyboard (%s): %s" % (scheme, error))
+    finally:
+        visitor.quit()
+
+
 def forced_colours(driver):
     """Windows high contrast (forced-colors: active): focus stays visible on fields, buttons and
     the map, and pins keep their own colours (a canvas is not recoloured)."""
@@ -483,7 +510,19 @@ def main():
             ("photo (300-char title)", "/photos/%s/view" % photo, None),
             ("error page, signed in", "/no-such-page", None),
         ]
+        # Share links: the owner's list, and what a visitor sees (album, photo, password page).
+        shared = share.make_share(driver, ready_id)
+        locked = share.make_share(driver, ready_id, password=share.PASSWORD, hide=True)
+        whole_map = share.make_share(driver, None)
+        pages += [
+            ("share links (owner)", "/pins/%d/shares" % ready_id, None),
+            ("shared album (visitor)", shared, lambda d: share.images_loaded(d)),
+            ("shared photo (visitor)", "%s/photos/%s/view" % (shared, photo), None),
+            ("share password page", locked, None),
+            ("shared map (visitor)", whole_map, lambda d: d.find_element(By.ID, "share-map").get_attribute("data-ready")),
+        ]
         check_all_states(driver, pages)
+        share_keyboard(shared)
         print("  reflow:")
         reflow(driver, pages + signed_out[:2])
         long_name(driver, email, pages)

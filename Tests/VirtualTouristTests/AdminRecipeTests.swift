@@ -37,7 +37,8 @@ import TestSupport
                        "DELETE FROM photos WHERE created_at", "FROM admin_jobs", "WITH retried", "WITH stopped",
                        "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows",
                        "pin_cells_rebuild()", "INSERT INTO users (email", "WITH code AS", "FROM invitations i",
-                       "DELETE FROM invitations"]
+                       "DELETE FROM invitations", "FROM share_links s JOIN users", "THE-TOKEN-FROM-THE-LINK",
+                       "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {

@@ -124,6 +124,8 @@ public final class App: Sendable {
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                            downloads: downloadSlots)
+        web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
+                           provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL)
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
@@ -167,7 +169,7 @@ public final class App: Sendable {
         let metrics = metrics, log = configuration.accessLog
         configuration.accessLog = { entry in
             metrics.recordResponse(status: entry.status, seconds: entry.seconds)
-            log?(entry)
+            log?(entry.with(path: ShareLinks.loggedPath(entry.path)))
         }
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and

@@ -67,6 +67,8 @@ public struct AppSettings: Sendable {
     /// with open sign-up gives every stranger who finds it a photo quota and a share of the
     /// operator's provider budget (docs/admin.md, "Who may sign up").
     public var signUp = SignUpMode.invite
+    /// Rates of share-link visits (SHARE_REQUESTS_PER_MINUTE).
+    public var shareLimits = ShareRateLimit.Limits()
 
     public init() {}
 

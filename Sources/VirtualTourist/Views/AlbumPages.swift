@@ -4,29 +4,54 @@ import Foundation
 enum AlbumPages {
     static let flickrNotice: HTML = "This product uses the Flickr API but is not endorsed or certified by Flickr."
 
-    static func album(_ album: Album, chrome: Layout.Chrome, providerName: String) -> HTML {
+    /// `view`: the owner's page unless a share link's visitor's (AlbumView); `extraHead` is added
+    /// to the head (the visitor's noindex and preview tags).
+    static func album(_ album: Album, chrome: Layout.Chrome, providerName: String, view: AlbumView? = nil, extraHead: HTML = .empty) -> HTML {
         let pin = album.pin
         let id = pin.id
+        let view = view ?? .owner(id)
         let csrf = chrome.csrfToken ?? ""
         let downloading = pin.status == .downloading
+        let title = view.title(pin)
         let head: HTML = downloading
             ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
             : "<script type=\"module\" src=\"/js/album.js\"></script>"
-        return Layout.page(title: pin.title, chrome: chrome, bodyClass: "album-page", head: head, main: """
-            <nav class="breadcrumbs"><a href="/">← Your map</a></nav>
-            <section class="album" id="album" data-pin="\(id)" data-status="\(text: pin.status.rawValue)" data-csrf="\(text: csrf)">
-            <header class="album-head">
+        let map: HTML = view.hideLocation ? .empty : """
             <canvas class="album-map" id="album-map" data-lat="\(decimal: pin.lat)" data-lon="\(decimal: pin.lon)" width="160" height="120"
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
+            """
+        let coordinates: HTML = view.hideLocation ? .empty : "\(text: pin.coordinates)"
+        let back: HTML = view.back.map { "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumb\"><a href=\"\(text: $0.href)\">\(text: $0.label)</a></nav>" } ?? .empty
+        let readOnly: HTML = view.readOnly ? " data-read-only=\"true\" data-base=\"\(text: view.base)\"" : .empty
+        return Layout.page(title: title, chrome: chrome, bodyClass: "album-page", head: head + extraHead, main: """
+            \(back)
+            <section class="album" id="album" data-pin="\(id)" data-status="\(text: pin.status.rawValue)" data-csrf="\(text: view.readOnly ? "" : csrf)"\(readOnly)>
+            <header class="album-head">
+            \(map)
             <div class="album-title">
-            <h1>\(text: pin.title)</h1>
-            <p class="muted">\(text: pin.coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
+            <h1>\(text: title)</h1>
+            <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
             </div>
+            \(view.readOnly ? HTML.empty : actions(album, csrf: csrf))
+            </header>
+            \(fragment(album, csrf: csrf, view: view))
+            </section>
+            <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
+            \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
+            """)
+    }
+
+    /// The owner's controls of the album page.
+    static func actions(_ album: Album, csrf: String) -> HTML {
+        let id = album.pin.id
+        let downloading = album.pin.status == .downloading
+        return """
             <div class="album-actions">
             <form method="post" action="/pins/\(id)/collection" id="new-collection-form">
             \(Layout.csrfField(csrf))
             <button type="submit" class="button primary" id="new-collection"\(downloading ? " disabled" : "")>New Collection</button>
             </form>
+            <a class="button" href="/pins/\(id)/shares" id="share-album">Share…</a>
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
             <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
@@ -39,22 +64,18 @@ enum AlbumPages {
             </form>
             </details>
             </div>
-            </header>
-            \(fragment(album, csrf: csrf))
-            </section>
-            <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
-            \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
-            """)
+            """
     }
 
     /// The part of the album page that changes while it downloads: the status banner and the grid.
     /// The page includes it and album.js fetches it (GET /pins/:id/album.html) to patch the page,
     /// so the grid has one renderer, this one.
-    static func fragment(_ album: Album, csrf: String) -> HTML {
-        """
+    static func fragment(_ album: Album, csrf: String, view: AlbumView? = nil) -> HTML {
+        let view = view ?? .owner(album.pin.id)
+        return """
         <div id="album-status" role="status" aria-live="polite" data-status="\(text: album.pin.status.rawValue)"
-             data-page-info="\(text: pageInfo(album))">\(statusBanner(album, csrf: csrf))</div>
-        <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf) })</ul>
+             data-page-info="\(text: pageInfo(album))">\(statusBanner(album, csrf: csrf, readOnly: view.readOnly))</div>
+        <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf, view: view) })</ul>
         """
     }
 
@@ -63,7 +84,7 @@ enum AlbumPages {
         return " · collection \(page) of \(pages)"
     }
 
-    static func statusBanner(_ album: Album, csrf: String) -> HTML {
+    static func statusBanner(_ album: Album, csrf: String, readOnly: Bool = false) -> HTML {
         switch album.pin.status {
         case .downloading:
             let total = album.photos.count
@@ -78,7 +99,7 @@ enum AlbumPages {
             return "<p class=\"banner empty\">No photos found near this place. Try a pin near a town or a landmark.</p>"
         case .failed:
             // The error is a fixed phrase (ProviderPhrases); no Retry when trying again cannot help.
-            let retry: HTML = album.retryable ? """
+            let retry: HTML = album.retryable && !readOnly ? """
                 <form method="post" action="/pins/\(album.pin.id)/retry">\(Layout.csrfField(csrf))
                 <button type="submit" class="button">Retry</button></form>
                 """ : .empty
@@ -87,15 +108,23 @@ enum AlbumPages {
                 \(retry)</div>
                 """
         default:
-            if album.photos.isEmpty { return "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>" }
+            if album.photos.isEmpty {
+                return readOnly ? "<p class=\"banner empty\">This album is empty.</p>"
+                    : "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>"
+            }
             // Said by the live region when a download finishes; nothing to see on the page.
             let ready = album.photos.filter { $0.status == .ready }.count
             return "<p class=\"visually-hidden\" id=\"album-ready\">Album ready: \(ready) photo\(ready == 1 ? "" : "s" as HTML).</p>"
         }
     }
 
-    static func photoItem(_ photo: AlbumPhoto, csrf: String) -> HTML {
+    static func photoItem(_ photo: AlbumPhoto, csrf: String, view: AlbumView = AlbumView(base: "", photos: "/photos")) -> HTML {
         let id = photo.id
+        let src = view.photoURL(id)
+        let remove: HTML = view.readOnly ? .empty : """
+            <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
+            <button type="submit" aria-label="Remove \(text: photo.title.isEmpty ? "Untitled photo" : photo.title)" title="Remove">×</button></form>
+            """
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
         switch photo.status {
         case .ready:
@@ -103,18 +132,16 @@ enum AlbumPages {
             let credit = [photo.ownerName, photo.license].filter { !$0.isEmpty }.joined(separator: " · ")
             return """
                 <li class="photo" data-id="\(id)" data-status="ready">
-                <a href="/photos/\(id)/view" title="\(text: title) — \(text: credit)"><img src="/photos/\(id)?w=256" srcset="/photos/\(id)?w=256 256w, /photos/\(id)?w=512 512w"
+                <a href="\(text: view.photoPageURL(id))" title="\(text: title) — \(text: credit)"><img src="\(text: src)?w=256" srcset="\(text: src)?w=256 256w, \(text: src)?w=512 512w"
                      sizes="(max-width: 600px) 33vw, 180px" alt="\(text: title)"\(size) loading="lazy">
                 <span class="credit">\(text: credit)</span></a>
-                <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
-                <button type="submit" aria-label="Remove \(text: title)" title="Remove">×</button></form>
+                \(remove)
                 </li>
                 """
         case .failed:
             return """
                 <li class="photo failed" data-id="\(id)" data-status="failed"><div class="placeholder"><span>Could not download</span></div>
-                <form method="post" action="/photos/\(id)/delete" class="remove">\(Layout.csrfField(csrf))
-                <button type="submit" aria-label="Remove \(text: title)" title="Remove">×</button></form>
+                \(remove)
                 </li>
                 """
         default:
@@ -123,11 +150,16 @@ enum AlbumPages {
     }
 
     static func photoPage(_ photo: AlbumPhoto, pin: Pin, previous: Int64?, next: Int64?, index: Int, count: Int,
-                          chrome: Layout.Chrome, providerName: String) -> HTML {
+                          chrome: Layout.Chrome, providerName: String, view: AlbumView? = nil, extraHead: HTML = .empty) -> HTML {
         let id = photo.id
+        let view = view ?? .owner(pin.id)
         let title = photo.title.isEmpty ? "Untitled photo" : photo.title
-        let pager = Pager(previous: previous.map { "/photos/\($0)/view" }, next: next.map { "/photos/\($0)/view" },
+        let pager = Pager(previous: previous.map { view.photoPageURL($0) }, next: next.map { view.photoPageURL($0) },
                           previousLabel: "← Previous", nextLabel: "Next →", previousID: "previous-photo", nextID: "next-photo")
+        let remove: HTML = view.readOnly ? .empty : """
+            <form method="post" action="/photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
+            <button type="submit" class="button danger-outline">Remove from album</button></form>
+            """
         let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
         let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(text: photo.ownerName)</dd>"
         let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\(text: $0)</dd>" } ?? .empty
@@ -135,10 +167,10 @@ enum AlbumPages {
         let license: HTML = safeURL(photo.licenseURL).map { "<a href=\"\(text: $0)\" rel=\"license noopener noreferrer\">\(text: photo.license)</a>" }
             ?? "\(text: photo.license)"
         return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
-                           head: "<script type=\"module\" src=\"/js/photo.js\"></script>", main: """
-            <nav class="breadcrumbs"><a href="/pins/\(pin.id)">← \(text: pin.title)</a></nav>
+                           head: "<script type=\"module\" src=\"/js/photo.js\"></script>" + extraHead, main: """
+            <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="\(text: view.base)" id="back-to-album">← \(text: view.title(pin))</a></nav>
             <figure class="photo-large">
-            <img src="/photos/\(id)" alt="\(text: title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
+            <img src="\(text: view.photoURL(id))" alt="\(text: title)"\(photo.width.map { w in " width=\"\(w)\" height=\"\(photo.height ?? w)\"" as HTML } ?? .empty)>
             <figcaption>
             <h1>\(text: title)</h1>
             <dl class="photo-facts">\(owner)<dt>Licence</dt><dd>\(license)</dd>\(taken)</dl>
@@ -146,8 +178,7 @@ enum AlbumPages {
             </figcaption>
             </figure>
             <div class="photo-nav">\(pager.previousLink)<span class="muted">\(index + 1) of \(count)</span>\(pager.nextLink)</div>
-            <form method="post" action="/photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
-            <button type="submit" class="button danger-outline">Remove from album</button></form>
+            \(remove)
             <p class="attribution muted">\(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
     }
