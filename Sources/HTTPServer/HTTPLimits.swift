@@ -15,6 +15,32 @@ public struct HTTPLimits: Sendable {
     /// Chunked framing (size lines, extensions, CRLFs, trailers) allowed beyond the body's own
     /// size. Past it: 413, so framing can never cost more than about twice the body.
     public var maxChunkFramingBytes = 64 * 1024
+    /// Routes that take a larger body than `maxBodyBytes` (a file upload form), by method and exact
+    /// path. Past their own limit the client reads their `refusal`, refused as soon as the
+    /// Content-Length says so, before a byte of the body is read.
+    public var uploads: [Upload] = []
+
+    public struct Upload: Sendable {
+        public var method: String
+        public var path: String
+        public var maxBodyBytes: Int
+        public var refusal: String
+
+        public init(method: String, path: String, maxBodyBytes: Int, refusal: String) {
+            (self.method, self.path, self.maxBodyBytes, self.refusal) = (method, path, maxBodyBytes, refusal)
+        }
+    }
 
     public init() {}
+
+    /// The body limit for this request's head, and what to say past it.
+    func bodyLimit(method: String, path: String) -> (bytes: Int, refusal: String) {
+        if let upload = uploads.first(where: { $0.method == method && $0.path == path }) {
+            return (upload.maxBodyBytes, upload.refusal)
+        }
+        return (maxBodyBytes, "body larger than \(maxBodyBytes) bytes")
+    }
+
+    /// The largest body any request may have.
+    var largestBody: Int { uploads.reduce(maxBodyBytes) { max($0, $1.maxBodyBytes) } }
 }

@@ -314,9 +314,8 @@ public struct RequestParser: Sendable {
               let length = Int(text) else {
             throw .bad("invalid Content-Length")
         }
-        if length > limits.maxBodyBytes {
-            throw HTTPParseError(.contentTooLarge, "body larger than \(limits.maxBodyBytes) bytes")
-        }
+        let limit = limits.bodyLimit(method: request.method, path: request.path)
+        if length > limit.bytes { throw HTTPParseError(.contentTooLarge, limit.refusal) }
         return length == 0 ? nil : .length(length)
     }
 
@@ -346,9 +345,8 @@ public struct RequestParser: Sendable {
                     guard let line = try takeLine(maxBytes: limits.maxChunkLineBytes) else { return false }
                     try countFraming(line.count + 2, body: request.body.count)
                     let size = try Self.chunkSize(line)
-                    if request.body.count + size > limits.maxBodyBytes {
-                        throw HTTPParseError(.contentTooLarge, "body larger than \(limits.maxBodyBytes) bytes")
-                    }
+                    let limit = limits.bodyLimit(method: request.method, path: request.path)
+                    if request.body.count + size > limit.bytes { throw HTTPParseError(.contentTooLarge, limit.refusal) }
                     chunk = size == 0 ? .trailers(fieldLines: 0, bytes: 0) : .data(remaining: size)
                 case .data(let remaining):
                     let take = min(remaining, buffer.count - start)

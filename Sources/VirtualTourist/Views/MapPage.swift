@@ -93,6 +93,7 @@ enum MapPage {
             <ul class="pins" id="pins">\(items)</ul>
             \(pagination(model))
             \(model.totalPins > 0 ? exports : HTML.empty)
+            <p class="exports"><a href="/import" id="import-link">Import pins from a file</a> (GeoJSON, GPX, KML)</p>
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
             <label for="add-pin-place">Add a pin by place name or “lat, lon”</label>

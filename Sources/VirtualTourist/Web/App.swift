@@ -207,6 +207,7 @@ public final class App: Sendable {
         self.mapPages = mapPages
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
+        web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) })
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
@@ -263,6 +264,7 @@ public final class App: Sendable {
         // nothing, or a client looping on it turns the refusals into the load (500 streams of one
         // account refused 1,100 times a second, each looking up the session again for its page,
         // and everyone else's requests queued behind those for the pool's connections).
+        configuration.limits.uploads.append(WebRoutes.importUpload)
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?
