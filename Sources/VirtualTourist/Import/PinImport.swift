@@ -71,7 +71,7 @@ struct PinImport: Sendable, Codable, Equatable {
         var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }
         switch bytes[safe: start] {
-        case UInt8(ascii: "{"): return try GeoJSONImport.read(bytes)
+        case UInt8(ascii: "{"), UInt8(ascii: "["): return try GeoJSONImport.read(bytes)
         case UInt8(ascii: "<"): return try xml(bytes)
         default: throw .unreadable("This is not a GeoJSON, GPX or KML file: it starts with neither “{” nor “<”.")
         }

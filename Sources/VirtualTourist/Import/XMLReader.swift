@@ -111,6 +111,7 @@ struct XMLReader {
                     var empty = false
                     while true {
                         let spaced = skipSpaces()
+                        guard index < bytes.count else { throw fail("the file ends inside the tag <\(qualified)> (it may be cut short)") }
                         if consume("/>") { empty = true; break }
                         if consume(">") { break }
                         guard spaced else { throw fail("attributes of <\(qualified)> must be separated by spaces") }

@@ -101,8 +101,9 @@ struct MultipartForm {
             var parsed = ""
             if rest.first == "\"" {
                 rest = rest.dropFirst()
+                // Only \" is an escape: browsers send a Windows path's backslashes as they are.
                 while let character = rest.first, character != "\"" {
-                    if character == "\\", rest.count > 1 { rest = rest.dropFirst() }
+                    if character == "\\", rest.dropFirst().first == "\"" { rest = rest.dropFirst() }
                     parsed.append(rest.first!)
                     rest = rest.dropFirst()
                 }
