@@ -109,9 +109,9 @@ import TestSupport
         func newImport() throws -> Int64 {
             try app.pool.query("""
                 INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at)
-                SELECT id, 'a.kml', 'KML', '{"format":"KML","points":[{"lat":1,"lon":2}],"refused":[],"notes":[]}', now() + interval '1 hour'
-                FROM users WHERE email = 'owner@example.org' RETURNING id
-                """)[0].decode("id")
+                SELECT user_id, 'a.kml', 'KML', '{"format":"KML","points":[{"lat":1,"lon":2}],"refused":[],"notes":[]}', now() + interval '1 hour'
+                FROM pins WHERE id = $1 RETURNING id
+                """, [try newPin()])[0].decode("id")
         }
         return [
             "GET /import/:id": "/import/\(try newImport())",
