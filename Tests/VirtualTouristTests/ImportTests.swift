@@ -49,6 +49,27 @@ import Glibc
         #expect(try app.browser().get("/import").status == 303)  // signed out: to sign-in
     }
 
+    /// The import pages through Tests/HTML/check-pages.py, with names and a file name that are markup.
+    @Test func importPagesParseCleanlyWithHostileNames() throws {
+        let app = try TestApp()
+        let pages = try PageTests.Pages()
+        let ann = try app.signedUp()
+        pages.save(try ann.get("/import"), "import", forms: 2)
+        func xml(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let markup = PageTests.markup, scripts = PageTests.scripts
+        let gpx = "<gpx><wpt lat=\"1\" lon=\"2\"><name>\(xml(markup))</name></wpt><wpt lat=\"3\" lon=\"4\"><name>\(xml(scripts))</name></wpt>"
+            + "<wpt lat=\"95\" lon=\"1\"><name>\(xml(markup)) far</name></wpt><rte><rtept lat=\"1\" lon=\"1\"/></rte></gpx>"
+        let fileName = "<i>trip & 'q'.gpx"  // no slash: a name is cut to what follows its last slash
+        let location = try #require(try Self.upload(ann, Array(gpx.utf8), filename: fileName).header("Location"))
+        pages.save(try ann.get(location), "import preview", expect: [markup, scripts, markup + " far", fileName], forms: 3)
+        let refused = "<gpx><wpt lat=\"95\" lon=\"1\"><name>\(xml(markup))</name></wpt></gpx>"
+        pages.save(try Self.upload(ann, Array(refused.utf8), filename: fileName), "import refused", status: 422, expect: [markup], forms: 2)
+        pages.save(try Self.upload(ann, Array("<gpx>&\(markup);</gpx>".utf8), filename: fileName), "import, not XML", status: 422, forms: 2)
+        try pages.check()
+    }
+
     @Test func aGPXFileBecomesPinsWithTheirNamesAndQueuedAlbums() throws {
         let app = try TestApp()
         let email = "importer-\(UUID().uuidString.prefix(6))@example.org"

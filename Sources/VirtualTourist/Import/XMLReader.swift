@@ -105,7 +105,7 @@ struct XMLReader {
                     if open.isEmpty && rootSeen { throw fail("a second root element") }
                     index += 1
                     let qualified = name()
-                    guard !qualified.isEmpty else { throw fail("“<” must be written &lt; in text") }
+                    guard !qualified.isEmpty else { throw fail("a “<” in text must be written as the entity lt") }
                     var raw: [(String, String)] = []
                     var seen = Set<String>()
                     var empty = false
@@ -207,7 +207,7 @@ struct XMLReader {
         index += 1
         let start = index
         while index < bytes.count, bytes[index] != UInt8(ascii: ";"), index - start < 12 { index += 1 }
-        guard bytes[safe: index] == UInt8(ascii: ";") else { throw fail("“&” must be written &amp; (or start an entity such as &lt;)") }
+        guard bytes[safe: index] == UInt8(ascii: ";") else { throw fail("a bare “&” (in text it must be written as the entity amp)") }
         let name = String(decoding: bytes[start..<index], as: UTF8.self)
         index += 1
         switch name {
@@ -219,9 +219,9 @@ struct XMLReader {
         default:
             var value: UInt32?
             if name.hasPrefix("#x") { value = UInt32(name.dropFirst(2), radix: 16) } else if name.hasPrefix("#") { value = UInt32(name.dropFirst(), radix: 10) }
-            guard name.hasPrefix("#") else { throw fail("the entity &\(name); is not defined (only &lt; &gt; &amp; &quot; &apos; and numeric references are)") }
+            guard name.hasPrefix("#") else { throw fail("the entity “\(name)” is not defined (only lt, gt, amp, quot, apos and numeric references are)") }
             guard let value, Self.isXMLCharacter(value), let scalar = Unicode.Scalar(value) else {
-                throw fail("&\(name); is not a character XML allows")
+                throw fail("the character reference “\(name)” is not a character XML allows")
             }
             out.append(contentsOf: Array(String(Character(scalar)).utf8))
         }
