@@ -94,15 +94,43 @@ import Glibc
         #expect(confirmed.status == 303 && confirmed.header("Location") == "/")
         let names: [String] = try app.pool.query("SELECT place_name FROM pins WHERE user_id = $1 ORDER BY id", [annID]).map { try $0.decode("place_name") }
         #expect(names == ["šđčćž", "BIRDS NEST", "FAGGIO", "RAKOV12", "RAKV SKCJN", "VANSHNG LK"])
-        // Each album queued exactly as a dropped pin's: one collection job, the pin downloading.
-        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE user_id = $1 AND kind = 'collection' AND state = 'queued'", [annID]) == 6)
-        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND status = 'downloading'", [annID]) == 6)
         #expect(try app.count("SELECT count(*) FROM pin_imports WHERE user_id = $1", [annID]) == 0)
         let map = try ann.get("/")
         #expect(map.body.contains("Imported 6 pins from unicode.gpx"))
+        // Each album queued exactly as a dropped pin's: the same pin state and the same one job.
+        let dropped = try ann.post("/pins", form: [("_csrf", token), ("lat", "10"), ("lon", "20")], headers: [("Accept", "application/json")])
+        #expect(dropped.status == 201)
+        let shapes: [String] = try app.pool.query("""
+            SELECT p.status || ' g' || p.generation || ' ' || string_agg(j.kind || ' ' || j.state || ' g' || j.generation, ',') AS shape
+            FROM pins p LEFT JOIN album_jobs j ON j.pin_id = p.id WHERE p.user_id = $1 GROUP BY p.id ORDER BY p.id
+            """, [annID]).map { try $0.decode("shape") }
+        #expect(shapes.count == 7 && Set(shapes) == ["downloading g1 collection queued g1"], "\(shapes)")
         #expect(try ann.get(location).status == 404, "a confirmed import is gone")
         #expect(try ann.post(location + "/confirm", form: [("_csrf", token)]).status == 404, "and cannot add the pins twice")
-        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [annID]) == 6)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [annID]) == 7)
+    }
+
+    /// With the workers running, the imported pins' albums fill from the photo fixture; past the
+    /// person's photo storage they stay new, as a dropped pin does.
+    @Test func importedAlbumsAreCollectedAndTheStorageQuotaHolds() throws {
+        let app = try TestApp(workers: true)
+        let email = "collect-\(UUID().uuidString.prefix(6))@example.org"
+        let ann = try app.signedUp(email: email)
+        let annID = try userID(app, email)
+        let location = try #require(try Self.upload(ann, try Self.fixture("gpxpy-gpx1.1_with_all_fields.gpx"), filename: "two.gpx").header("Location"))
+        #expect(try ann.post(location + "/confirm", form: [("_csrf", try #require(try ann.get(location).csrfToken))]).status == 303)
+        #expect(eventually(timeout: 60) {
+            (try? app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND status IN ('ready', 'empty')", [annID])) == 2
+        }, "both albums were collected")
+        #expect(try app.count("SELECT count(*) FROM photos WHERE user_id = $1 AND status = 'ready'", [annID]) > 0)
+
+        let bob = try app.signedUp(email: "full-" + email)
+        let bobID = try userID(app, "full-" + email)
+        try app.pool.query("UPDATE users SET max_photo_bytes = 0 WHERE id = $1", [bobID])
+        let full = try #require(try Self.upload(bob, try Self.fixture("libkml-ge-point.kml"), filename: "a.kml").header("Location"))
+        #expect(try bob.post(full + "/confirm", form: [("_csrf", try #require(try bob.get(full).csrfToken))]).status == 303)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND status = 'new' AND generation = 0", [bobID]) == 1)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE user_id = $1", [bobID]) == 0)
     }
 
     @Test func kmlAndGeoJSONFilesToo() throws {

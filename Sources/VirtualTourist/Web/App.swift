@@ -207,7 +207,7 @@ public final class App: Sendable {
         self.mapPages = mapPages
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
-        web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) })
+        web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)

@@ -2,8 +2,8 @@ import Foundation
 import HTTPServer
 
 /// /import: a GeoJSON, GPX or KML file in, a preview kept in the database, pins out on Confirm.
-/// Each pin's album is queued as a dropped pin's is (AlbumStore.startCollection), so imports wait
-/// in the same fair queue and spend the same provider budget.
+/// Each pin's album is queued as a dropped pin's is (PinImportStore.confirm), so imports wait in
+/// the same fair queue and spend the same provider budget.
 extension WebRoutes {
     /// The upload's body limit: the file and the form around it. Larger is refused from the
     /// Content-Length alone, before the body is read (HTTPLimits.uploads).
@@ -11,7 +11,7 @@ extension WebRoutes {
         method: "POST", path: "/import", maxBodyBytes: PinImport.Limits.fileBytes + 64 * 1024,
         refusal: "files of up to \(PinImport.megabytes(PinImport.Limits.fileBytes)) can be imported (GeoJSON, GPX or KML); this one is larger")
 
-    mutating func addImportRoutes(imports: PinImportStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex) {
+    mutating func addImportRoutes(imports: PinImportStore, places: @escaping @Sendable () -> PlaceIndex) {
         let secure = secureCookies
 
         signedIn("GET", "/import") { context in
@@ -75,9 +75,6 @@ extension WebRoutes {
             case .quotaReached(let reached):
                 throw HTTPError(.unprocessableContent, reached.description)
             case .created(let pinIDs, let fileName):
-                // As when a pin is dropped: each album queued at once (only a new pin's), behind the
-                // person's other work in the fair queue.
-                for pinID in pinIDs { _ = try albums.startCollection(pinID: pinID, userID: context.user.id, onlyIfNew: true) }
                 let count = pinIDs.count == 1 ? "1 pin" : "\(pinIDs.count) pins"
                 return .redirect(to: "/", flash: "Imported \(count) from \(fileName). Their albums are being collected.", secure: secure)
             }
