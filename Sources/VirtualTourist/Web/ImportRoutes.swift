@@ -68,8 +68,8 @@ extension WebRoutes {
 
         signedIn("POST", "/import/:id/confirm") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let nearest = places()
-            switch try imports.confirm(id, of: context.user.id, name: { nearest.nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
+            // The place index only for points without a name (its first use loads it).
+            switch try imports.confirm(id, of: context.user.id, name: { places().nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
             case .notFound:
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             case .quotaReached(let reached):
