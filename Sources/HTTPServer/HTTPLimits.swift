@@ -33,12 +33,14 @@ public struct HTTPLimits: Sendable {
 
     public init() {}
 
-    /// The body limit for this request's head, and what to say past it.
-    func bodyLimit(method: String, path: String) -> (bytes: Int, refusal: String) {
-        if let upload = uploads.first(where: { $0.method == method && $0.path == path }) {
-            return (upload.maxBodyBytes, upload.refusal)
-        }
-        return (maxBodyBytes, "body larger than \(maxBodyBytes) bytes")
+    /// The upload route this request's head names, if any (nil: `maxBodyBytes` applies).
+    func upload(method: String, path: String) -> Upload? {
+        uploads.isEmpty ? nil : uploads.first { $0.method == method && $0.path == path }
+    }
+
+    /// Past the body limit: the upload's sentence, or the default one.
+    func bodyRefusal(_ upload: Upload?) -> HTTPParseError {
+        HTTPParseError(.contentTooLarge, upload?.refusal ?? "body larger than \(maxBodyBytes) bytes")
     }
 
     /// The largest body any request may have.

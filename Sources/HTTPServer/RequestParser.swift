@@ -314,8 +314,8 @@ public struct RequestParser: Sendable {
               let length = Int(text) else {
             throw .bad("invalid Content-Length")
         }
-        let limit = limits.bodyLimit(method: request.method, path: request.path)
-        if length > limit.bytes { throw HTTPParseError(.contentTooLarge, limit.refusal) }
+        let upload = limits.upload(method: request.method, path: request.path)
+        if length > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
         return length == 0 ? nil : .length(length)
     }
 
@@ -345,8 +345,10 @@ public struct RequestParser: Sendable {
                     guard let line = try takeLine(maxBytes: limits.maxChunkLineBytes) else { return false }
                     try countFraming(line.count + 2, body: request.body.count)
                     let size = try Self.chunkSize(line)
-                    let limit = limits.bodyLimit(method: request.method, path: request.path)
-                    if request.body.count + size > limit.bytes { throw HTTPParseError(.contentTooLarge, limit.refusal) }
+                    if request.body.count + size > limits.maxBodyBytes {
+                        let upload = limits.upload(method: request.method, path: request.path)
+                        if request.body.count + size > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
+                    }
                     chunk = size == 0 ? .trailers(fieldLines: 0, bytes: 0) : .data(remaining: size)
                 case .data(let remaining):
                     let take = min(remaining, buffer.count - start)
