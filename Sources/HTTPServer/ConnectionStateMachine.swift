@@ -149,7 +149,7 @@ struct ConnectionStateMachine {
 
     /// Stop reading further 64 KiB chunks in one go once this much waits unparsed.
     var wantsMoreInput: Bool {
-        input == .open && parser.bufferedBytes <= settings.limits.maxBodyBytes + 64 * 1024
+        input == .open && parser.bufferedBytes <= settings.limits.largestBody + 64 * 1024
     }
 
     /// Lends the first piece of what is not yet sent; report what the kernel took with `sent`.

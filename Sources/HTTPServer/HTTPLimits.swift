@@ -15,6 +15,34 @@ public struct HTTPLimits: Sendable {
     /// Chunked framing (size lines, extensions, CRLFs, trailers) allowed beyond the body's own
     /// size. Past it: 413, so framing can never cost more than about twice the body.
     public var maxChunkFramingBytes = 64 * 1024
+    /// Routes that take a larger body than `maxBodyBytes` (a file upload form), by method and exact
+    /// path. Past their own limit the client reads their `refusal`, refused as soon as the
+    /// Content-Length says so, before a byte of the body is read.
+    public var uploads: [Upload] = []
+
+    public struct Upload: Sendable {
+        public var method: String
+        public var path: String
+        public var maxBodyBytes: Int
+        public var refusal: String
+
+        public init(method: String, path: String, maxBodyBytes: Int, refusal: String) {
+            (self.method, self.path, self.maxBodyBytes, self.refusal) = (method, path, maxBodyBytes, refusal)
+        }
+    }
 
     public init() {}
+
+    /// The upload route this request's head names, if any (nil: `maxBodyBytes` applies).
+    func upload(method: String, path: String) -> Upload? {
+        uploads.isEmpty ? nil : uploads.first { $0.method == method && $0.path == path }
+    }
+
+    /// Past the body limit: the upload's sentence, or the default one.
+    func bodyRefusal(_ upload: Upload?) -> HTTPParseError {
+        HTTPParseError(.contentTooLarge, upload?.refusal ?? "body larger than \(maxBodyBytes) bytes")
+    }
+
+    /// The largest body any request may have.
+    var largestBody: Int { uploads.reduce(maxBodyBytes) { max($0, $1.maxBodyBytes) } }
 }

@@ -314,9 +314,8 @@ public struct RequestParser: Sendable {
               let length = Int(text) else {
             throw .bad("invalid Content-Length")
         }
-        if length > limits.maxBodyBytes {
-            throw HTTPParseError(.contentTooLarge, "body larger than \(limits.maxBodyBytes) bytes")
-        }
+        let upload = limits.upload(method: request.method, path: request.path)
+        if length > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
         return length == 0 ? nil : .length(length)
     }
 
@@ -347,7 +346,8 @@ public struct RequestParser: Sendable {
                     try countFraming(line.count + 2, body: request.body.count)
                     let size = try Self.chunkSize(line)
                     if request.body.count + size > limits.maxBodyBytes {
-                        throw HTTPParseError(.contentTooLarge, "body larger than \(limits.maxBodyBytes) bytes")
+                        let upload = limits.upload(method: request.method, path: request.path)
+                        if request.body.count + size > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
                     }
                     chunk = size == 0 ? .trailers(fieldLines: 0, bytes: 0) : .data(remaining: size)
                 case .data(let remaining):

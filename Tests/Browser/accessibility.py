@@ -57,6 +57,24 @@ def record(label, scheme, violations):
         failures.append("%s (%s): %s" % (label, scheme, details))
 
 
+def import_pages(driver):
+    """The import form with a refused file (recorded here, light and dark), then a preview of a
+    real file, whose address is returned for the page list."""
+    def upload(name, ready):
+        driver.get(BASE + "/import")
+        path = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "Fixtures", "import", name))
+        driver.find_element(By.ID, "import-file").send_keys(path)
+        driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+        j.wait(driver, lambda: driver.find_elements(By.ID, ready), message="import of " + name)
+    upload("gpxpy-route.gpx", "import-error")  # a route: no waypoints, refused
+    for scheme in ("light", "dark"):
+        theme(driver, scheme)
+        record("import, file refused", scheme, axe(driver))
+    theme(driver, "light")
+    upload("gpxpy-unicode.gpx", "import-confirm")
+    return driver.current_url[len(BASE):]
+
+
 def check_all_states(driver, pages):
     for scheme in ("light", "dark"):
         theme(driver, scheme)
@@ -500,7 +518,10 @@ def main():
         if not count or tiles > 0.25 * originals:
             failures.append("album tiles are %d bytes for %d photos of %d bytes: more than 25 %%" % (tiles, count, originals))
 
+        import_preview = import_pages(driver)
         pages = [
+            ("import", "/import", None),
+            ("import preview", import_preview, None),
             ("map with 50 pins", "/", lambda d: j.data(d, "basemap") == "ready"),
             ("album ready (300-char title)", "/pins/%d" % ready_id, status(ready_id)),
             ("album empty", "/pins/%d" % empty_id, status(empty_id)),

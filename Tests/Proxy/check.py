@@ -138,6 +138,22 @@ check(any(line.rstrip().endswith(" 127.0.0.2") and "POST /sign-in 303" in line f
       "and Alice's sign-in from 127.0.0.2")
 check("not a trusted proxy" not in log, "no warning about forwarding headers (the proxy is trusted)")
 
+# -- a file to import (up to 5 MB) passes the proxy's body limit, which is 1 MiB elsewhere ---------
+token = alice.csrf("/import")
+boundary = "----VirtualTouristProxyCheck"
+gpx = b'<gpx><wpt lat="35.0116" lon="135.7681"><name>Kyoto</name></wpt></gpx>' + b"\n" * (4 * 1024 * 1024)
+body = (f'--{boundary}\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\n{token}\r\n--{boundary}\r\n'
+        'Content-Disposition: form-data; name="file"; filename="kyoto.gpx"\r\nContent-Type: application/gpx+xml\r\n\r\n'
+        ).encode() + gpx + f"\r\n--{boundary}--\r\n".encode()
+connection = Connection(alice.source)
+connection.request("POST", "/import", body=body, headers={
+    "Cookie": "; ".join(f"{k}={v}" for k, v in alice.cookies.items()), "Content-Type": f"multipart/form-data; boundary={boundary}"})
+response = connection.getresponse()
+response.read()
+connection.close()
+check(response.status == 303 and (response.getheader("Location") or "").startswith("/import/"),
+      f"a 4 MB file to import went through to its preview ({response.status} {response.getheader('Location')})")
+
 # -- an album's event stream arrives as events happen -----------------------------------------------
 token = alice.csrf("/")
 status, _, body = alice.request("POST", "/pins", form={"_csrf": token, "lat": "35.0116", "lon": "135.7681"},

@@ -114,7 +114,18 @@ import TestSupport
             let user: Int64 = try app.pool.query("SELECT user_id FROM pins WHERE id = $1", [pin])[0].decode("user_id")
             return try ShareLinks(pool: app.pool).create(.init(pinID: pin), userID: user)?.link.id ?? 0
         }
+        // A pending import of the owner's (each upload replaces the last, so these are made in SQL).
+        func newImport() throws -> Int64 {
+            try app.pool.query("""
+                INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at)
+                SELECT user_id, 'a.kml', 'KML', '{"format":"KML","points":[{"lat":1,"lon":2}],"refused":[],"notes":[]}', now() + interval '1 hour'
+                FROM pins WHERE id = $1 RETURNING id
+                """, [try newPin()])[0].decode("id")
+        }
         return [
+            "GET /import/:id": "/import/\(try newImport())",
+            "POST /import/:id/confirm": "/import/\(try newImport())/confirm",
+            "POST /import/:id/cancel": "/import/\(try newImport())/cancel",
             "GET /pins/:id": "/pins/\(try newPin())",
             "DELETE /pins/:id": "/pins/\(try newPin())",
             "POST /pins/:id/delete": "/pins/\(try newPin())/delete",

@@ -119,6 +119,7 @@ public final class App: Sendable {
         self.mapPages = mapPages
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
+        web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
@@ -176,6 +177,7 @@ public final class App: Sendable {
         // the error page must never wait for either. Not for 429 either: a refusal has to cost
         // nothing, or a client looping on it turns the refusals into the load (docs/architecture.md,
         // "The HTTP server": refused event streams).
+        configuration.limits.uploads.append(WebPipeline.importUpload)
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?

@@ -109,7 +109,7 @@ enum MapPage {
 
     /// The person's pins as files for other map software (plain links: no script needed).
     static let exports: HTML = """
-        <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a></p>
+        <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a>. <a href="/import">Import pins</a></p>
         """
 
     /// Previous and next links under the list, when there is more than one page.

@@ -184,8 +184,10 @@ struct WebPipeline: Sendable {
     }
 
     private static func formValue(_ name: String, of request: HTTPRequest) -> String? {
-        guard let type = request.headers["Content-Type"]?.lowercased(),
-              type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
+        guard let type = request.headers["Content-Type"]?.lowercased() else { return nil }
+        // A file upload (the import form) carries its token as a part.
+        if type.hasPrefix("multipart/form-data") { return (try? MultipartForm(request))?.value(name) }
+        guard type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
         return request.formValue(name)
     }
 }

@@ -1,0 +1,110 @@
+import Foundation
+import Postgres
+
+/// Imports waiting for confirmation (migrations/0112_pin_imports.sql), and the pins a confirmed
+/// one becomes. Every statement filters by the person: another person's import is "not found".
+struct PinImportStore: Sendable {
+    let pool: PostgresPool
+    var quotas = Quotas()
+
+    /// An import as the preview shows it.
+    struct Pending: Sendable {
+        let id: Int64
+        let fileName: String
+        let file: PinImport
+        let expiresAt: Date
+    }
+
+    /// How many pins the person has and may have.
+    struct PinRoom: Sendable {
+        let pins: Int
+        let limit: Int
+        var left: Int { max(0, limit - pins) }
+    }
+
+    func room(of userID: Int64) throws -> PinRoom {
+        let row = try pool.query("""
+            SELECT coalesce(u.max_pins, $2) AS pin_limit, (SELECT count(*) FROM pins WHERE user_id = $1) AS pins
+            FROM users u WHERE u.id = $1
+            """, [userID, quotas.pins])[0]
+        return PinRoom(pins: try row.decode("pins"), limit: try row.decode("pin_limit"))
+    }
+
+    /// Keeps a file's points for the preview, in place of the person's earlier unconfirmed import.
+    func save(_ file: PinImport, fileName: String, for userID: Int64) throws -> Int64 {
+        let contents = String(decoding: try JSONEncoder().encode(file), as: UTF8.self)
+        return try pool.transaction { db in
+            try db.query("DELETE FROM pin_imports WHERE user_id = $1", [userID])
+            // Everyone's expired previews go too: they can never be confirmed, and hold no pin.
+            try db.query("DELETE FROM pin_imports WHERE expires_at < now()")
+            return try db.query("""
+                INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at)
+                VALUES ($1, $2, $3, $4::jsonb, now() + make_interval(mins => $5::int)) RETURNING id
+                """, [userID, fileName, file.format.rawValue, contents, PinImport.Limits.previewMinutes])[0].decode("id")
+        }
+    }
+
+    func pending(_ id: Int64, of userID: Int64) throws -> Pending? {
+        guard let row = try pool.query("""
+            SELECT id, file_name, contents::text AS contents, expires_at FROM pin_imports
+            WHERE id = $1 AND user_id = $2 AND expires_at > now()
+            """, [id, userID]).first else { return nil }
+        let contents: String = try row.decode("contents")
+        return Pending(id: try row.decode("id"), fileName: try row.decode("file_name"),
+                       file: try JSONDecoder().decode(PinImport.self, from: Data(contents.utf8)),
+                       expiresAt: try row.decode("expires_at"))
+    }
+
+    func cancel(_ id: Int64, of userID: Int64) throws -> Bool {
+        try pool.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2 AND expires_at > now()", [id, userID]).affectedRows == 1
+    }
+
+    enum Confirmed {
+        case created(pinIDs: [Int64], fileName: String)
+        case notFound
+        case quotaReached(QuotaReached)
+    }
+
+    /// Makes the pins of a pending import in one transaction, under the same lock and limit as
+    /// dropping one pin (PinStore.create): all of them or, past the limit, none. `name` gives
+    /// an unnamed point the name a dropped pin would get. Each album is queued as a dropped pin's
+    /// is (AlbumStore.startCollection on a new pin: generation 1, downloading, one collection job),
+    /// in the same statement rather than a transaction per pin (2,000 of those took 15 s); the
+    /// workers' fair queue then takes them in turn with everyone else's, under the provider budget.
+    /// Past the person's photo storage the pins stay new, as a dropped pin does.
+    func confirm(_ id: Int64, of userID: Int64, name: (PinImport.Point) -> String?) throws -> Confirmed {
+        try pool.transaction { db in
+            let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
+                                          [userID, quotas.pins])[0].decode("n")
+            guard let row = try db.query("""
+                SELECT file_name, contents::text AS contents FROM pin_imports
+                WHERE id = $1 AND user_id = $2 AND expires_at > now() FOR UPDATE
+                """, [id, userID]).first else { return .notFound }
+            let contents: String = try row.decode("contents")
+            let file = try JSONDecoder().decode(PinImport.self, from: Data(contents.utf8))
+            let points = file.points.map { PinImport.Point(name: $0.name ?? name($0), lat: $0.lat, lon: $0.lon) }
+            // The photo-storage check startCollection makes, once for all (none of these pins has photos).
+            let collect = try AlbumStore.quotaReached(db, pinID: 0, userID: userID, quotas: quotas, newCollection: false) == nil
+            let rows = try db.query("""
+                WITH added AS (
+                    INSERT INTO pins (user_id, lat, lon, place_name, status, generation)
+                    SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name',
+                           CASE WHEN $4 THEN \(PinStatus.downloading.sql) ELSE \(PinStatus.new.sql) END, CASE WHEN $4 THEN 1 ELSE 0 END
+                    FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(p, n)
+                    WHERE (SELECT count(*) FROM pins WHERE user_id = $1) + jsonb_array_length($2::jsonb) <= $3
+                    ORDER BY n
+                    RETURNING id, user_id, generation
+                ), queued AS (
+                    INSERT INTO album_jobs (pin_id, user_id, generation, kind)
+                    SELECT id, user_id, generation, \(JobKind.collection.sql) FROM added WHERE $4
+                )
+                SELECT id FROM added ORDER BY id
+                """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit, collect])
+            // The limit holds for all of them or none: the count is the one before the insert.
+            guard !rows.isEmpty || points.isEmpty else { return .quotaReached(.pins(limit)) }
+            try db.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2", [id, userID])
+            if collect { try db.query("SELECT pg_notify($1, '')", [AlbumStore.jobsChannel]) }
+            return .created(pinIDs: try rows.map { try $0.decode("id") }, fileName: try row.decode("file_name"))
+        }
+    }
+}

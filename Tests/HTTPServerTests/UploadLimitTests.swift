@@ -1,0 +1,45 @@
+import Testing
+@testable import HTTPServer
+
+/// HTTPLimits.uploads: a route named by method and exact path takes a larger body than every other;
+/// past its own limit it is refused with its own sentence, from the Content-Length alone.
+@Suite struct UploadLimitTests {
+    static var limits: HTTPLimits {
+        var limits = HTTPLimits()
+        limits.maxBodyBytes = 10
+        limits.uploads = [HTTPLimits.Upload(method: "POST", path: "/import", maxBodyBytes: 20, refusal: "files of up to 20 bytes")]
+        return limits
+    }
+
+    func outcome(_ text: String) -> Result<Int, HTTPParseError> {
+        var parser = RequestParser(limits: Self.limits)
+        parser.append(text)
+        do {
+            var bodies = 0
+            while let event = try parser.next() {
+                if case .request(let request) = event { bodies += request.body.count }
+            }
+            return .success(bodies)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test func theUploadRouteTakesItsOwnLimitAndNoOtherDoes() throws {
+        let body = String(repeating: "x", count: 20)
+        #expect(try outcome("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(body)").get() == 20)
+        #expect(try outcome("POST /import HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n14\r\n\(body)\r\n0\r\n\r\n").get() == 20)
+        for refused in ["POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 21\r\n\r\n",
+                        "POST /import HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n14\r\n\(body)\r\n1\r\n"] {
+            #expect(outcome(refused) == .failure(HTTPParseError(.contentTooLarge, "files of up to 20 bytes")))
+        }
+        // Same path, other method; other path, same method; a path that only starts the same.
+        for other in ["PUT /import", "POST /pins", "POST /import/1", "POST /IMPORT"] {
+            let result = outcome("\(other) HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n")
+            #expect(result == .failure(HTTPParseError(.contentTooLarge, "body larger than 10 bytes")), "\(other)")
+        }
+        // The query is not part of the path: the upload's limit holds with one.
+        #expect(try outcome("POST /import?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(body)").get() == 20)
+        #expect(Self.limits.largestBody == 20)
+    }
+}
