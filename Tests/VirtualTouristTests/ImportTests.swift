@@ -43,7 +43,8 @@ import Glibc
         #expect(page.body.contains("5 MB") && page.body.contains("2,000 points") && page.body.contains("64 levels"))
         #expect(page.body.contains("DOCTYPE"))
         #expect(page.body.contains("You have 0 of 5000 pins, so up to 2000 can be imported now"))
-        // The link sits with the exports, under a list that has pins (the empty map page's weight budget has no room for it).
+        // The link is on the empty map page, and later with the exports under the list.
+        #expect(try ann.get("/").body.contains("<a href=\"/import\">Import pins</a> from a GeoJSON"))
         _ = try ann.post("/pins", form: [("_csrf", page.csrfToken ?? ""), ("lat", "10"), ("lon", "20")], headers: [("Accept", "application/json")])
         #expect(try ann.get("/").body.contains("<a href=\"/import\">Import pins</a>"))
         #expect(try app.browser().get("/import").status == 303)  // signed out: to sign-in

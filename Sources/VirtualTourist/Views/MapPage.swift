@@ -92,7 +92,7 @@ enum MapPage {
             \(model.listed.isEmpty ? "<p class=\"muted\" id=\"no-pins\">No pins yet.</p>" : HTML.empty)
             <ul class="pins" id="pins">\(items)</ul>
             \(pagination(model))
-            \(model.totalPins > 0 ? exports : HTML.empty)
+            \(model.totalPins > 0 ? exports : importOnly)
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
             <label for="add-pin-place">Add a pin by place name or “lat, lon”</label>
@@ -110,6 +110,11 @@ enum MapPage {
     /// The person's pins as files for other map software (plain links: no script needed).
     static let exports: HTML = """
         <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a>. <a href="/import">Import pins</a></p>
+        """
+
+    /// With no pins yet there is nothing to download, but pins can come from another app.
+    static let importOnly: HTML = """
+        <p class="exports" id="pin-exports"><a href="/import">Import pins</a> from a GeoJSON, GPX or KML file</p>
         """
 
     /// Previous and next links under the list, when there is more than one page.
