@@ -38,12 +38,29 @@ import TestSupport
                        "ORDER BY pins DESC", "max_pins = 20000", "max_pins = NULL", "AS still_in_rows",
                        "pin_cells_rebuild()", "INSERT INTO users (email", "WITH code AS", "FROM invitations i",
                        "DELETE FROM invitations", "FROM share_links s JOIN users", "THE-TOKEN-FROM-THE-LINK",
-                       "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id"]
+                       "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id",
+                       "DELETE FROM pin_imports"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
             #expect(claimed.contains { block.contains($0) }, "unchecked recipe:\n\(block)")
         }
+    }
+
+    /// Clearing old import previews removes only the expired ones.
+    @Test func oldImportPreviewsCleared() throws {
+        let app = try TestApp()
+        _ = try app.signedUp(email: "late@example.org")
+        _ = try app.signedUp(email: "soon@example.org")
+        try app.pool.query("""
+            INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at)
+            SELECT id, 'a.gpx', 'GPX', '{"format":"GPX","points":[],"refused":[],"notes":[]}',
+                   CASE email WHEN 'late@example.org' THEN now() - interval '1 minute' ELSE now() + interval '1 hour' END
+            FROM users
+            """)
+        try run(app, try Self.recipe(containing: "DELETE FROM pin_imports"))
+        #expect(try app.count("SELECT count(*) FROM pin_imports i JOIN users u ON u.id = i.user_id WHERE u.email = 'late@example.org'") == 0)
+        #expect(try app.count("SELECT count(*) FROM pin_imports i JOIN users u ON u.id = i.user_id WHERE u.email = 'soon@example.org'") == 1)
     }
 
     /// The rebuild recipe puts stale map counts right.
