@@ -179,13 +179,21 @@ public struct AlbumStore: Sendable {
                                  thumb256: try row.decode("access_256"), thumb512: try row.decode("access_512"))
     }
 
-    /// A ready photo of the person's, as PhotoAccess keeps it: one statement by primary key. found
-    /// is false when there is no such photo; photo is nil for one whose bytes are still in the row.
-    func accessPhoto(_ id: Int64, userID: Int64) throws -> (photo: PhotoAccess.Photo?, found: Bool) {
+    /// A ready photo of the person's, as PhotoAccess keeps it, in one statement by primary key; nil
+    /// when there is no such photo. A photo whose bytes are still in its row comes with them instead.
+    enum AccessPhoto {
+        case stored(PhotoAccess.Photo)
+        case inRow(bytes: [UInt8], contentType: String, pinID: Int64)
+    }
+
+    func accessPhoto(_ id: Int64, userID: Int64) throws -> AccessPhoto? {
         guard let row = try pool.query("""
-            SELECT ph.pin_id, \(Self.accessColumns) FROM photos ph WHERE ph.id = $1 AND ph.user_id = $2 AND ph.status = 'ready'
-            """, [id, userID]).first else { return (nil, false) }
-        return (try Self.accessPhoto(row, userID: userID, pinID: try row.decode("pin_id")), true)
+            SELECT ph.pin_id, \(Self.accessColumns), CASE WHEN ph.hash IS NULL THEN ph.bytes END AS row_bytes
+            FROM photos ph WHERE ph.id = $1 AND ph.user_id = $2 AND ph.status = 'ready'
+            """, [id, userID]).first else { return nil }
+        if let photo = try Self.accessPhoto(row, userID: userID, pinID: try row.decode("pin_id")) { return .stored(photo) }
+        let bytes: Data = try row.decode("row_bytes")
+        return .inRow(bytes: Array(bytes), contentType: try row.decode("access_type"), pinID: try row.decode("pin_id"))
     }
 
     /// The hash of a ready photo of the person's (its strong ETag; a 304 needs no bytes). found is

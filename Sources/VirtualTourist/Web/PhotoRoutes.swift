@@ -17,32 +17,42 @@ extension WebPipeline {
                 return try Self.photoResponse(request, photo, width: width, store: albums.photos)
             }
             let mark = access.mark()
-            let found = try albums.accessPhoto(id, userID: grant.userID)
-            guard found.found else { throw HTTPError.notFound }
-            // Bytes still in the row: the general path below serves them.
-            guard let photo = found.photo else { return nil }
-            guard grant.pinID == nil || grant.pinID == photo.pinID else { throw HTTPError.notFound }
-            access.remember(photos: [(id, photo)], since: mark)
-            return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+            switch try albums.accessPhoto(id, userID: grant.userID) {
+            case nil:
+                throw HTTPError.notFound
+            case .stored(let photo)?:
+                guard grant.pinID == nil || grant.pinID == photo.pinID else { throw HTTPError.notFound }
+                access.remember(photos: [(id, photo)], since: mark)
+                return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+            case .inRow(let bytes, let contentType, let pinID)?:
+                // Not yet moved to the store, so never cached.
+                guard grant.pinID == nil || grant.pinID == pinID else { throw HTTPError.notFound }
+                return Self.rowPhotoResponse(request, bytes: bytes, contentType: contentType)
+            }
         }) { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
             let width = Self.photoWidth(context.request)
             let mark = access?.mark()
-            let found = try albums.accessPhoto(id, userID: context.user.id)
-            guard found.found else { throw HTTPError.notFound }
-            if let photo = found.photo {
+            switch try albums.accessPhoto(id, userID: context.user.id) {
+            case nil:
+                throw HTTPError.notFound
+            case .stored(let photo)?:
                 if let access, let mark { access.remember(photos: [(id, photo)], since: mark) }
                 return try Self.photoResponse(context.request, photo, width: width, store: albums.photos)
+            case .inRow(let bytes, let contentType, _)?:
+                return Self.rowPhotoResponse(context.request, bytes: bytes, contentType: contentType)
             }
-            // A photo whose bytes are not yet moved to the store: from the row.
-            guard let image = try albums.image(id, userID: context.user.id, width: width) else { throw HTTPError.notFound }
-            let etag = "\"\(image.hash)\""
-            if ETag.matches(context.request.headers["If-None-Match"], etag) {
-                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": Self.photoCaching])
-            }
-            return HTTPResponse(status: .ok, headers: ["ETag": etag, "Cache-Control": Self.photoCaching, "Content-Type": image.contentType],
-                                body: image.bytes)
         }
+    }
+
+    /// A photo whose bytes are still in its row (not yet moved to the store): the original at every
+    /// width, its ETag the bytes' SHA-256 as the store would name them.
+    static func rowPhotoResponse(_ request: HTTPRequest, bytes: [UInt8], contentType: String) -> HTTPResponse {
+        let etag = "\"\(SHA256.hex(bytes))\""
+        if ETag.matches(request.headers["If-None-Match"], etag) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": photoCaching])
+        }
+        return HTTPResponse(status: .ok, headers: ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": contentType], body: bytes)
     }
 
     /// Stored bytes never change under an id (a new collection makes new rows), and the ETag is
