@@ -46,7 +46,7 @@ public struct AlbumStore: Sendable {
 
     public var quotas = Quotas()
     /// Told the owner and blobs of every ready photo an album read loads, so the thumbnails the
-    /// page then asks for need no round trip (Caching/PhotoAccess).
+    /// page then asks for need no round trip (PhotoStore/PhotoAccess).
     var access: PhotoAccess?
 
     public init(pool: PostgresPool, quotas: Quotas = Quotas(), photos: any PhotoStore = FileStore(root: ".data/photos")) {

@@ -62,7 +62,7 @@ struct WebPipeline: Sendable {
     /// script/bench read it; off by default, SERVER_TIMING=1).
     let reportRoundTrips: Bool
     /// Told every session a request proves, so photo requests after a page need no round trip for
-    /// theirs (Caching/PhotoAccess).
+    /// theirs (PhotoStore/PhotoAccess).
     var photoAccess: PhotoAccess?
 
     init(accounts: AccountStore, secureCookies: Bool, reportRoundTrips: Bool = false) {
