@@ -131,16 +131,28 @@ final class Connection: @unchecked Sendable {
     /// Sends what the kernel takes; the rest waits in the machine for the write source.
     private func flush() {
         while machine.hasUnsentOutput {
-            // A head and its body in one gathering send (sendmsg, for MSG_NOSIGNAL).
-            let n = machine.withUnsentPair { first, second -> Int in
-                if second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, Int32(MSG_NOSIGNAL)) }
-                var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                              iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
-                return withUnsafeMutableBytes(of: &pieces) { raw in
-                    var message = msghdr()
-                    message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
-                    message.msg_iovlen = 2
-                    return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            let n: Int
+            if let file = machine.unsentFile {
+                // The kernel copies from the page cache to the socket. SIGPIPE is ignored
+                // process-wide (HTTPServer), so a vanished client is EPIPE here.
+                var offset = off_t(file.offset)
+                n = sendfile(fd, file.descriptor, &offset, min(file.count, 1 << 30))
+                // 0: the file is shorter than when it was opened; the promised length cannot be kept.
+                if n == 0 { return perform(machine.socketFailed()) }
+            } else {
+                // A head and its body in one gathering send (sendmsg, for MSG_NOSIGNAL); a head
+                // before a file says MSG_MORE, so it leaves with the file's first bytes.
+                let flags = Int32(MSG_NOSIGNAL) | (machine.fileFollows ? Int32(MSG_MORE) : 0)
+                n = machine.withUnsentPair { first, second -> Int in
+                    if second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, flags) }
+                    var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                                  iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+                    return withUnsafeMutableBytes(of: &pieces) { raw in
+                        var message = msghdr()
+                        message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                        message.msg_iovlen = 2
+                        return sendmsg(fd, &message, flags)
+                    }
                 }
             }
             if n > 0 {

@@ -115,6 +115,10 @@ struct ConnectionStateMachine {
     private var output: [[UInt8]] = []
     /// Bytes of `output[0]` already sent.
     private var outputOffset = 0
+    /// A file body queued after `output` (sent with sendfile once `output` is out), and how much of
+    /// it is sent. Dropping it closes its descriptor.
+    private var fileOutput: FileBody?
+    private var fileOffset = 0
     private(set) var unsentCount = 0
     /// Whether the last piece was built here (small pieces may be appended to it without copying a
     /// handler's body).
@@ -167,6 +171,16 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The part of a file body still to send, once every byte piece before it is out; nil otherwise.
+    var unsentFile: (descriptor: Int32, offset: Int, count: Int)? {
+        guard output.isEmpty, let file = fileOutput else { return nil }
+        return (file.descriptor, fileOffset, file.count - fileOffset)
+    }
+
+    /// A file body waits behind the byte pieces (the driver sends the head with MSG_MORE, so the
+    /// head and the file's first bytes leave in one segment).
+    var fileFollows: Bool { fileOutput != nil }
+
     // MARK: Events from the socket
 
     mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: ContinuousClock.Instant) -> ConnectionActions {
@@ -209,15 +223,23 @@ struct ConnectionStateMachine {
         guard !isClosed else { return actions }
         var taken = min(count, unsentCount)
         unsentCount -= taken
-        while taken > 0 {
+        while taken > 0, !output.isEmpty {
             let left = output[0].count - outputOffset
             if taken < left {
                 outputOffset += taken
+                taken = 0
                 break
             }
             taken -= left
             output.removeFirst()
             outputOffset = 0
+        }
+        if taken > 0, let file = fileOutput {
+            fileOffset += taken
+            if fileOffset >= file.count {
+                fileOutput = nil
+                fileOffset = 0
+            }
         }
         if unsentCount > 0 {
             if writeBlockedSince != nil { writeBlockedSince = now }
@@ -268,6 +290,21 @@ struct ConnectionStateMachine {
             if sendBody { queue(body) }
             actions.log = ResponseLogRecord(exchange, status: response.status.code,
                                             bytes: sendBody ? body.count : 0)
+            answering = keepAlive ? .idle : .closingAfterFlush
+            actions.send = true
+        case .file(let file):
+            let keepAlive = exchange.keepAlive && lifecycle == .serving
+                && !response.headers.hasToken("close", in: "Connection")
+            let head = ResponseHead.serialize(&response, bodyCount: file.count, version: exchange.version,
+                                              keepAlive: keepAlive, date: settings.date())
+            let sendBody = !exchange.isHead && response.status.allowsBody && file.count > 0
+            queue(head)
+            if sendBody {
+                fileOutput = file
+                fileOffset = 0
+                unsentCount += file.count
+            }
+            actions.log = ResponseLogRecord(exchange, status: response.status.code, bytes: sendBody ? file.count : 0)
             answering = keepAlive ? .idle : .closingAfterFlush
             actions.send = true
         case .stream(let heartbeat, let start):
@@ -544,6 +581,8 @@ struct ConnectionStateMachine {
         pending.removeAll()
         output = []
         outputOffset = 0
+        fileOutput = nil
+        fileOffset = 0
         unsentCount = 0
         lastPieceIsOurs = false
         actions.close = true

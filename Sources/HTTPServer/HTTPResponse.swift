@@ -7,6 +7,8 @@ public struct HTTPResponse: Sendable {
         /// `heartbeat` seconds of silence send a comment line, so proxies keep the connection open and
         /// a vanished client is noticed on the next write.
         case stream(heartbeat: Double?, @Sendable (ResponseStream) -> Void)
+        /// An open file, sent with sendfile(2) (FileBody); Content-Length is its size.
+        case file(FileBody)
     }
 
     public var status: HTTPStatus

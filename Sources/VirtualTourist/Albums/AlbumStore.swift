@@ -45,6 +45,9 @@ public struct AlbumStore: Sendable {
     public let photos: any PhotoStore
 
     public var quotas = Quotas()
+    /// Told the owner and blobs of every ready photo an album read loads, so the thumbnails the
+    /// page then asks for need no round trip (PhotoStore/PhotoAccess).
+    var access: PhotoAccess?
 
     public init(pool: PostgresPool, quotas: Quotas = Quotas(), photos: any PhotoStore = FileStore(root: ".data/photos")) {
         self.pool = pool
@@ -72,10 +75,12 @@ public struct AlbumStore: Sendable {
     static let licenseColumns = "coalesce(l.name, '') AS license, nullif(l.url, '') AS license_url"
 
     private func album(pinSQL: String, id: Int64, userID: Int64) throws -> Album? {
+        let mark = access?.mark()
         let rows = try pool.query("""
             SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
                    ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
-                   \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id
+                   \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id,
+                   \(Self.accessColumns)
             FROM pins p
             LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
             LEFT JOIN photo_licenses l ON l.id = ph.license_id
@@ -96,6 +101,13 @@ public struct AlbumStore: Sendable {
                 generation: generation, remoteID: try row.decode("remote_id")))
         }
         let pin = try PinStore.pin(first, photoCount: photos.reduce(0) { $0 + ($1.status == .ready ? 1 : 0) })
+        if let access, let mark {
+            var ready: [(id: Int64, photo: PhotoAccess.Photo)] = []
+            for row in rows where !row.isNull("photo_id") {
+                if let photo = try Self.accessPhoto(row, userID: userID, pinID: pin.id) { ready.append((try row.decode("photo_id"), photo)) }
+            }
+            access.remember(photos: ready, since: mark)
+        }
         return Album(pin: pin, generation: generation, error: try first.decode("error"), page: try first.decode("page"),
                      totalPages: try first.decode("total_pages"), photos: photos, waiting: try first.decode("waiting"),
                      retryable: try first.decode("retryable"))
@@ -151,6 +163,37 @@ public struct AlbumStore: Sendable {
             """, [id, userID])
         guard let row = rows.first else { return nil }
         return (try Self.photo(row), try row.decode("pin_id"))
+    }
+
+    /// What PhotoAccess keeps of a photo, in the names `accessPhoto` decodes (`ph` is photos).
+    static let accessColumns = """
+        ph.status = 'ready' AS access_ready, ph.content_type AS access_type, encode(ph.hash, 'hex') AS access_hash,
+        encode(ph.thumb_256, 'hex') AS access_256, encode(ph.thumb_512, 'hex') AS access_512
+        """
+
+    /// A ready photo whose bytes are in the store; nil for any other (those take the slow path).
+    static func accessPhoto(_ row: PostgresRow, userID: Int64, pinID: Int64) throws -> PhotoAccess.Photo? {
+        guard try row.decode("access_ready", as: Bool?.self) == true, let original: String = try row.decode("access_hash"),
+              let type: String = try row.decode("access_type") else { return nil }
+        return PhotoAccess.Photo(userID: userID, pinID: pinID, contentType: type, original: original,
+                                 thumb256: try row.decode("access_256"), thumb512: try row.decode("access_512"))
+    }
+
+    /// A ready photo of the person's, as PhotoAccess keeps it, in one statement by primary key; nil
+    /// when there is no such photo. A photo whose bytes are still in its row comes with them instead.
+    enum AccessPhoto {
+        case stored(PhotoAccess.Photo)
+        case inRow(bytes: [UInt8], contentType: String, pinID: Int64)
+    }
+
+    func accessPhoto(_ id: Int64, userID: Int64) throws -> AccessPhoto? {
+        guard let row = try pool.query("""
+            SELECT ph.pin_id, \(Self.accessColumns), CASE WHEN ph.hash IS NULL THEN ph.bytes END AS row_bytes
+            FROM photos ph WHERE ph.id = $1 AND ph.user_id = $2 AND ph.status = 'ready'
+            """, [id, userID]).first else { return nil }
+        if let photo = try Self.accessPhoto(row, userID: userID, pinID: try row.decode("pin_id")) { return .stored(photo) }
+        let bytes: Data = try row.decode("row_bytes")
+        return .inRow(bytes: Array(bytes), contentType: try row.decode("access_type"), pinID: try row.decode("pin_id"))
     }
 
     /// The hash of a ready photo of the person's (its strong ETag; a 304 needs no bytes). found is

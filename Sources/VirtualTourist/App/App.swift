@@ -20,6 +20,8 @@ public final class App: Sendable {
     /// Where /tiles comes from; nil: the built-in basemap only.
     public let tiles: (any TileSource)?
     private let listener: PostgresListener
+    /// Sessions and photo owners kept for /photos/:id, emptied by NOTIFY photo_access.
+    let photoAccess: PhotoAccess
     private let connectionCount = ConnectionGauge()
     /// Cookies are Secure and __Host- (the error page reads the session cookie by that name).
     private let secureCookies: Bool
@@ -45,7 +47,11 @@ public final class App: Sendable {
         } else {
             photoStore = FileStore(root: settings.photoStore)
         }
-        albums = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
+        let listener = PostgresListener(url: pool.url)
+        photoAccess = PhotoAccess(linkUp: { listener.isConnected })
+        var albumStore = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
+        albumStore.access = photoAccess
+        albums = albumStore
         events = AlbumEvents()
         let metrics = Metrics()
         self.metrics = metrics
@@ -67,13 +73,14 @@ public final class App: Sendable {
         }
         let (interactive, background) = Self.withBudget(provider, pool: pool, settings: settings)
         workers = AlbumWorkers(store: AlbumJobQueue(pool: pool, photos: photoStore), provider: background, client: client, settings: settings.workers, metrics: metrics)
-        listener = PostgresListener(url: pool.url)
+        self.listener = listener
         housekeeping = Housekeeping(pool: pool, photoDays: settings.photoRetentionDays, jobDays: settings.jobRetentionDays,
                                     collector: PhotoCollector(pool: pool, store: photoStore), grace: settings.photoStoreGraceSeconds,
                                     firstRunAfter: settings.photoStoreUpkeepDelay)
         memoryTrim = MemoryTrim(seconds: settings.memoryTrimSeconds)
 
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
+        web.photoAccess = photoAccess
         web.plain("/healthz") { _ in .text("ok") }
         // Ready for traffic: the database answers and every migration is applied.
         let migrations = settings.migrationsDirectory
@@ -199,9 +206,12 @@ public final class App: Sendable {
         let workers = workers, events = events
         try listener.listen(AlbumStore.jobsChannel) { _ in workers.notify() }
         try listener.listen(AlbumStore.eventsChannel) { payload in events.received(payload) }
+        let photoAccess = photoAccess
+        try listener.listen(PhotoAccess.channel) { payload in photoAccess.received(payload) }
         // Notifications sent while the connection was down are lost: look for work at once, and
         // every open album page re-reads its state.
         listener.onReconnect {
+            photoAccess.forgetEverything()
             workers.notify()
             events.everyoneReread()
         }

@@ -43,6 +43,19 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    func remove(_ key: Key) {
+        state.withLock { $0.remove(key) }
+    }
+
+    /// Drops every entry the predicate picks: O(count), for rare events (a revocation).
+    func removeAll(where shouldRemove: @Sendable (Key, Value) -> Bool) {
+        state.withLock { $0.removeAll(where: shouldRemove) }
+    }
+
+    func removeAll() {
+        state.withLock { $0 = LRUList() }
+    }
+
     var count: Int { state.withLock { $0.count } }
     var totalCost: Int { state.withLock { $0.totalCost } }
 }
@@ -106,6 +119,15 @@ struct LRUList<Key: Hashable, Value> {
         totalCost += new - nodes[slot]!.cost
         nodes[slot]!.cost = new
         return true
+    }
+
+    mutating func remove(_ key: Key) {
+        if let slot = slots[key] { remove(slot) }
+    }
+
+    mutating func removeAll(where shouldRemove: (Key, Value) -> Bool) {
+        let doomed = slots.values.filter { shouldRemove(nodes[$0]!.key, nodes[$0]!.value) }
+        for slot in doomed { remove(slot) }
     }
 
     mutating func evict(maxCount: Int, maxCost: Int) {

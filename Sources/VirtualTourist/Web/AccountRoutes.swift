@@ -96,8 +96,13 @@ extension WebPipeline {
             }
         }
 
+        let photoAccess = photoAccess
         page("POST", "/sign-out") { context in
-            if let session = context.session { try accounts.deleteSession(token: session.token) }
+            if let session = context.session {
+                try accounts.deleteSession(token: session.token)
+                // At once here; other instances hear NOTIFY photo_access.
+                photoAccess?.forget(PhotoAccess.key(sessionToken: session.token))
+            }
             var response = HTTPResponse.redirect(to: "/sign-in", flash: "You are signed out.", secure: secure)
             response.headers.add("Set-Cookie", Cookies.clear(Cookies.session, secure: secure))
             return response

@@ -133,42 +133,7 @@ extension WebPipeline {
             }
         }
 
-        signedIn("GET", "/photos/:id") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            // ?w=: a thumbnail width. Parsed into a range, then the nearest width there is (ties
-            // go to the larger); anything unparsable is the original.
-            let width = context.request.queryValue("w").flatMap { Int($0) }.map { requested in
-                let clamped = min(max(requested, 1), 100_000)
-                return Thumbnailer.widths.min { abs($0 - clamped) < abs($1 - clamped) || (abs($0 - clamped) == abs($1 - clamped) && $0 > $1) }!
-            }
-            // Stored bytes never change under an id (a new collection makes new rows), and the
-            // ETag is their SHA-256: strong, and a year of private caching.
-            let cache = "private, max-age=31536000, immutable"
-            if let condition = context.request.headers["If-None-Match"] {
-                // Still the owner's, still there: checked without reading the bytes.
-                let stored = try albums.imageHash(id, userID: context.user.id, width: width)
-                guard stored.found else { throw HTTPError.notFound }
-                if let hash = stored.hash, ETag.matches(condition, "\"\(hash)\"") {
-                    return HTTPResponse(status: .notModified, headers: ["ETag": "\"\(hash)\"", "Cache-Control": cache])
-                }
-            }
-            let found: (bytes: [UInt8], contentType: String, hash: String)?
-            do {
-                found = try albums.image(id, userID: context.user.id, width: width)
-            } catch let error as PhotoStoreError where error.unavailable {
-                // The object store is down or refuses us: this image fails with a 503 the browser
-                // may retry; the page and every other route carry on.
-                photoServingLogger.warning("photo \(id) not served: \(error)")
-                throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
-                                headers: ["Retry-After": "10"])
-            }
-            guard let image = found else { throw HTTPError.notFound }
-            let etag = "\"\(image.hash)\""
-            if ETag.matches(context.request.headers["If-None-Match"], etag) {
-                return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": cache])
-            }
-            return HTTPResponse(status: .ok, headers: ["ETag": etag, "Cache-Control": cache, "Content-Type": image.contentType], body: image.bytes)
-        }
+        addPhotoBytesRoute(albums: albums)
 
         signedIn("GET", "/photos/:id/view") { context in
             guard let id = Self.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.user.id),
@@ -185,6 +150,7 @@ extension WebPipeline {
             guard let id = Self.pinID(context.request), try albums.deletePhoto(id, userID: context.user.id) != nil else {
                 throw HTTPError.notFound
             }
+            albums.access?.forget(photo: id)
             return HTTPResponse(status: .noContent)
         }
 
@@ -192,6 +158,7 @@ extension WebPipeline {
             guard let id = Self.pinID(context.request), let pinID = try albums.deletePhoto(id, userID: context.user.id) else {
                 throw HTTPError.notFound
             }
+            albums.access?.forget(photo: id)
             return .redirect(to: "/pins/\(pinID)", flash: "Photo removed.", secure: secure)
         }
 

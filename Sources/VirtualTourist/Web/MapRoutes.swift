@@ -134,8 +134,10 @@ extension WebPipeline {
             return .redirect(to: "/", flash: "Pin added: \(pin.title).", secure: secure)
         }
 
+        let photoAccess = photoAccess
         signedIn("DELETE", "/pins/:id") { context in
             guard let id = Self.pinID(context.request), try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            photoAccess?.forget(pin: id)
             return HTTPResponse(status: .noContent)
         }
 
@@ -143,6 +145,7 @@ extension WebPipeline {
         signedIn("POST", "/pins/:id/delete") { context in
             guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: context.user.id),
                   try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            photoAccess?.forget(pin: id)
             return .redirect(to: "/", flash: "Pin deleted: \(pin.title).", secure: secure)
         }
 

@@ -61,6 +61,9 @@ struct WebPipeline: Sendable {
     /// Say in a Server-Timing header how many database round trips the request took (tests and
     /// script/bench read it; off by default, SERVER_TIMING=1).
     let reportRoundTrips: Bool
+    /// Told every session a request proves, so photo requests after a page need no round trip for
+    /// theirs (PhotoStore/PhotoAccess).
+    var photoAccess: PhotoAccess?
 
     init(accounts: AccountStore, secureCookies: Bool, reportRoundTrips: Bool = false) {
         self.accounts = accounts
@@ -73,9 +76,9 @@ struct WebPipeline: Sendable {
 
     mutating func page(_ method: String, _ pattern: String,
                        _ handler: @escaping @Sendable (RequestContext) throws -> HTTPResponse) {
-        let accounts = accounts, secure = secureCookies, report = reportRoundTrips
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess
         router.add(method, pattern, ClosureHandler { request in
-            try Self.run(request, accounts: accounts, secure: secure, report: report, handler)
+            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access, handler)
         })
     }
 
@@ -96,13 +99,22 @@ struct WebPipeline: Sendable {
     mutating func signedIn(_ method: String, _ pattern: String,
                            refuseEarly: (@Sendable (String) -> HTTPError?)? = nil,
                            _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
-        let accounts = accounts, secure = secureCookies, report = reportRoundTrips
+        let signedIn = signedInHandler(handler)
+        let secure = secureCookies
         router.add(method, pattern, ClosureHandler { request in
             if let refuseEarly, let token = Cookies.parse(request, secure: secure)[Cookies.session],
                let refusal = refuseEarly(token) {
                 throw refusal
             }
-            return try Self.run(request, accounts: accounts, secure: secure, report: report) { context in
+            return try signedIn(request)
+        })
+    }
+
+    private func signedInHandler(_ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse)
+        -> @Sendable (HTTPRequest) throws -> HTTPResponse {
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess
+        return { request in
+            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access) { context in
                 guard let user = context.session?.user else {
                     if request.method == "GET" || request.method == "HEAD" {
                         let next = request.target == "/" ? "" : "?next=" + FormEncoding.encode(request.target)
@@ -112,10 +124,31 @@ struct WebPipeline: Sendable {
                 }
                 return try handler(SignedInContext(context, user: user))
             }
+        }
+    }
+
+    /// A signed-in GET that may be answered from PhotoAccess without the session's round trip:
+    /// `cached` gets the grant the session cookie holds there and answers, or says nil; then (and
+    /// without a cached grant) the request runs as a `signedIn` route does.
+    mutating func signedInCached(_ pattern: String,
+                                 cached: @escaping @Sendable (HTTPRequest, PhotoAccess.Grant) throws -> HTTPResponse?,
+                                 _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
+        let access = photoAccess, secure = secureCookies, report = reportRoundTrips
+        let signedIn = signedInHandler(handler)
+        router.add("GET", pattern, ClosureHandler { request in
+            if let access, let token = Cookies.parse(request, secure: secure)[Cookies.session],
+               let grant = access.grant(PhotoAccess.key(sessionToken: token)) {
+                let roundTripsBefore = RoundTrips.onThisThread
+                if var response = try cached(request, grant) {
+                    if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
+                    return response
+                }
+            }
+            return try signedIn(request)
         })
     }
 
-    private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool,
+    private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool, access: PhotoAccess? = nil,
                             _ handler: (RequestContext) throws -> HTTPResponse) throws -> HTTPResponse {
         let roundTripsBefore = RoundTrips.onThisThread
         let cookies = Cookies.parse(request, secure: secure)
@@ -123,8 +156,12 @@ struct WebPipeline: Sendable {
 
         var session: Session?
         if let token = cookies[Cookies.session] {
+            let mark = access?.mark()
             session = try accounts.session(token: token)
             if session == nil { setCookies.append(Cookies.clear(Cookies.session, secure: secure)) }
+            if let access, let mark, let session {
+                access.remember(PhotoAccess.key(sessionToken: token), userID: session.user.id, since: mark)
+            }
         }
 
         // The token this request's forms carry: the session's, or a visitor's double-submit cookie.

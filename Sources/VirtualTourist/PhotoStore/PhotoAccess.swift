@@ -1,0 +1,157 @@
+import Synchronization
+
+/// What /photos/:id needs to answer without the database: who may see which photo (grants) and
+/// where each photo's bytes are (docs/architecture.md, "Photos on the hot path"). Filled by what the
+/// pages already read (a page's session, an album's rows) and on a miss by one query; emptied by
+/// NOTIFY photo_access (migration 0115) on every instance, and by the route that revoked the right
+/// at once on its own. An entry lives at most `lifetime`, and the cache is used only while the
+/// LISTEN link is up: a notification that could be lost is bounded by that lifetime.
+final class PhotoAccess: Sendable {
+    /// Who is asking: a session (the SHA-256 of its cookie token, hex, as sessions.token_hash), or
+    /// later a share link's token hash once its gate has checked the link's password cookie.
+    enum Key: Hashable, Sendable {
+        case session(String)
+        case shareLink(String)
+    }
+
+    /// A right to see photos: every photo of `userID`, or only those of `pinID` (a share link).
+    struct Grant: Sendable {
+        let userID: Int64
+        let pinID: Int64?
+        let expires: ContinuousClock.Instant
+    }
+
+    /// A ready photo's owner and blobs (hex SHA-256 per width; the original's content type).
+    struct Photo: Sendable {
+        let userID: Int64
+        let pinID: Int64
+        let contentType: String
+        let original: String
+        let thumb256: String?
+        let thumb512: String?
+        var expires: ContinuousClock.Instant = .now
+
+        /// The blob for a width from Thumbnailer.widths (nil: the original) and its type.
+        func blob(width: Int?) -> (hash: String, contentType: String) {
+            let thumb = width == 256 ? thumb256 : width == 512 ? thumb512 : nil
+            if let thumb { return (thumb, "image/jpeg") }
+            return (original, contentType)
+        }
+    }
+
+    static let channel = "photo_access"
+
+    let lifetime: Duration
+    private let grants: BoundedCache<Key, Grant>
+    private let photos: BoundedCache<Int64, Photo>
+    /// Whether notifications are being heard now (the LISTEN link's state).
+    private let linkUp: @Sendable () -> Bool
+    /// Counts revocations, so a fill that read the database before one is not kept after it.
+    private let revocations = Atomic<UInt64>(0)
+
+    init(lifetime: Duration = .seconds(10), maxGrants: Int = 20_000, maxPhotos: Int = 100_000,
+         linkUp: @escaping @Sendable () -> Bool) {
+        self.lifetime = lifetime
+        grants = BoundedCache(maxCount: maxGrants)
+        photos = BoundedCache(maxCount: maxPhotos)
+        self.linkUp = linkUp
+    }
+
+    static func key(sessionToken token: String) -> Key { .session(SHA256.hex(Array(token.utf8))) }
+
+    // MARK: Reading
+
+    /// The grant behind `key`, when the cache may be used and holds a live one.
+    func grant(_ key: Key) -> Grant? {
+        guard let grant = grants.get(key), grant.expires > .now, linkUp() else { return nil }
+        return grant
+    }
+
+    /// The photo, when `grant` covers it; `.unknown` when the cache cannot say (then ask the database).
+    enum Lookup { case allowed(Photo), unknown }
+
+    func photo(_ id: Int64, for grant: Grant) -> Lookup {
+        guard let photo = photos.get(id), photo.expires > .now, photo.userID == grant.userID,
+              grant.pinID == nil || grant.pinID == photo.pinID else { return .unknown }
+        return .allowed(photo)
+    }
+
+    // MARK: Filling
+
+    /// Taken before reading what will be kept: `remember…(since:)` keeps nothing when a revocation
+    /// arrived in between (it may concern what was read).
+    func mark() -> UInt64 { revocations.load(ordering: .acquiring) }
+
+    func remember(_ key: Key, userID: Int64, pinID: Int64? = nil, since mark: UInt64) {
+        guard linkUp() else { return }
+        let grant = Grant(userID: userID, pinID: pinID, expires: .now + lifetime)
+        guard revocations.load(ordering: .acquiring) == mark else { return }
+        grants.put(key, grant)
+        // A revocation that raced the put: drop it again rather than decide who won.
+        if revocations.load(ordering: .acquiring) != mark { grants.remove(key) }
+    }
+
+    func remember(photos found: [(id: Int64, photo: Photo)], since mark: UInt64) {
+        guard !found.isEmpty, linkUp() else { return }
+        let expires = ContinuousClock.now + lifetime
+        guard revocations.load(ordering: .acquiring) == mark else { return }
+        for (id, photo) in found {
+            var photo = photo
+            photo.expires = expires
+            self.photos.put(id, photo)
+        }
+        if revocations.load(ordering: .acquiring) != mark {
+            for (id, _) in found { self.photos.remove(id) }
+        }
+    }
+
+    // MARK: Revoking
+
+    func forget(_ key: Key) {
+        revoked()
+        grants.remove(key)
+    }
+
+    func forget(photo id: Int64) {
+        revoked()
+        photos.remove(id)
+    }
+
+    func forget(pin id: Int64) {
+        revoked()
+        photos.removeAll { _, photo in photo.pinID == id }
+        grants.removeAll { _, grant in grant.pinID == id }
+    }
+
+    func forget(user id: Int64) {
+        revoked()
+        grants.removeAll { _, grant in grant.userID == id }
+        photos.removeAll { _, photo in photo.userID == id }
+    }
+
+    /// Notifications may have been lost (the link was down): nothing kept can be trusted.
+    func forgetEverything() {
+        revoked()
+        grants.removeAll()
+        photos.removeAll()
+    }
+
+    /// A NOTIFY photo_access payload (migration 0115): KIND:id,id,…
+    func received(_ payload: String) {
+        guard let colon = payload.firstIndex(of: ":") else { return forgetEverything() }
+        let kind = payload[..<colon]
+        let ids = payload[payload.index(after: colon)...].split(separator: ",")
+        switch kind {
+        case "s": for hash in ids { forget(.session(String(hash))) }
+        case "u": for id in ids.compactMap({ Int64($0) }) { forget(user: id) }
+        case "p": for id in ids.compactMap({ Int64($0) }) { forget(pin: id) }
+        case "ph": for id in ids.compactMap({ Int64($0) }) { forget(photo: id) }
+        default: forgetEverything()
+        }
+    }
+
+    private func revoked() { revocations.add(1, ordering: .acquiringAndReleasing) }
+
+    var grantCount: Int { grants.count }
+    var photoCount: Int { photos.count }
+}

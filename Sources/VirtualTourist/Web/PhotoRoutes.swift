@@ -1,0 +1,99 @@
+import HTTPServer
+import Log
+
+private let photoBytesLogger = Logger(label: "photo-store")
+
+/// GET /photos/:id: a photo's bytes, on the path an album page takes thirty times at once
+/// (docs/architecture.md, "Photos on the hot path"). With the session and the photo in
+/// PhotoAccess it costs no round trip and the file goes out with sendfile; otherwise the one
+/// statement it needs fills the cache for the next time.
+extension WebPipeline {
+    mutating func addPhotoBytesRoute(albums: AlbumStore) {
+        let access = albums.access
+        signedInCached("/photos/:id", cached: { request, grant in
+            guard let access, let id = Self.pinID(request) else { throw HTTPError.notFound }
+            let width = Self.photoWidth(request)
+            if case .allowed(let photo) = access.photo(id, for: grant) {
+                return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+            }
+            let mark = access.mark()
+            switch try albums.accessPhoto(id, userID: grant.userID) {
+            case nil:
+                throw HTTPError.notFound
+            case .stored(let photo)?:
+                guard grant.pinID == nil || grant.pinID == photo.pinID else { throw HTTPError.notFound }
+                access.remember(photos: [(id, photo)], since: mark)
+                return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+            case .inRow(let bytes, let contentType, let pinID)?:
+                // Not yet moved to the store, so never cached.
+                guard grant.pinID == nil || grant.pinID == pinID else { throw HTTPError.notFound }
+                return Self.rowPhotoResponse(request, bytes: bytes, contentType: contentType)
+            }
+        }) { context in
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let width = Self.photoWidth(context.request)
+            let mark = access?.mark()
+            switch try albums.accessPhoto(id, userID: context.user.id) {
+            case nil:
+                throw HTTPError.notFound
+            case .stored(let photo)?:
+                if let access, let mark { access.remember(photos: [(id, photo)], since: mark) }
+                return try Self.photoResponse(context.request, photo, width: width, store: albums.photos)
+            case .inRow(let bytes, let contentType, _)?:
+                return Self.rowPhotoResponse(context.request, bytes: bytes, contentType: contentType)
+            }
+        }
+    }
+
+    /// A photo whose bytes are still in its row (not yet moved to the store): the original at every
+    /// width, its ETag the bytes' SHA-256 as the store would name them.
+    static func rowPhotoResponse(_ request: HTTPRequest, bytes: [UInt8], contentType: String) -> HTTPResponse {
+        let etag = "\"\(SHA256.hex(bytes))\""
+        if ETag.matches(request.headers["If-None-Match"], etag) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": photoCaching])
+        }
+        return HTTPResponse(status: .ok, headers: ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": contentType], body: bytes)
+    }
+
+    /// Stored bytes never change under an id (a new collection makes new rows), and the ETag is
+    /// their SHA-256: strong, and a year of private caching.
+    static let photoCaching = "private, max-age=31536000, immutable"
+
+    /// ?w=: a thumbnail width. Parsed into a range, then the nearest width there is (ties go to the
+    /// larger); anything unparsable is the original.
+    static func photoWidth(_ request: HTTPRequest) -> Int? {
+        request.queryValue("w").flatMap { Int($0) }.map { requested in
+            let clamped = min(max(requested, 1), 100_000)
+            return Thumbnailer.widths.min { abs($0 - clamped) < abs($1 - clamped) || (abs($0 - clamped) == abs($1 - clamped) && $0 > $1) }!
+        }
+    }
+
+    /// A 304 when the browser has these bytes (no file opened); else the blob: an open file sent
+    /// with sendfile from the file store, the bytes from any other store.
+    static func photoResponse(_ request: HTTPRequest, _ photo: PhotoAccess.Photo, width: Int?, store: any PhotoStore) throws -> HTTPResponse {
+        let blob = photo.blob(width: width)
+        let etag = "\"\(blob.hash)\""
+        if ETag.matches(request.headers["If-None-Match"], etag) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": photoCaching])
+        }
+        let headers: HTTPHeaders = ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": blob.contentType]
+        if let files = store as? FileStore {
+            guard isPhotoHash(blob.hash), let file = FileBody(path: files.path(blob.hash).file) else {
+                throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
+            }
+            return HTTPResponse(status: .ok, headers: headers, body: .file(file))
+        }
+        do {
+            guard let bytes = try store.get(blob.hash) else {
+                throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
+            }
+            return HTTPResponse(status: .ok, headers: headers, body: bytes)
+        } catch let error as PhotoStoreError where error.unavailable {
+            // The object store is down or refuses us: this image fails with a 503 the browser
+            // may retry; the page and every other route carry on.
+            photoBytesLogger.warning("photo not served: \(error)")
+            throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
+                            headers: ["Retry-After": "10"])
+        }
+    }
+}
