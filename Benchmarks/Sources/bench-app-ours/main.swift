@@ -26,6 +26,8 @@ settings.publicDirectory = root + "/Public"
 settings.migrationsDirectory = root + "/migrations"
 settings.photoProvider = "fixture"
 settings.serverTiming = true
+// Benchmarks sign up many people through the page (script/bench.d/lib.sh's sign_up).
+settings.signUp = .open
 // The seeded album keeps its bytes in the rows, as the peer (which reads photos.bytes) needs: the
 // store's upkeep would move them out of the database. Nothing is downloaded here.
 settings.photoStore = "/tmp/bench-app-photos"
