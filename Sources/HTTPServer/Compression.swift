@@ -57,10 +57,13 @@ public struct Compression: Middleware {
         return compressed
     }
 
-    static func isCompressible(_ contentType: String) -> Bool {
-        let type = contentType.lowercased()
-        return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")
-            || type.hasPrefix("image/svg+xml") || type.hasPrefix("application/manifest+json")
+    /// Text worth compressing: `text/*`, JSON, JavaScript, XML, and every structured-syntax type
+    /// built on JSON or XML (`+json`, `+xml`, RFC 6839): GeoJSON, GPX and KML exports, SVG, the
+    /// web manifest. Images, zips and fonts are compressed already.
+    public static func isCompressible(_ contentType: String) -> Bool {
+        let type = (contentType.split(separator: ";", maxSplits: 1).first ?? "").trimmingSpaces().lowercased()
+        return type.hasPrefix("text/") || type == "application/json" || type == "application/javascript"
+            || type == "application/xml" || type.hasSuffix("+json") || type.hasSuffix("+xml")
     }
 
     /// True when Accept-Encoding lists gzip (or *) without q=0.

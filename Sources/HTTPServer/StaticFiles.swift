@@ -61,7 +61,7 @@ public final class StaticFiles: HTTPHandler {
         // files are replaced by deploys, not edited within the same nanosecond.
         let tag = "\(String(size, radix: 16))-\(String(mtime, radix: 16))\(String(mtimeNanos, radix: 16))"
         let contentType = Self.contentType(for: path)
-        let compressible = Self.isCompressible(contentType) && size >= 1024
+        let compressible = Compression.isCompressible(contentType) && size >= Compression.minimumSize
         let wantsGzip = compressible && Self.acceptsGzip(request.headers)
         let etag = wantsGzip ? "\"\(tag)-gz\"" : "\"\(tag)\""
 
@@ -171,12 +171,6 @@ public final class StaticFiles: HTTPHandler {
         // Weak comparison (RFC 9110 §13.1.2): W/ prefixes are ignored.
         func strip(_ s: Substring) -> Substring { s.hasPrefix("W/") ? s.dropFirst(2) : s }
         return header.split(separator: ",").contains { strip($0.trimmingASCIIWhitespace()) == strip(Substring(etag)) }
-    }
-
-    static func isCompressible(_ contentType: String) -> Bool {
-        contentType.hasPrefix("text/") || contentType.hasPrefix("application/javascript")
-            || contentType.hasPrefix("application/json") || contentType.hasPrefix("image/svg+xml")
-            || contentType.hasPrefix("application/geo+json") || contentType.hasPrefix("application/manifest+json")
     }
 
     static let types: [String: String] = [

@@ -18,6 +18,11 @@ import Testing
         return kb * 1024
     }
 
+    /// The liveness bound: a normal request answered within half a second is served, not starved
+    /// (it takes about a millisecond on an idle machine; 0.1 s failed now and then on a loaded
+    /// two-core one). A starved server would hold it for the whole attack.
+    static let served = 0.5
+
     /// A normal client's slowest of `count` requests, in seconds.
     static func slowestNormalRequest(port: Int, count: Int = 40) throws -> Double {
         var slowest = 0.0
@@ -68,13 +73,13 @@ import Testing
         let slowest = try Self.slowestNormalRequest(port: t.port)
         group.wait()
         let grown = Self.residentBytes() - before
-        #expect(slowest < 0.1, "a normal request took \(slowest) s during the attack")
+        #expect(slowest < Self.served, "a normal request took \(slowest) s during the attack")
         // Each connection was cut off long before the 64 MB it tried to send (what it got out is
         // mostly the kernel's socket buffers, several MB on loopback).
         let sent = taken.withLock { $0 }
         #expect(sent.count == 12 && sent.allSatisfy { $0 < 16 * 1024 * 1024 }, "\(sent)")
         #expect(grown < 12 * 4 * 1024 * 1024, "RSS grew by \(grown / 1024) KiB for 12 attacking connections")
-        #expect(try Self.slowestNormalRequest(port: t.port, count: 5) < 0.1)
+        #expect(try Self.slowestNormalRequest(port: t.port, count: 5) < Self.served)
     }
 
     /// Slow headers from many connections (slowloris) and a table full of idle keep-alive
@@ -96,7 +101,7 @@ import Testing
         }
         #expect(eventually { t.server.openConnections == 300 })
         // The table is full; the normal client takes an idle connection's place and is served.
-        #expect(try Self.slowestNormalRequest(port: t.port) < 0.1)
+        #expect(try Self.slowestNormalRequest(port: t.port) < Self.served)
         #expect(t.server.openConnections <= 300)
         withExtendedLifetime((slow, idle)) {}
     }

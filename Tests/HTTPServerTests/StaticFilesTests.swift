@@ -105,6 +105,18 @@ import Testing
         #expect(try TestClient.get("/hello.txt", port: t.port, headers: "Accept-Encoding: gzip\r\n").headers["Content-Encoding"] == nil)
     }
 
+    @Test func textTypesAreCompressibleAndImagesAreNot() {
+        for type in ["text/html; charset=utf-8", "application/json", "application/javascript; charset=utf-8",
+                     "application/geo+json", "application/gpx+xml; charset=utf-8", "application/vnd.google-earth.kml+xml",
+                     "image/svg+xml", "application/manifest+json", "Application/XML", "application/problem+json"] {
+            #expect(Compression.isCompressible(type), "\(type)")
+        }
+        for type in ["image/jpeg", "image/png", "application/zip", "application/octet-stream", "font/woff2",
+                     "application/vnd.pmtiles", "application/jsonx", "image/svg"] {
+            #expect(!Compression.isCompressible(type), "\(type)")
+        }
+    }
+
     @Test func headHasLengthButNoBody() throws {
         let t = try server()
         let client = try TestClient(port: t.port)

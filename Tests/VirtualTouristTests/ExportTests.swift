@@ -3,6 +3,7 @@ import Postgres
 import Testing
 import TestSupport
 @testable import VirtualTourist
+import Zlib
 
 /// GET /pins.geojson, /pins.gpx and /pins.kml over loopback with a real PostgreSQL. The files are
 /// also left in $TEST_SCRATCH/exports/ for Tests/Export/validate, which checks them against the
@@ -162,7 +163,16 @@ import TestSupport
             // GeoJSON names each album once; KML twice (link and description); GPX once.
             #expect(Set(ids) == expected, "\(format)")
             #expect(ids.count == (format == "kml" ? 20_000 : 10_000), "\(format)")
-            print("export of 10,000 pins as \(format): \(page.body.utf8.count) bytes in \(String(format: "%.2f", seconds)) s")
+            // Structured-syntax types (+json, +xml) are text: a client that accepts gzip gets it.
+            let gzipped = try browser.get("/pins.\(format)", headers: [("Accept-Encoding", "gzip")])
+            #expect(gzipped.header("Content-Encoding") == "gzip", "\(format)")
+            #expect(gzipped.header("Content-Type") == page.header("Content-Type"))
+            // The same file once inflated, but for GPX's export time (its metadata), a second later.
+            let inflated = String(decoding: try #require(Gzip.decompress(gzipped.bodyBytes)), as: UTF8.self)
+            let exportTime = /<metadata>.*?<\/metadata>/
+            let same = inflated.replacing(exportTime, with: "") == page.body.replacing(exportTime, with: "")
+            #expect(same, "\(format): the gzipped export inflates to other bytes")
+            print("export of 10,000 pins as \(format): \(page.body.utf8.count) bytes (\(gzipped.bodyBytes.count) gzipped) in \(String(format: "%.2f", seconds)) s")
             try Data(page.body.utf8).write(to: URL(fileURLWithPath: "\(directory)/pins-10000.\(format)"))
         }
     }
