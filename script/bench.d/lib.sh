@@ -57,27 +57,22 @@ before_checkout() {
     echo "$dir"
 }
 
-# The BEFORE revision's benchmark products, release build; sets $before_bin.
-build_before_benchmarks() {
-    local dir product
-    dir=$(before_checkout)
-    echo "==> building benchmarks at BEFORE=$BEFORE ($(git rev-parse --short "${BEFORE}^{commit}"), release)"
-    for product in "$@"; do
-        swift build -c release --package-path "$dir/Benchmarks" --product "$product" 2>&1 | quiet
-    done
-    before_bin=$(swift build -c release --package-path "$dir/Benchmarks" --show-bin-path)
-}
-
-# The BEFORE revision's app products, release build; sets $before_release (the bin folder).
-build_before_app() {
-    local dir product
+# The BEFORE revision's products, release build, from its package at $1 ("." for the app's,
+# "Benchmarks" for the benchmarks'); sets $before_path to that package's bin folder.
+build_before_products() {
+    local dir package=$1 product
+    shift
     dir=$(before_checkout)
     echo "==> building $* at BEFORE=$BEFORE ($(git rev-parse --short "${BEFORE}^{commit}"), release)"
     for product in "$@"; do
-        swift build -c release --package-path "$dir" --product "$product" 2>&1 | quiet
+        swift build -c release --package-path "$dir/$package" --product "$product" 2>&1 | quiet
     done
-    before_release=$(swift build -c release --package-path "$dir" --show-bin-path)
+    before_path=$(swift build -c release --package-path "$dir/$package" --show-bin-path)
 }
+
+# The benchmark products (sets $before_bin) and the app's products (sets $before_release).
+build_before_benchmarks() { build_before_products Benchmarks "$@"; before_bin=$before_path; }
+build_before_app() { build_before_products . "$@"; before_release=$before_path; }
 
 rss_mb() { awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
