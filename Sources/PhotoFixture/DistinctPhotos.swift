@@ -2,9 +2,9 @@ import CTurboJPEG
 import Synchronization
 
 /// `--distinct N`: every photo id gets one of N distinct images at the sizes a real photo host
-/// serves (640–1024 px, about 80–250 KB), instead of one of the ten sample photos. With only ten
-/// images nearly every download is a hit in the app's thumbnail cache and its store's dedup, which
-/// flatters the album benchmark (script/bench albums reports both).
+/// serves (640–1024 px, 60–300 KB, 140 KB on average), instead of one of the ten sample photos.
+/// With only ten images nearly every download is a hit in the app's thumbnail cache and its
+/// store's dedup, which flatters the album benchmark (script/bench albums reports both).
 ///
 /// Encoding a fresh 1024 px JPEG per request would make the fixture the bottleneck (it shares one
 /// core with the clients in the benchmark), so each image is spliced from pre-encoded pieces

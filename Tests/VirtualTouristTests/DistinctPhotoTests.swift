@@ -33,7 +33,7 @@ import Testing
             let info = try #require(ImageInspector.inspect(bytes))
             #expect(info.contentType == "image/jpeg")
             #expect((640...1024).contains(max(info.width, info.height)), "\(info.width)x\(info.height)")
-            #expect((60_000...300_000).contains(bytes.count), "\(bytes.count) bytes")
+            #expect((40_000...350_000).contains(bytes.count), "\(bytes.count) bytes")
             #expect(Self.decodes(bytes, width: info.width, height: info.height))
             hashes.insert(SHA256.hex(bytes))
             let thumbnail = try #require(Thumbnailer.thumbnails(of: bytes)[256])
