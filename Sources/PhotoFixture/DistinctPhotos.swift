@@ -1,12 +1,15 @@
 import CTurboJPEG
 import Synchronization
 
-/// `--distinct N`: every photo id gets one of N distinct images at the sizes a real photo host
-/// serves (640–1024 px, 60–300 KB, 140 KB on average), instead of one of the ten sample photos.
+/// `--distinct N`: every photo id gets one of N distinct images at the size the app asks Flickr
+/// for, instead of one of the ten sample photos. The app downloads `url_z` (or `url_m` where a photo
+/// has no `url_z`), and Flickr's size suffixes are documented as z = 640 px on the longest side
+/// (m = 240): so every image is 640 × 480 (landscape 4:3), also for `_m`, where it is larger than
+/// Flickr's and so never kinder.
 /// With only ten images nearly every download is a hit in the app's thumbnail cache and its
 /// store's dedup, which flatters the album benchmark (script/bench albums reports both).
 ///
-/// Encoding a fresh 1024 px JPEG per request would make the fixture the bottleneck (it shares one
+/// Encoding a fresh JPEG per request would make the fixture the bottleneck (it shares one
 /// core with the clients in the benchmark), so each image is spliced from pre-encoded pieces
 /// instead: every sample photo is scaled up, cropped, flipped and tinted into a few variants, and
 /// each 16-pixel row of MCUs of a variant is encoded `alternatives` times, each time with other
@@ -37,10 +40,10 @@ final class DistinctPhotos: Sendable {
     }
 
     static let variants = [
-        Variant(width: 1024, offset: (0.5, 0.5), mirrored: false, tint: (1060, 1000, 940)),
-        Variant(width: 800, offset: (0.2, 0.8), mirrored: true, tint: (950, 1000, 1070)),
+        Variant(width: 640, offset: (0.5, 0.5), mirrored: false, tint: (1060, 1000, 940)),
+        Variant(width: 640, offset: (0.2, 0.8), mirrored: true, tint: (950, 1000, 1070)),
         Variant(width: 640, offset: (0.9, 0.1), mirrored: false, tint: (1000, 1040, 960)),
-        Variant(width: 960, offset: (0.1, 0.4), mirrored: true, tint: (1030, 990, 1010)),
+        Variant(width: 640, offset: (0.1, 0.4), mirrored: true, tint: (1030, 990, 1010)),
     ]
 
     /// One variant of one sample photo, in pieces: the header (up to and with SOS) and each MCU

@@ -63,7 +63,7 @@ public final class PhotoFixture: Sendable {
         /// on loopback (and at other internal or non-http addresses, or redirect there); the rest
         /// of the page is good. Tests listen on the port and count hits (HostileImages.swift).
         public var hostileCanaryPort: Int?
-        /// Serve one of this many distinct images per photo id, 640–1024 px, instead of the ten
+        /// Serve one of this many distinct images per photo id, 640 × 480 (Flickr's url_z), instead of the ten
         /// sample photos (DistinctPhotos.swift); 0: the samples.
         public var distinctPhotos = 0
         /// Make every piece of the distinct images before listening (otherwise on first use).

@@ -1,7 +1,7 @@
 // A Flickr-compatible photo service for offline demos and benchmarks (script/server --demo,
 // script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--connect-latency SECONDS]
 // [--hostile CANARY_PORT] [--photos DIR] [--distinct N]
-// --distinct N: one of N distinct 640–1024 px images per photo id instead of the ten samples.
+// --distinct N: one of N distinct 640 × 480 images (Flickr url_z size) per photo id instead of the ten samples.
 import Dispatch
 import Foundation
 import PhotoFixture
