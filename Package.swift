@@ -53,14 +53,14 @@ let package = Package(
         .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
-        .target(name: "PhotoFixture", dependencies: ["HTTPServer"], exclude: ["Photos"]),
+        .target(name: "PhotoFixture", dependencies: ["HTTPServer", "CTurboJPEG"], exclude: ["Photos"]),
         .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
         .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport"]),
+        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport", "CTurboJPEG"]),
     ],
     swiftLanguageModes: [.v6]
 )

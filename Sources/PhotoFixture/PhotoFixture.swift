@@ -63,6 +63,11 @@ public final class PhotoFixture: Sendable {
         /// on loopback (and at other internal or non-http addresses, or redirect there); the rest
         /// of the page is good. Tests listen on the port and count hits (HostileImages.swift).
         public var hostileCanaryPort: Int?
+        /// Serve one of this many distinct images per photo id, 640 × 480 (Flickr's url_z), instead of the ten
+        /// sample photos (DistinctPhotos.swift); 0: the samples.
+        public var distinctPhotos = 0
+        /// Make every piece of the distinct images before listening (otherwise on first use).
+        public var prepareDistinctPhotos = false
         public init() {}
     }
 
@@ -76,6 +81,8 @@ public final class PhotoFixture: Sendable {
     private let currentSearchFault: Mutex<SearchFault>
     private let server: HTTPServer
     let images: [[UInt8]]
+    /// With `distinctPhotos`: the images photo ids get instead of `images`.
+    let distinct: DistinctPhotos?
     private let counters = Mutex((searches: 0, images: 0, licenseLists: 0))
     /// Requests seen and rule counters (ProviderRules.swift).
     let ruleState = Mutex(RuleState())
@@ -98,6 +105,8 @@ public final class PhotoFixture: Sendable {
             .filter { $0.hasSuffix(".jpg") }.sorted()
         images = try files.map { Array(try Data(contentsOf: URL(fileURLWithPath: options.photosDirectory + "/" + $0))) }
         guard !images.isEmpty else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: options.photosDirectory]) }
+        distinct = options.distinctPhotos > 0 ? DistinctPhotos(count: options.distinctPhotos, samples: images) : nil
+        if options.prepareDistinctPhotos { distinct?.prepareAll() }
         var configuration = ServerConfiguration()
         configuration.host = options.host
         configuration.port = options.port
@@ -235,7 +244,7 @@ public final class PhotoFixture: Sendable {
         guard let id = Int(name.prefix { $0.isNumber }) else { throw HTTPError.notFound }
         if options.imageStagger > 0 { usleep(UInt32(options.imageStagger * Double(id % 1000) * 1_000_000)) }
         // Vary with the page too, so New Collection looks different, not just numbered differently.
-        let bytes = images[(id % 1000 + id / 1000) % images.count]
+        let bytes = distinct.flatMap { $0.image(forID: id) } ?? images[(id % 1000 + id / 1000) % images.count]
         let faulty = options.imageFault != .none && count % max(options.faultyImageEvery, 1) == 0
         guard faulty else { return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: bytes) }
         switch options.imageFault {

@@ -1,6 +1,7 @@
 // A Flickr-compatible photo service for offline demos and benchmarks (script/server --demo,
 // script/bench album). Usage: photo-fixture [--port N] [--host H] [--latency SECONDS] [--connect-latency SECONDS]
-// [--hostile CANARY_PORT] [--photos DIR]
+// [--hostile CANARY_PORT] [--photos DIR] [--distinct N]
+// --distinct N: one of N distinct 640 × 480 images (Flickr url_z size) per photo id instead of the ten samples.
 import Dispatch
 import Foundation
 import PhotoFixture
@@ -18,6 +19,9 @@ while let argument = arguments.next() {
     case "--hostile": options.hostileCanaryPort = Int(value)
     case "--pages": options.pages = Int(value) ?? options.pages
     case "--photos": options.photosDirectory = value
+    case "--distinct":
+        options.distinctPhotos = Int(value) ?? 0
+        options.prepareDistinctPhotos = true
     default:
         FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
         exit(2)

@@ -18,7 +18,8 @@ import Testing
         // Sockets and HTTP only, and no Foundation: the server stays small and reusable.
         "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Log", "Zlib", "CZlib", "WebText"],
         "Postgres": platform.union(["CLibPQ", "Log"]),
-        "PhotoFixture": platform.union(["HTTPServer"]),
+        // CTurboJPEG: the never-seen photos of --distinct are cut from JPEGs it encodes.
+        "PhotoFixture": platform.union(["HTTPServer", "CTurboJPEG"]),
         "photo-fixture": platform.union(["PhotoFixture"]),
         "virtual-tourist": platform.union(["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
         // The app's edge: the only folders that speak HTTP to the browser.
