@@ -43,6 +43,8 @@ let package = Package(
             .product(name: "PhotoFixture", package: root),
             .product(name: "Postgres", package: root),
         ]),
+        // The load generator of script/bench visits: no dependencies, plain sockets.
+        .executableTarget(name: "bench-visits"),
         .executableTarget(name: "bench-db", dependencies: [
             .product(name: "Postgres", package: root),
         ]),

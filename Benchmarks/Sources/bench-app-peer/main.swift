@@ -3,7 +3,10 @@
 // (copied from AccountStore, PinStore and AlbumStore) and checks the session the same way (the
 // same statement, the same CSRF rule for POST), so the two differ in the server, the driver and the
 // renderer only. It reports its round trips in Server-Timing too, counted by the handler.
-// Usage: [POOL=n] bench-app-peer PORT POSTGRES_SOCKET_DIR
+// For `script/bench visits` it also answers /pins.json for a viewport (?bbox&zoom), thumbnails from
+// the app's file store (PHOTO_STORE, ab/cd/abcd…, as FileStore keeps them) and POST /pins, all
+// with the app's statements.
+// Usage: [POOL=n] [DATABASE=name] [PHOTO_STORE=dir] bench-app-peer PORT POSTGRES_SOCKET_DIR
 import CompressNIO
 import Foundation
 import HTTPTypes
@@ -18,7 +21,11 @@ let port = Int(arguments[1]) ?? 8092
 let socketDirectory = arguments[2]
 
 var postgresConfiguration = PostgresClient.Configuration(
-    unixSocketPath: socketDirectory + "/.s.PGSQL.5432", username: "postgres", password: nil, database: "virtual_tourist")
+    unixSocketPath: socketDirectory + "/.s.PGSQL.5432", username: "postgres", password: nil,
+    database: ProcessInfo.processInfo.environment["DATABASE"] ?? "virtual_tourist")
+/// The app's file store, where photos moved out of their rows are (nil: photos are read from rows).
+let photoStore = ProcessInfo.processInfo.environment["PHOTO_STORE"]
+let fileIO = FileIO()
 // As many connections as the app's pool (script/bench passes the same POOL to both). Fewer helped
 // the peer as much as the app: on two cores its p99 for GET / went from 169-194 to 111-114 ms.
 postgresConfiguration.options.maximumConnections = Int(ProcessInfo.processInfo.environment["POOL"] ?? "") ?? 16
@@ -88,6 +95,43 @@ let albumSQL = """
     """
 
 let imageSQL = "SELECT bytes, content_type FROM photos WHERE id = $1 AND user_id = $2 AND status = 'ready'"
+
+// AlbumStore.accessPhoto with AlbumStore.accessColumns: a ready photo's blobs in the store.
+let accessSQL = """
+    SELECT ph.pin_id, ph.status = 'ready' AS access_ready, ph.content_type AS access_type, encode(ph.hash, 'hex') AS access_hash,
+           encode(ph.thumb_256, 'hex') AS access_256, encode(ph.thumb_512, 'hex') AS access_512,
+           CASE WHEN ph.hash IS NULL THEN ph.bytes END AS row_bytes
+    FROM photos ph WHERE ph.id = $1 AND ph.user_id = $2 AND ph.status = 'ready'
+    """
+
+// Dropping a pin: PinStore.create, then AlbumStore.startCollection(onlyIfNew: true) with its
+// quota check and replaceJob, each a transaction as in the app.
+let pinLimitSQL = "SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE"
+let createPinSQL = """
+    INSERT INTO pins (user_id, lat, lon, place_name)
+    SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
+    RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
+    """
+let pinStatusSQL = "SELECT status FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE"
+let quotaSQL = """
+    SELECT coalesce(u.max_photo_bytes, $3) AS byte_limit,
+           coalesce(u.max_collections_per_hour, $4) AS collection_limit,
+           (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE user_id = $1 AND pin_id <> $2)::bigint AS bytes,
+           (SELECT count(*) FROM album_jobs WHERE user_id = $1 AND kind = 'collection' AND generation > 1
+                AND created_at > now() - interval '1 hour') AS collections
+    FROM users u WHERE u.id = $1
+    """
+let startSQL = """
+    UPDATE pins SET generation = generation + 1, status = 'downloading', error = NULL, updated_at = now()
+    WHERE id = $1 AND user_id = $2 RETURNING generation
+    """
+let dropPhotosSQL = "DELETE FROM photos WHERE pin_id = $1 AND user_id = $2"
+let cancelJobsSQL = """
+    UPDATE album_jobs SET state = 'cancelled', finished_at = now()
+    WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
+    """
+let insertJobSQL = "INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)"
+let notifySQL = "SELECT pg_notify($1, ''), pg_notify($2, $3)"
 
 let regionSQL = """
     INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES ($1, $2, $3, $4)
@@ -544,6 +588,12 @@ router.get("/") { request, _ -> Response in
 router.get("/pins.json") { request, _ -> Response in
     let trips = RoundTripCount()
     guard let user = try await session(request, trips) else { return Response(status: .unauthorized) }
+    if let bbox = request.uri.queryParameters.get("bbox"), let zoom = request.uri.queryParameters.get("zoom").flatMap(Double.init) {
+        let edges = bbox.split(separator: ",").compactMap { Double($0) }
+        guard edges.count == 4 else { return Response(status: .badRequest) }
+        return try await viewport(request, user: user, box: Box(west: edges[0], south: edges[1], east: edges[2], north: edges[3]),
+                                  zoom: zoom, trips: trips)
+    }
     var binds = PostgresBindings()
     binds.append(user.id)
     binds.append(2000)
@@ -603,6 +653,9 @@ router.get("/photos/:id") { request, context -> Response in
     binds.append(id)
     binds.append(user.id)
     trips.count += 1
+    if let photoStore {
+        return try await storedPhoto(request, context, id: id, userID: user.id, store: photoStore, trips: trips)
+    }
     for try await row in try await client.query(PostgresQuery(unsafeSQL: imageSQL, binds: binds)) {
         let r = row.makeRandomAccess()
         let bytes = try r["bytes"].decode(ByteBuffer.self)
@@ -641,6 +694,150 @@ router.post("/region") { request, _ -> Response in
     trips.count += 1
     try await client.query(PostgresQuery(unsafeSQL: regionSQL, binds: binds))
     return Response(status: .noContent, headers: [HTTPField.Name("Server-Timing")!: "db;desc=\"round trips\";dur=\(trips.count)"])
+}
+
+router.post("/pins") { request, _ -> Response in
+    let trips = RoundTripCount()
+    guard let user = try await session(request, trips) else { return Response(status: .unauthorized) }
+    var request = request
+    let form = try await formFields(&request)
+    guard let sent = request.headers[HTTPField.Name("X-CSRF-Token")!] ?? form["_csrf"], sent == user.csrf else {
+        return Response(status: .forbidden)
+    }
+    guard let lat = form["lat"].flatMap(Double.init), let lon = form["lon"].flatMap(Double.init), lat.isFinite, lon.isFinite,
+          (-90...90).contains(lat), (-180...180).contains(lon) else {
+        return Response(status: .unprocessableContent)
+    }
+    // The app names the pin after the nearest place in its GeoNames index (in memory, no
+    // statement); the peer has no index and leaves the name empty, as the app does far from any place.
+    let placeName: String? = nil
+    trips.count += 2
+    let created = try await client.withTransaction(logger: quiet) { conn -> PinRow? in
+        var binds = PostgresBindings()
+        binds.append(user.id)
+        binds.append(5000)
+        var limit = 5000
+        for try await row in try await conn.query(PostgresQuery(unsafeSQL: pinLimitSQL, binds: binds), logger: quiet) {
+            limit = Int(try row.decode(Int64.self))
+        }
+        var insert = PostgresBindings()
+        insert.append(user.id)
+        insert.append(lat)
+        insert.append(lon)
+        insert.append(placeName)
+        insert.append(limit)
+        for try await row in try await conn.query(PostgresQuery(unsafeSQL: createPinSQL, binds: insert), logger: quiet) {
+            return try pin(row.makeRandomAccess())
+        }
+        return nil
+    }
+    guard let created else { return Response(status: .tooManyRequests) }
+    // startCollection(onlyIfNew: true): the pin's row locked, the quotas, a new generation, the job.
+    trips.count += 7
+    try await client.withTransaction(logger: quiet) { conn in
+        var ids = PostgresBindings()
+        ids.append(created.json.id)
+        ids.append(user.id)
+        var status = ""
+        for try await row in try await conn.query(PostgresQuery(unsafeSQL: pinStatusSQL, binds: ids), logger: quiet) {
+            status = try row.decode(String.self)
+        }
+        guard status == "new" else { return }
+        var quota = PostgresBindings()
+        quota.append(user.id)
+        quota.append(created.json.id)
+        quota.append(Int64(2048) * 1024 * 1024)
+        quota.append(60)
+        for try await row in try await conn.query(PostgresQuery(unsafeSQL: quotaSQL, binds: quota), logger: quiet) {
+            let r = row.makeRandomAccess()
+            if try r["bytes"].decode(Int64.self) >= r["byte_limit"].decode(Int64.self) { return }
+        }
+        var generation = 0
+        for try await row in try await conn.query(PostgresQuery(unsafeSQL: startSQL, binds: ids), logger: quiet) {
+            generation = Int(try row.decode(Int32.self))
+        }
+        try await conn.query(PostgresQuery(unsafeSQL: dropPhotosSQL, binds: ids), logger: quiet)
+        try await conn.query(PostgresQuery(unsafeSQL: cancelJobsSQL, binds: ids), logger: quiet)
+        var job = ids
+        job.append(generation)
+        job.append("collection")
+        try await conn.query(PostgresQuery(unsafeSQL: insertJobSQL, binds: job), logger: quiet)
+        var notify = PostgresBindings()
+        notify.append("album_jobs")
+        notify.append("album_events")
+        notify.append("\(user.id):\(created.json.id)")
+        try await conn.query(PostgresQuery(unsafeSQL: notifySQL, binds: notify), logger: quiet)
+    }
+    let body = String(decoding: try pinsEncoder.encode(created.json), as: UTF8.self)
+    var response = try respond(request, body, type: textTypes[1], trips: trips)
+    response.status = .created
+    return response
+}
+
+/// A urlencoded form body (at most 16 KiB).
+func formFields(_ request: inout Request) async throws -> [String: String] {
+    let body = try await request.collectBody(upTo: 16 * 1024)
+    var form: [String: String] = [:]
+    for pair in String(buffer: body).split(separator: "&") {
+        let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+        if parts.count == 2 { form[parts[0]] = parts[1] }
+    }
+    return form
+}
+
+/// /pins.json?bbox&zoom: PinStore.viewport's two statements queued on one connection (as GET /
+/// queues its four), then the app's answer: pins when few, else clusters; the total; the box.
+func viewport(_ request: Request, user: SignedIn, box: Box, zoom: Double, trips: RoundTripCount) async throws -> Response {
+    let view = viewStatements(userID: user.id, box: box, zoom: zoom, maxMarkers: embedLimit)
+    trips.count += 2
+    let results = try await client.withConnection { conn -> [PostgresQueryResult] in
+        let futures = [view.cells, view.pins].map { conn.query($0, logger: quiet) }
+        var results: [PostgresQueryResult] = []
+        for future in futures { results.append(try await future.get()) }
+        return results
+    }
+    let clusters = try results[0].map { row -> ClusterJSON in
+        let r = row.makeRandomAccess()
+        return ClusterJSON(count: Int(try r["n"].decode(Int64.self)), lat: try r["lat"].decode(Double.self), lon: try r["lon"].decode(Double.self))
+    }
+    let total = clusters.reduce(0) { $0 + $1.count }
+    let few = total <= embedLimit
+    let pins = try few ? results[1].map { try pin($0.makeRandomAccess()).json } : []
+    let grown = ViewGrid(box, zoom: zoom)?.box ?? box
+    struct Answer: Encodable {
+        let pins: [PinJSON]
+        let clusters: [ClusterJSON]
+        let total: Int
+        let bbox: [Double]
+    }
+    let answer = Answer(pins: pins, clusters: few ? [] : clusters, total: total, bbox: [grown.west, grown.south, grown.east, grown.north])
+    let body = String(decoding: try pinsEncoder.encode(answer), as: UTF8.self)
+    return try respond(request, body, type: textTypes[1], trips: trips)
+}
+
+/// GET /photos/:id from the file store: the app's statement, then the blob for the width asked
+/// (?w=256 or 512: its thumbnail when there is one, else the original) read by Hummingbird's FileIO.
+func storedPhoto(_ request: Request, _ context: some RequestContext, id: Int64, userID: Int64, store: String,
+                 trips: RoundTripCount) async throws -> Response {
+    var binds = PostgresBindings()
+    binds.append(id)
+    binds.append(userID)
+    for try await row in try await client.query(PostgresQuery(unsafeSQL: accessSQL, binds: binds)) {
+        let r = row.makeRandomAccess()
+        let type = try r["access_type"].decode(String.self)
+        guard let original = try r["access_hash"].decode(String?.self) else {
+            return Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: try r["row_bytes"].decode(ByteBuffer.self)))
+        }
+        let width = request.uri.queryParameters.get("w").flatMap { Int($0) }
+        let hash = (width == nil ? nil : (width! <= 384 ? try r["access_256"].decode(String?.self) : try r["access_512"].decode(String?.self))) ?? original
+        let etag = "\"\(hash)\""
+        let headers: HTTPFields = [.contentType: type, .eTag: etag, .cacheControl: "private, max-age=31536000, immutable",
+                                   HTTPField.Name("Server-Timing")!: "db;desc=\"round trips\";dur=\(trips.count)"]
+        if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: headers) }
+        let path = "\(store)/\(hash.prefix(2))/\(hash.dropFirst(2).prefix(2))/\(hash)"
+        return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: path, context: context))
+    }
+    return Response(status: .notFound)
 }
 
 let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [client])
