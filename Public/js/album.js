@@ -15,16 +15,6 @@ const statusBox = document.getElementById("album-status");
 const newCollection = document.getElementById("new-collection");
 const editToggle = document.getElementById("edit-toggle");
 
-// ----- the small map -----
-const mapCanvas = document.getElementById("album-map");
-if (mapCanvas) {  // not on a share link that hides the location
-  const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
-  const pinLayer = new PinLayer();
-  pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
-  small.layers.push(pinLayer);
-  small.redraw();
-}
-
 // ----- patching the page with the server's fragment -----
 // The server draws the banner and the grid (GET /pins/:id/album.html, the same code as the page);
 // this script only swaps in what changed, so images already shown do not flicker.
@@ -96,6 +86,17 @@ if ("EventSource" in window) {
   poll();
 }
 album.dataset.live = "true";
+
+// ----- the small map -----
+// After the live updates: the event stream is open before the map's first frame is drawn.
+const mapCanvas = document.getElementById("album-map");
+if (mapCanvas) {  // not on a share link that hides the location
+  const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
+  const pinLayer = new PinLayer();
+  pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
+  small.layers.push(pinLayer);
+  small.redraw();
+}
 
 // ----- New Collection without leaving the page -----
 

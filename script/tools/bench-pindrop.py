@@ -44,8 +44,10 @@ INSTRUMENT = r"""
     }, true);
     const fetchOriginal = window.fetch;
     window.fetch = async (url, init) => {
+      const dropping = url === "/pins" && init && init.method === "POST" && read().drop;
+      if (dropping) note("postStart", now());
       const response = await fetchOriginal(url, init);
-      if (url === "/pins" && init && init.method === "POST" && read().drop && response.ok) {
+      if (dropping && response.ok) {
         const pin = await response.clone().json();
         note("saved", now());
         note("pin", pin.id);
@@ -199,6 +201,7 @@ try:
         end = s.get("painted") or s["framed"]
         server = stages.get(int(s["pin"]), {})
         since = lambda t: None if t is None else t - drop
+        add("POST /pins sent (page)", since(s.get("postStart")))
         add("POST /pins answered (page)", since(s.get("saved")))
         add("  job claimed by a worker (server)", since(server.get("claimed")))
         add("  provider search answered (server)", since(server.get("searched")))
@@ -206,6 +209,7 @@ try:
         add("  first image downloaded (server)", since(server.get("first image downloaded")))
         add("  first image stored, thumbnails made (server)", since(server.get("first image stored")))
         add("  first photo row written + NOTIFY (server)", since(server.get("first photos written")))
+        add("album page: navigation started", since(s.get("navStart")))
         add("album page: HTML answered", since(s.get("pageResponse")))
         add("album page: DOMContentLoaded", since(s.get("domContentLoaded")))
         add("album page: event stream open", since(s.get("streamOpen")))
@@ -215,6 +219,7 @@ try:
         fetched = [f for f in s.get("fragments", []) if f["end"] <= s.get("imgInserted", end)]
         add("  album.html with the first photo answered", since(fetched[-1]["end"] if fetched else None))
         add("  <img> inserted", since(s.get("imgInserted")))
+        add("  GET /photos/:id sent", since(s.get("photoStart")))
         add("  GET /photos/:id answered", since(s.get("photoEnd")))
         add("  image loaded", since(s.get("loaded")))
         add("first thumbnail painted", end - drop)

@@ -51,6 +51,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// docs/architecture.md).
         public var resultBatch = 6
         public var resultBatchSeconds = 0.25
+        /// The album's first photo is written alone as soon as it lands, before any batch fills: the
+        /// first thumbnail on the page waits for one download, not six (script/bench pindrop). One
+        /// statement and NOTIFY more per album.
+        public var firstResultAtOnce = true
         public init() {}
     }
 
@@ -233,8 +237,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and renewing after each one is a round trip per image.
         let renewed = Mutex(ContinuousClock.now)
+        // The first photo is written as soon as it lands (the page shows it at once), the rest in batches.
         let batch = Mutex(ResultBatch<AlbumJobQueue.PhotoResult>(size: settings.resultBatch,
-                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now))
+                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now,
+                                                                 firstAtOnce: settings.firstResultAtOnce))
         // One batch of this album is written at a time, at most `size` rows: its new row versions
         // then fit in the room the page keeps, and the last batch's old versions (its transaction
         // committed) are pruned to make that room again, so the updates stay HOT.
