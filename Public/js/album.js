@@ -88,14 +88,19 @@ if ("EventSource" in window) {
 album.dataset.live = "true";
 
 // ----- the small map -----
-// After the live updates: the event stream is open before the map's first frame is drawn.
+// When the page is idle: while an album downloads, its first photos come first (the map's tiles
+// and frame would hold up the first thumbnail's patch and paint; script/bench pindrop).
 const mapCanvas = document.getElementById("album-map");
-if (mapCanvas) {  // not on a share link that hides the location
+function drawSmallMap() {
   const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
   const pinLayer = new PinLayer();
   pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
   small.layers.push(pinLayer);
   small.redraw();
+}
+if (mapCanvas) {  // not on a share link that hides the location
+  if (album.dataset.status === "downloading" && "requestIdleCallback" in window) requestIdleCallback(drawSmallMap, { timeout: 1000 });
+  else drawSmallMap();
 }
 
 // ----- New Collection without leaving the page -----
