@@ -1,8 +1,7 @@
 // The album page: live placeholders (Server-Sent Events, polling as the fallback), New Collection,
 // Edit mode to remove photos, and the small map of the pin.
-import { MapView } from "./map.js";
-import { PinLayer } from "./pins.js";
-import { el } from "./dom.js";
+// No static imports: the live updates run as soon as this file is parsed, without waiting for the
+// small map's dozen modules (loaded when it is drawn).
 
 document.documentElement.classList.add("js");
 const album = document.getElementById("album");
@@ -88,10 +87,11 @@ if ("EventSource" in window) {
 album.dataset.live = "true";
 
 // ----- the small map -----
-// When the page is idle: while an album downloads, its first photos come first (the map's tiles
-// and frame would hold up the first thumbnail's patch and paint; script/bench pindrop).
+// When the page is idle: while an album downloads, its first photos come first (the map's modules,
+// tiles and frame would hold up the first thumbnail's patch and paint; script/bench pindrop).
 const mapCanvas = document.getElementById("album-map");
-function drawSmallMap() {
+async function drawSmallMap() {
+  const [{ MapView }, { PinLayer }] = await Promise.all([import("./map.js"), import("./pins.js")]);
   const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
   const pinLayer = new PinLayer();
   pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
