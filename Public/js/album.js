@@ -1,8 +1,7 @@
 // The album page: live placeholders (Server-Sent Events, polling as the fallback), New Collection,
 // Edit mode to remove photos, and the small map of the pin.
-import { MapView } from "./map.js";
-import { PinLayer } from "./pins.js";
-import { el } from "./dom.js";
+// No static imports: the live updates run as soon as this file is parsed, without waiting for the
+// small map's dozen modules (loaded when it is drawn).
 
 document.documentElement.classList.add("js");
 const album = document.getElementById("album");
@@ -14,16 +13,6 @@ const grid = document.getElementById("photo-grid");
 const statusBox = document.getElementById("album-status");
 const newCollection = document.getElementById("new-collection");
 const editToggle = document.getElementById("edit-toggle");
-
-// ----- the small map -----
-const mapCanvas = document.getElementById("album-map");
-if (mapCanvas) {  // not on a share link that hides the location
-  const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
-  const pinLayer = new PinLayer();
-  pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
-  small.layers.push(pinLayer);
-  small.redraw();
-}
 
 // ----- patching the page with the server's fragment -----
 // The server draws the banner and the grid (GET /pins/:id/album.html, the same code as the page);
@@ -96,6 +85,23 @@ if ("EventSource" in window) {
   poll();
 }
 album.dataset.live = "true";
+
+// ----- the small map -----
+// When the page is idle: while an album downloads, its first photos come first (the map's modules,
+// tiles and frame would hold up the first thumbnail's patch and paint; script/bench pindrop).
+const mapCanvas = document.getElementById("album-map");
+async function drawSmallMap() {
+  const [{ MapView }, { PinLayer }] = await Promise.all([import("./map.js"), import("./pins.js")]);
+  const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
+  const pinLayer = new PinLayer();
+  pinLayer.set([{ id: Number(pinID), lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon) }]);
+  small.layers.push(pinLayer);
+  small.redraw();
+}
+if (mapCanvas) {  // not on a share link that hides the location
+  if (album.dataset.status === "downloading" && "requestIdleCallback" in window) requestIdleCallback(drawSmallMap, { timeout: 1000 });
+  else drawSmallMap();
+}
 
 // ----- New Collection without leaving the page -----
 

@@ -58,6 +58,26 @@ import Testing
         #expect(batch.take(now: t0, rest: false) == [1, 2])
     }
 
+    @Test func theFirstResultIsDueAtOnceWhenAsked() {
+        var batch = ResultBatch<Int>(size: 3, maxAge: .seconds(60), now: t0, firstAtOnce: true)
+        #expect(batch.take(now: t0, rest: false) == nil, "nothing waits: not due")
+        #expect(batch.add(1, now: t0) == true, "the album's first photo waits for no other")
+        #expect(batch.take(now: t0, rest: false) == [1])
+        #expect(batch.add(2, now: t0) == false, "from the second on, batches as usual")
+        #expect(batch.add(3, now: t0) == false)
+        #expect(batch.take(now: t0, rest: false) == nil)
+        #expect(batch.add(4, now: t0) == true)
+        #expect(batch.take(now: t0, rest: false) == [2, 3, 4])
+    }
+
+    @Test func theFirstBatchTakesWhatWaitsByThen() {
+        var batch = ResultBatch<Int>(size: 3, maxAge: .seconds(60), now: t0, firstAtOnce: true)
+        #expect(batch.add(1, now: t0) == true)
+        #expect(batch.add(2, now: t0) == true, "not taken yet: still due")
+        #expect(batch.take(now: t0, rest: false) == [1, 2], "one statement for both")
+        #expect(batch.add(3, now: t0) == false)
+    }
+
     @Test func aSizeBelowOneIsOne() {
         var batch = ResultBatch<Int>(size: 0, maxAge: .seconds(60), now: t0)
         #expect(batch.add(1, now: t0) == true)

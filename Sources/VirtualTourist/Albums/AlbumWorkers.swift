@@ -51,6 +51,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// docs/architecture.md).
         public var resultBatch = 6
         public var resultBatchSeconds = 0.25
+        /// The album's first photo is written alone as soon as it lands, before any batch fills: the
+        /// first thumbnail on the page waits for one download, not six (script/bench pindrop). One
+        /// statement and NOTIFY more per album.
+        public var firstResultAtOnce = true
         public init() {}
     }
 
@@ -156,6 +160,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     func process(_ job: AlbumJob, worker: String) {
+        stage(job, "claimed")
         // While the search runs, open connections to the image host, so a cold album pays its
         // handshakes alongside the search rather than after it (skipped when they are warm).
         if settings.warmUpConnections, job.kind == .collection, let origin = provider.warmUpOrigin, !client.isWarm(origin) {
@@ -176,8 +181,10 @@ public final class AlbumWorkers: @unchecked Sendable {
                 let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
                 let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
                     .keepingImages(from: provider.imageHosts, provider: provider.name)
+                stage(job, "searched")
                 try store.clearWaiting(job)
                 guard try store.storeSearchResult(job, result) else { try store.cancel(job); return }
+                stage(job, "placeholders written")
                 if result.photos.isEmpty {
                     try store.finish(job)
                     return
@@ -230,18 +237,23 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The lease is renewed at most once a second rather than after every image: an album's
         // images land together, and renewing after each one is a round trip per image.
         let renewed = Mutex(ContinuousClock.now)
+        // The first photo is written as soon as it lands (the page shows it at once), the rest in batches.
         let batch = Mutex(ResultBatch<AlbumJobQueue.PhotoResult>(size: settings.resultBatch,
-                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now))
+                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now,
+                                                                 firstAtOnce: settings.firstResultAtOnce))
         // One batch of this album is written at a time, at most `size` rows: its new row versions
         // then fit in the room the page keeps, and the last batch's old versions (its transaction
         // committed) are pruned to make that room again, so the updates stay HOT.
         let writing = NSLock()
+        // For the stage log (script/bench pindrop): the first of each, once per album.
+        let firstWritten = Atomic(false), firstDownloaded = Atomic(false), firstStored = Atomic(false)
         @Sendable func write(rest: Bool) throws {
             writing.lock()
             defer { writing.unlock() }
             while let taken = batch.withLock({ $0.take(now: .now, rest: rest) }) {
                 do {
                     try store.storeResults(taken, job: job)
+                    if !firstWritten.exchange(true, ordering: .relaxed) { stage(job, "first photos written") }
                 } catch {
                     batch.withLock { $0.putBack(taken) }
                     throw error
@@ -257,6 +269,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             do {
                 switch fetchImage(photo.url, hosts: hosts) {
                 case .success(let (bytes, info)):
+                    if !firstDownloaded.exchange(true, ordering: .relaxed) { stage(job, "first image downloaded") }
                     // The blob first, then the row that names it: a row never names a blob that
                     // is not there. A store that refuses the write fails this photo, not the album.
                     // Thumbnails too (JPEG only), into the same store.
@@ -268,6 +281,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                         thumbnails = try self.thumbnails.thumbnails(of: original, bytes: bytes, store: store.photos)
                         hash = original
                         storeAnswered(putStarted: putStarted)
+                        if !firstStored.exchange(true, ordering: .relaxed) { stage(job, "first image stored") }
                     } catch let error as PhotoStoreError where error.outage {
                         storeDown.withLock { $0 = $0 ?? (error, putStarted) }
                         return false
@@ -316,6 +330,12 @@ public final class AlbumWorkers: @unchecked Sendable {
         // The last, partial batch. (After an outage it is dropped above: those photos are still
         // pending and download again when the job resumes.)
         try write(rest: true)
+    }
+
+    /// A step of an album, at debug level with the log's millisecond stamp: script/bench pindrop lines
+    /// these up with the browser's timings to account for the time from a pin drop to its first photo.
+    func stage(_ job: AlbumJob, _ name: String) {
+        logger.debug("pin \(job.pinID): \(name) (job \(job.id))")
     }
 
     enum Fetch {

@@ -4,17 +4,23 @@
 /// values (Tests/VirtualTouristTests/ResultBatchTests).
 ///
 /// A batch is due when `size` results wait, when the oldest has waited `maxAge` (so a slow album
-/// still shows its photos as they come), or at the end of the album (`rest`).
+/// still shows its photos as they come), or at the end of the album (`rest`). With `firstAtOnce`,
+/// the album's first result is due as soon as it lands (with whatever else waits by then): the
+/// page's first photo waits for no other download (script/bench pindrop); batching starts after it.
 struct ResultBatch<Result> {
     let size: Int
     let maxAge: Duration
+    let firstAtOnce: Bool
     private(set) var waiting: [Result] = []
     /// When the oldest waiting result arrived, or the last batch was taken.
     private var since: ContinuousClock.Instant
+    /// Whether a batch was taken yet.
+    private var taken = false
 
-    init(size: Int, maxAge: Duration, now: ContinuousClock.Instant) {
+    init(size: Int, maxAge: Duration, now: ContinuousClock.Instant, firstAtOnce: Bool = false) {
         self.size = max(1, size)
         self.maxAge = maxAge
+        self.firstAtOnce = firstAtOnce
         self.since = now
     }
 
@@ -27,7 +33,7 @@ struct ResultBatch<Result> {
 
     /// Whether a batch is due at `now`; with `rest`, whatever waits is.
     func isDue(now: ContinuousClock.Instant, rest: Bool) -> Bool {
-        waiting.count >= size || (!waiting.isEmpty && (rest || now - since >= maxAge))
+        waiting.count >= size || (!waiting.isEmpty && (rest || now - since >= maxAge || (firstAtOnce && !taken)))
     }
 
     /// The batch due at `now` (at most `size` results, the oldest first), taken out; nil when none
@@ -35,6 +41,7 @@ struct ResultBatch<Result> {
     mutating func take(now: ContinuousClock.Instant, rest: Bool) -> [Result]? {
         guard isDue(now: now, rest: rest) else { return nil }
         let batch = Array(waiting.prefix(size))
+        taken = true
         waiting.removeFirst(batch.count)
         since = now
         return batch

@@ -33,6 +33,8 @@ public final class App: Sendable {
     /// The picker's provider searches, on their own slots.
     let pickerSearches: PickerSearches
     private let housekeeping: Housekeeping
+    /// The place index (pin names, place search), read in the background at start.
+    private let placesPath: String
     private let memoryTrim: MemoryTrim
 
     public init(pool: PostgresPool, settings: AppSettings) {
@@ -122,6 +124,7 @@ public final class App: Sendable {
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
+        self.placesPath = placesPath
         let mapPages = MapPageCache()
         self.mapPages = mapPages
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
@@ -218,6 +221,10 @@ public final class App: Sendable {
         workers.start()
         housekeeping.start()
         memoryTrim.start()
+        // The place index before the first pin drop needs it: read on first use, it held up the
+        // first drop after a start by the whole read (seconds in a debug build; script/bench pindrop).
+        let placesPath = placesPath
+        DispatchQueue.global().async { _ = PlaceIndex.shared(path: placesPath) }
         // The licence list before the first album needs it (one call a day; see LicenseStore).
         if let licenses = (workers.provider as? FlickrProvider)?.licenses {
             DispatchQueue.global().async { _ = licenses.licenses() }

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""script/bench pindrop: the time from a pin drop to the first thumbnail painted on screen, in
+headless Chromium (Selenium), against a running app whose provider is photo-fixture.
+
+A signed-up person drops a pin the keyboard way (Enter on the focused map drops one at the centre
+crosshair, Public/js/app.js); as soon as POST /pins answers, the page opens the pin's album (what
+"Open album" does, with no time spent reading the card), and the clock stops when the album's
+first photo is painted (its Element Timing render time; the frame after the image's load event
+where that is missing). Every time is read on the page's own clock (performance.timeOrigin +
+performance.now(), wall-clock milliseconds that carry across the navigation) and lined up with the
+server's log (LOG_LEVEL=debug: the album worker's stages, stamped to the millisecond by the same
+machine's clock). Prints each drop, then the median and p90 of the whole and of every stage.
+
+The first drop after start-up is a warm-up, shown but not counted: it pays for loading the place
+index (the pin's name) and opening the connections to the provider, once per process.
+
+Usage: bench-pindrop.py BASE_URL SERVER_LOG [DROPS]
+"""
+import calendar, json, random, re, sys, time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+base, server_log = sys.argv[1], sys.argv[2]
+drops = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+
+# Runs in every document before the page's own scripts (CDP; not subject to the page's CSP).
+# The map page: marks the drop at the Enter keydown (capture phase, before app.js hears it) and
+# opens the album when POST /pins answers. The album page: notes the event stream and the first
+# photo painted. Everything goes to sessionStorage["pindrop"], which survives the navigation.
+INSTRUMENT = r"""
+(() => {
+  const now = () => performance.timeOrigin + performance.now();
+  const read = () => JSON.parse(sessionStorage.getItem("pindrop") || "{}");
+  const note = (key, value) => { const s = read(); if (s[key] === undefined) { s[key] = value; sessionStorage.setItem("pindrop", JSON.stringify(s)); } };
+  const append = (key, value) => { const s = read(); (s[key] = s[key] || []).push(value); sessionStorage.setItem("pindrop", JSON.stringify(s)); };
+  if (location.pathname === "/") {
+    addEventListener("keydown", (e) => {
+      if (!window.pindropArmed || e.key !== "Enter") return;
+      window.pindropArmed = false;
+      sessionStorage.setItem("pindrop", JSON.stringify({ drop: now() }));
+    }, true);
+    const fetchOriginal = window.fetch;
+    window.fetch = async (url, init) => {
+      const dropping = url === "/pins" && init && init.method === "POST" && read().drop;
+      if (dropping) note("postStart", now());
+      const response = await fetchOriginal(url, init);
+      if (dropping && response.ok) {
+        const pin = await response.clone().json();
+        note("saved", now());
+        note("pin", pin.id);
+        location.assign(`/pins/${pin.id}`);
+      }
+      return response;
+    };
+    return;
+  }
+  const match = location.pathname.match(/^\/pins\/(\d+)$/);
+  if (!match || String(read().pin) !== match[1] || read().painted) return;
+  const Original = window.EventSource;
+  window.EventSource = class extends Original {
+    constructor(...args) {
+      super(...args);
+      note("streamCreated", now());
+      this.addEventListener("open", () => note("streamOpen", now()));
+      this.addEventListener("change", () => append("changes", now()));
+    }
+  };
+  const seen = new WeakSet();
+  const watch = (img) => {
+    if (seen.has(img)) return;
+    seen.add(img);
+    img.setAttribute("elementtiming", "pindrop");
+    note("imgInserted", now());
+    const loaded = () => {
+      if (!(img.naturalWidth > 0)) return;
+      note("loaded", now());
+      requestAnimationFrame(() => setTimeout(() => note("framed", now()), 0));
+    };
+    if (img.complete) loaded(); else img.addEventListener("load", loaded);
+  };
+  new MutationObserver(() => document.querySelectorAll("#photo-grid img").forEach(watch))
+    .observe(document, { childList: true, subtree: true });
+  try {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const at = entry.renderTime || entry.loadTime;
+        if (at) note("painted", performance.timeOrigin + at);
+      }
+    }).observe({ type: "element", buffered: true });
+  } catch { /* no Element Timing: "framed" stands in */ }
+})();
+"""
+
+options = webdriver.ChromeOptions()
+for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900", "--lang=en-US"]:
+    options.add_argument(argument)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver.set_script_timeout(30)
+
+
+def wait(condition, timeout=30, message="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception:
+            pass
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + message)
+
+
+def server_stages():
+    """pin id → {stage: epoch ms} from the album worker's debug lines (first of each stage)."""
+    stages = {}
+    line = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z debug albums: pin (\d+): ([a-z ]+?)(?: \(|$)")
+    with open(server_log) as f:
+        for text in f:
+            m = line.match(text.strip())
+            if not m:
+                continue
+            y, mo, d, h, mi, s, ms = (int(v) for v in m.groups()[:7])
+            at = calendar.timegm((y, mo, d, h, mi, s)) * 1000 + ms
+            stages.setdefault(int(m.group(8)), {}).setdefault(m.group(9), at)
+    return stages
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
+    return ordered[index]
+
+
+def median(values):
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return float("nan")
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+try:
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": INSTRUMENT})
+
+    def sign_up():
+        driver.delete_all_cookies()
+        driver.get(base + "/sign-up")
+        email = "pindrop-%d@example.org" % random.randrange(10**9)
+        for field, value in [("email", email), ("display_name", "Bench"), ("password", "a bench password"),
+                             ("password_confirmation", "a bench password")]:
+            driver.find_element(By.ID, field).send_keys(value)
+        driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+        wait(lambda: driver.find_elements(By.ID, "map-canvas"), message="the map page")
+
+    results = []
+    for n in range(drops + 1):
+        # A new person every six drops: a person's live album pages are capped at eight, and the
+        # server counts a page's stream until its next heartbeat (15 s) finds it closed, so drops
+        # a few seconds apart ran into the cap and their pages fell back to polling every 2 s.
+        if n % 6 == 0:
+            sign_up()
+        elif n:
+            driver.get(base + "/")
+        # The map settled (its basemap drawn, a quiet frame) before the drop, as when a person has
+        # found the place: the drop is timed, not the map's loading.
+        wait(lambda: driver.execute_script("return document.getElementById('map')?.dataset.basemap === 'ready'"), message="the map")
+        driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => setTimeout(done, 200));")
+        canvas = driver.find_element(By.ID, "map-canvas")
+        driver.execute_script("arguments[0].focus(); window.pindropArmed = true;", canvas)
+        canvas.send_keys(Keys.ENTER)
+        state = wait(lambda: driver.execute_script("""
+            const s = JSON.parse(sessionStorage.getItem('pindrop') || '{}');
+            return s.pin && location.pathname === '/pins/' + s.pin && (s.painted || s.framed) ? s : null"""),
+            message="the first thumbnail of drop %d" % n)
+        # Let Element Timing report (it comes a frame after the paint) before reading the page's timings.
+        time.sleep(0.15)
+        state, timings = driver.execute_script("""
+            const at = (t) => performance.timeOrigin + t;
+            const nav = performance.getEntriesByType('navigation')[0];
+            const fragments = performance.getEntriesByType('resource').filter(e => e.name.includes('/album.html'))
+              .map(e => ({ start: at(e.startTime), end: at(e.responseEnd) }));
+            const photo = performance.getEntriesByType('resource').find(e => /\\/photos\\/\\d+/.test(e.name));
+            return [JSON.parse(sessionStorage.getItem('pindrop')), {
+              navStart: at(0), pageResponse: at(nav.responseEnd), domContentLoaded: at(nav.domContentLoadedEventEnd),
+              fragments, photoStart: photo && at(photo.startTime), photoEnd: photo && at(photo.responseEnd) }];""")
+        state.update(timings)
+        results.append(state)
+        total = (state.get("painted") or state["framed"]) - state["drop"]
+        print("    %s: pin %s, first thumbnail painted after %4.0f ms" % ("drop %2d" % n if n else "warm-up", state["pin"], total),
+              file=sys.stderr, flush=True)
+    results = results[1:]
+
+    # The server's stages (LOG_LEVEL=debug) on the same clock.
+    time.sleep(0.5)
+    stages = server_stages()
+    rows = {}  # label → [ms since the drop]
+
+    def add(label, value):
+        if value is not None:
+            rows.setdefault(label, []).append(value)
+
+    for s in results:
+        drop = s["drop"]
+        end = s.get("painted") or s["framed"]
+        server = stages.get(int(s["pin"]), {})
+        since = lambda t: None if t is None else t - drop
+        add("POST /pins sent (page)", since(s.get("postStart")))
+        add("POST /pins answered (page)", since(s.get("saved")))
+        add("  job claimed by a worker (server)", since(server.get("claimed")))
+        add("  provider search answered (server)", since(server.get("searched")))
+        add("  placeholders written (server)", since(server.get("placeholders written")))
+        add("  first image downloaded (server)", since(server.get("first image downloaded")))
+        add("  first image stored, thumbnails made (server)", since(server.get("first image stored")))
+        add("  first photo row written + NOTIFY (server)", since(server.get("first photos written")))
+        add("album page: navigation started", since(s.get("navStart")))
+        add("album page: HTML answered", since(s.get("pageResponse")))
+        add("album page: DOMContentLoaded", since(s.get("domContentLoaded")))
+        add("album page: album.js runs (EventSource made)", since(s.get("streamCreated")))
+        add("album page: event stream open", since(s.get("streamOpen")))
+        changes = s.get("changes") or []
+        first_photo_event = next((t for t in changes if server.get("first photos written") and t >= server["first photos written"]), None)
+        add("  change event for the first photo", since(first_photo_event))
+        fetched = [f for f in s.get("fragments", []) if f["end"] <= s.get("imgInserted", end)]
+        add("  album.html with the first photo answered", since(fetched[-1]["end"] if fetched else None))
+        add("  <img> inserted", since(s.get("imgInserted")))
+        add("  GET /photos/:id sent", since(s.get("photoStart")))
+        add("  GET /photos/:id answered", since(s.get("photoEnd")))
+        add("  image loaded", since(s.get("loaded")))
+        add("  the frame after the load (rAF + task)", since(s.get("framed")))
+        add("first thumbnail painted", end - drop)
+
+    totals = rows["first thumbnail painted"]
+    print("Pin drop to first thumbnail painted: %d drops, median %.0f ms, p90 %.0f ms (best %.0f ms, worst %.0f ms)"
+          % (len(totals), median(totals), percentile(totals, 0.9), min(totals), max(totals)))
+    print("Stages, ms after the drop (median, p90; the server's from its log, LOG_LEVEL=debug):")
+    for label, values in rows.items():
+        print("  %-48s %6.0f %6.0f%s" % (label, median(values), percentile(values, 0.9),
+                                        "" if len(values) == len(totals) else "   (%d of %d drops)" % (len(values), len(totals))))
+    sys.stdout.flush()
+finally:
+    driver.quit()
