@@ -113,6 +113,10 @@ final class Connection: @unchecked Sendable {
 
     private func run(_ request: HTTPRequest) {
         server.noteForwardingHeaders(request, peer: peer)
+        // An answer already in memory is made here: a hop to a handler slot and back cost more.
+        if let response = server.respondInline(to: request) {
+            return perform(machine.responseReady(response, now: .now))
+        }
         let accepted = server.executor.submit { [self] in
             let response = server.respond(to: request)
             queue.async { self.perform(self.machine.responseReady(response, now: .now)) }
