@@ -81,7 +81,7 @@ extension WebPipeline {
         }
         let headers: HTTPHeaders = ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": blob.contentType]
         if let files = store as? FileStore {
-            guard isPhotoHash(blob.hash), let file = FileBody(path: files.path(blob.hash).file) else {
+            guard isPhotoHash(blob.hash), let file = OpenBlobs.shared.file(at: files.path(blob.hash).file) else {
                 throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
             }
             return HTTPResponse(status: .ok, headers: headers, body: .file(file))
