@@ -113,6 +113,14 @@ final class Connection: @unchecked Sendable {
 
     private func run(_ request: HTTPRequest) {
         server.noteForwardingHeaders(request, peer: peer)
+        // An answer already in memory is made here: a hop to a handler slot and back cost more.
+        // It is reported from a block queued behind this one (the same thread, no wake-up), not
+        // from here: sending it may start the next pipelined request, whose inline answer would
+        // nest another level, as deep as a client cares to pipeline.
+        if let response = server.respondInline(to: request) {
+            queue.async { self.perform(self.machine.responseReady(response, now: .now)) }
+            return
+        }
         let accepted = server.executor.submit { [self] in
             let response = server.respond(to: request)
             queue.async { self.perform(self.machine.responseReady(response, now: .now)) }

@@ -5,16 +5,37 @@ import WebText
 /// other connections.
 public protocol HTTPHandler: Sendable {
     func handle(_ request: HTTPRequest) throws -> HTTPResponse
+
+    /// The answer when it is already in memory, or nil: then `handle` runs on the executor. Runs on
+    /// the connection's I/O queue, so it must never block (no database, no network) and must do
+    /// nothing that counts when it says nil or throws (the request then runs again on the
+    /// executor, which also renders any error). It saves two thread hand-offs per request (to a
+    /// handler slot and back), which cost more than a cached photo's answer itself.
+    func respondInline(_ request: HTTPRequest) throws -> HTTPResponse?
 }
 
-/// A closure as a handler.
+extension HTTPHandler {
+    public func respondInline(_ request: HTTPRequest) throws -> HTTPResponse? { nil }
+}
+
+/// A closure as a handler; `inline`, when given, is its `respondInline`.
 public struct ClosureHandler: HTTPHandler {
     let body: @Sendable (HTTPRequest) throws -> HTTPResponse
-    public init(_ body: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) { self.body = body }
+    let inline: (@Sendable (HTTPRequest) throws -> HTTPResponse?)?
+
+    public init(_ body: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse,
+                inline: (@Sendable (HTTPRequest) throws -> HTTPResponse?)? = nil) {
+        self.body = body
+        self.inline = inline
+    }
+
     public func handle(_ request: HTTPRequest) throws -> HTTPResponse { try body(request) }
+    public func respondInline(_ request: HTTPRequest) throws -> HTTPResponse? { try inline?(request) }
 }
 
-/// Runs around a handler: may change the request, answer early, or change the response.
+/// Runs around a handler: may change the request, answer early, or change the response. Also runs
+/// around inline answers (`HTTPHandler.respondInline`), on an I/O queue: it must not block, and
+/// must pass on errors it does not know (an inline attempt that gives up is an error to it).
 public protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse
 }
@@ -33,9 +54,28 @@ public struct MiddlewareChain: HTTPHandler {
         try run(request, from: 0)
     }
 
+    public func respondInline(_ request: HTTPRequest) throws -> HTTPResponse? {
+        do {
+            return try runInline(request, from: 0)
+        } catch is NotInline {
+            return nil
+        }
+    }
+
     private func run(_ request: HTTPRequest, from index: Int) throws -> HTTPResponse {
         guard index < middlewares.count else { return try handler.handle(request) }
         return try middlewares[index].handle(request) { try run($0, from: index + 1) }
+    }
+
+    /// The handler's nil leaves through the middlewares as an error, which none of them catches.
+    private struct NotInline: Error {}
+
+    private func runInline(_ request: HTTPRequest, from index: Int) throws -> HTTPResponse {
+        guard index < middlewares.count else {
+            guard let response = try handler.respondInline(request) else { throw NotInline() }
+            return response
+        }
+        return try middlewares[index].handle(request) { try runInline($0, from: index + 1) }
     }
 }
 

@@ -331,6 +331,13 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The handler's inline answer (`HTTPHandler.respondInline`), or nil: then `respond` runs on
+    /// the executor. An error is never answered here: rendering it may block (the app's error page
+    /// looks up the session), so the executor runs the request again and answers it.
+    func respondInline(to request: HTTPRequest) -> HTTPResponse? {
+        try? handler.respondInline(request)
+    }
+
     func errorResponse(_ error: any HTTPResponseError, request: HTTPRequest?) -> HTTPResponse {
         ConnectionStateMachine.errorResponse(error, request: request, errorPage: configuration.errorPage)
     }

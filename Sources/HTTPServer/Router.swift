@@ -49,6 +49,26 @@ public struct Router: HTTPHandler {
     }
 
     public func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        let resolved = try resolve(request)
+        if let (handler, request) = resolved.route { return try handler.handle(request) }
+        var allowed = resolved.allowed
+        if !allowed.isEmpty {
+            if allowed.contains("GET") { allowed.append("HEAD") }
+            throw HTTPError(.methodNotAllowed, "This address does not accept \(request.method).",
+                            headers: ["Allow": allowed.joined(separator: ", ")])
+        }
+        if let fallback { return try fallback.handle(request) }
+        throw HTTPError.notFound
+    }
+
+    /// The route's inline answer; a 405, 404 or the fallback are left to `handle`.
+    public func respondInline(_ request: HTTPRequest) throws -> HTTPResponse? {
+        guard let (handler, request) = try resolve(request).route else { return nil }
+        return try handler.respondInline(request)
+    }
+
+    /// The route for the request (with its parameters filled in), or the methods the path allows.
+    private func resolve(_ request: HTTPRequest) throws -> (route: (any HTTPHandler, HTTPRequest)?, allowed: [String]) {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true)
         var allowed: [String] = []
         var headFallback: (Route, [String: String])?
@@ -57,7 +77,7 @@ public struct Router: HTTPHandler {
             if route.method == request.method {
                 var request = request
                 request.parameters = parameters
-                return try route.handler.handle(request)
+                return ((route.handler, request), [])
             }
             if request.method == "HEAD" && route.method == "GET" { headFallback = (route, parameters) }
             allowed.append(route.method)
@@ -65,15 +85,9 @@ public struct Router: HTTPHandler {
         if let (route, parameters) = headFallback {
             var request = request
             request.parameters = parameters
-            return try route.handler.handle(request)
+            return ((route.handler, request), [])
         }
-        if !allowed.isEmpty {
-            if allowed.contains("GET") { allowed.append("HEAD") }
-            throw HTTPError(.methodNotAllowed, "This address does not accept \(request.method).",
-                            headers: ["Allow": allowed.joined(separator: ", ")])
-        }
-        if let fallback { return try fallback.handle(request) }
-        throw HTTPError.notFound
+        return (nil, allowed)
     }
 
     /// Parameters when the path matches. An undecodable parameter is a 400, not a miss.

@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Foundation
 import Log
+import Synchronization
 
 /// LISTEN/NOTIFY on a dedicated connection whose socket a Dispatch read source watches, so waiting
 /// for a notification costs no thread. The rules (health check with a deadline, backoff, reconnect)
@@ -26,6 +27,9 @@ public final class PostgresListener: @unchecked Sendable {
     private var timer: (any DispatchSourceTimer)?
     private var handlers: [String: [Handler]] = [:]
     private var reconnectHandlers: [@Sendable () -> Void] = []
+    /// `isConnected`, refreshed on `queue` after every event: PhotoAccess asks on every photo
+    /// request, and a `queue.sync` there cost each request a lock hand-off with this queue.
+    private let connected = Atomic<Bool>(false)
 
     /// `healthCheckInterval`: seconds of silence before the link is checked; `healthCheckDeadline`:
     /// seconds the check's answer may take before the connection counts as lost.
@@ -77,7 +81,13 @@ public final class PostgresListener: @unchecked Sendable {
     }
 
     /// Whether the LISTEN connection is up (for readiness checks).
-    public var isConnected: Bool { queue.sync { machine.isConnected && (connection?.isHealthy ?? false) } }
+    public var isConnected: Bool { connected.load(ordering: .acquiring) }
+
+    /// Called on `queue` once an event is handled (the machine's state and libpq's are both
+    /// changed only there).
+    private func refreshConnected() {
+        connected.store(machine.isConnected && (connection?.isHealthy ?? false), ordering: .releasing)
+    }
 
     /// The link's state, for logs and tests.
     var state: ListenLinkStateMachine.State { queue.sync { machine.state } }
@@ -96,6 +106,7 @@ public final class PostgresListener: @unchecked Sendable {
     // MARK: Actions
 
     private func perform(_ actions: ListenLinkStateMachine.Actions, connection new: PostgresConnection? = nil) {
+        defer { refreshConnected() }
         if actions.drop {
             if let new { new.close() } else { dropConnection() }
         } else if let new {
@@ -178,6 +189,7 @@ public final class PostgresListener: @unchecked Sendable {
     // MARK: Events
 
     private func readable() {
+        defer { refreshConnected() }
         guard let connection else { return }
         let now = monotonicNow()
         guard connection.consumeInput(), !connection.peerHasClosed() else {

@@ -7,10 +7,12 @@ import Synchronization
 /// at once on its own. An entry lives at most `lifetime`, and the cache is used only while the
 /// LISTEN link is up: a notification that could be lost is bounded by that lifetime.
 final class PhotoAccess: Sendable {
-    /// Who is asking: a session (the SHA-256 of its cookie token, hex, as sessions.token_hash), or
-    /// later a share link's token hash once its gate has checked the link's password cookie.
+    /// Who is asking: a session by its cookie token itself, or later a share link's token hash once
+    /// its gate has checked the link's password cookie. The token, not its SHA-256: hashing it on
+    /// every photo request was work the cache exists to save; the hash (what NOTIFY names) is kept
+    /// in the grant for revocation, which is rare and may scan.
     enum Key: Hashable, Sendable {
-        case session(String)
+        case session(token: String)
         case shareLink(String)
     }
 
@@ -19,6 +21,8 @@ final class PhotoAccess: Sendable {
         let userID: Int64
         let pinID: Int64?
         let expires: ContinuousClock.Instant
+        /// For a session: sessions.token_hash, as NOTIFY photo_access names it.
+        var sessionHash: String? = nil
     }
 
     /// A ready photo's owner and blobs (hex SHA-256 per width; the original's content type).
@@ -57,7 +61,7 @@ final class PhotoAccess: Sendable {
         self.linkUp = linkUp
     }
 
-    static func key(sessionToken token: String) -> Key { .session(SHA256.hex(Array(token.utf8))) }
+    static func key(sessionToken token: String) -> Key { .session(token: token) }
 
     // MARK: Reading
 
@@ -84,7 +88,8 @@ final class PhotoAccess: Sendable {
 
     func remember(_ key: Key, userID: Int64, pinID: Int64? = nil, since mark: UInt64) {
         guard linkUp() else { return }
-        let grant = Grant(userID: userID, pinID: pinID, expires: .now + lifetime)
+        var grant = Grant(userID: userID, pinID: pinID, expires: .now + lifetime)
+        if case .session(let token) = key { grant.sessionHash = SHA256.hex(Array(token.utf8)) }
         guard revocations.load(ordering: .acquiring) == mark else { return }
         grants.put(key, grant)
         // A revocation that raced the put: drop it again rather than decide who won.
@@ -110,6 +115,13 @@ final class PhotoAccess: Sendable {
     func forget(_ key: Key) {
         revoked()
         grants.remove(key)
+    }
+
+    /// A session named by its token's hash (NOTIFY photo_access): O(grants), like the other
+    /// revocations that scan.
+    func forget(sessionHash hash: String) {
+        revoked()
+        grants.removeAll { _, grant in grant.sessionHash == hash }
     }
 
     func forget(photo id: Int64) {
@@ -142,7 +154,7 @@ final class PhotoAccess: Sendable {
         let kind = payload[..<colon]
         let ids = payload[payload.index(after: colon)...].split(separator: ",")
         switch kind {
-        case "s": for hash in ids { forget(.session(String(hash))) }
+        case "s": for hash in ids { forget(sessionHash: String(hash)) }
         case "u": for id in ids.compactMap({ Int64($0) }) { forget(user: id) }
         case "p": for id in ids.compactMap({ Int64($0) }) { forget(pin: id) }
         case "ph": for id in ids.compactMap({ Int64($0) }) { forget(photo: id) }

@@ -10,12 +10,15 @@ private let photoBytesLogger = Logger(label: "photo-store")
 extension WebPipeline {
     mutating func addPhotoBytesRoute(albums: AlbumStore) {
         let access = albums.access
-        signedInCached("/photos/:id", cached: { request, grant in
+        signedInCached("/photos/:id", cached: { request, grant, mayBlock in
             guard let access, let id = Self.pinID(request) else { throw HTTPError.notFound }
             let width = Self.photoWidth(request)
             if case .allowed(let photo) = access.photo(id, for: grant) {
+                // Inline only from the file store: another store's get is a network call.
+                guard mayBlock || albums.photos is FileStore else { return nil }
                 return try Self.photoResponse(request, photo, width: width, store: albums.photos)
             }
+            guard mayBlock else { return nil }
             let mark = access.mark()
             switch try albums.accessPhoto(id, userID: grant.userID) {
             case nil:
@@ -78,7 +81,7 @@ extension WebPipeline {
         }
         let headers: HTTPHeaders = ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": blob.contentType]
         if let files = store as? FileStore {
-            guard isPhotoHash(blob.hash), let file = FileBody(path: files.path(blob.hash).file) else {
+            guard isPhotoHash(blob.hash), let file = OpenBlobs.shared.file(at: files.path(blob.hash).file) else {
                 throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
             }
             return HTTPResponse(status: .ok, headers: headers, body: .file(file))

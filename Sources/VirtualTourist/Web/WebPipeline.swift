@@ -129,23 +129,26 @@ struct WebPipeline: Sendable {
 
     /// A signed-in GET that may be answered from PhotoAccess without the session's round trip:
     /// `cached` gets the grant the session cookie holds there and answers, or says nil; then (and
-    /// without a cached grant) the request runs as a `signedIn` route does.
+    /// without a cached grant) the request runs as a `signedIn` route does. `cached` is first asked
+    /// with `mayBlock` false on the connection's I/O queue (HTTPHandler.respondInline): it then
+    /// answers only from memory, and says nil for anything that needs the database or the network.
     mutating func signedInCached(_ pattern: String,
-                                 cached: @escaping @Sendable (HTTPRequest, PhotoAccess.Grant) throws -> HTTPResponse?,
+                                 cached: @escaping @Sendable (HTTPRequest, PhotoAccess.Grant, _ mayBlock: Bool) throws -> HTTPResponse?,
                                  _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
         let access = photoAccess, secure = secureCookies, report = reportRoundTrips
         let signedIn = signedInHandler(handler)
-        router.add("GET", pattern, ClosureHandler { request in
-            if let access, let token = Cookies.parse(request, secure: secure)[Cookies.session],
-               let grant = access.grant(PhotoAccess.key(sessionToken: token)) {
-                let roundTripsBefore = RoundTrips.onThisThread
-                if var response = try cached(request, grant) {
-                    if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
-                    return response
-                }
-            }
+        let answer: @Sendable (HTTPRequest, Bool) throws -> HTTPResponse? = { request, mayBlock in
+            guard let access, let token = Cookies.parse(request, secure: secure)[Cookies.session],
+                  let grant = access.grant(PhotoAccess.key(sessionToken: token)) else { return nil }
+            let roundTripsBefore = RoundTrips.onThisThread
+            guard var response = try cached(request, grant, mayBlock) else { return nil }
+            if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
+            return response
+        }
+        router.add("GET", pattern, ClosureHandler({ request in
+            if let response = try answer(request, true) { return response }
             return try signedIn(request)
-        })
+        }, inline: { request in try answer(request, false) }))
     }
 
     private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool, access: PhotoAccess? = nil,

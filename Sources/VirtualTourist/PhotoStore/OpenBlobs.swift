@@ -1,0 +1,37 @@
+import HTTPServer
+
+/// File-store blobs kept open for GET /photos/:id, by path: a thumbnail is opened once per
+/// `lifetime`, not once per request (open, fstat and close were half the route's system calls;
+/// nginx's open_file_cache does the same). A blob never changes under its name (the name is its
+/// SHA-256), so a kept descriptor always has the right bytes; `lifetime` bounds how long one keeps
+/// a swept blob's disk space after the collector unlinked it. Responses share a descriptor safely:
+/// sendfile is given its own offset, and the last reference closes it (FileBody).
+final class OpenBlobs: Sendable {
+    private struct Entry: Sendable {
+        let file: FileBody
+        let expires: ContinuousClock.Instant
+    }
+
+    let lifetime: Duration
+    private let files: BoundedCache<String, Entry>
+
+    init(maxCount: Int = 256, lifetime: Duration = .seconds(10)) {
+        self.lifetime = lifetime
+        files = BoundedCache(maxCount: maxCount)
+    }
+
+    /// The open file at `path`, kept or opened now; nil when there is no regular file there.
+    func file(at path: String) -> FileBody? {
+        let now = ContinuousClock.now
+        if let entry = files.get(path), entry.expires > now { return entry.file }
+        guard let file = FileBody(path: path) else {
+            files.remove(path)
+            return nil
+        }
+        files.put(path, Entry(file: file, expires: now + lifetime))
+        return file
+    }
+
+    /// One per process: paths are absolute in practice and name their store, so stores share it.
+    static let shared = OpenBlobs()
+}
