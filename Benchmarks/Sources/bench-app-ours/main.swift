@@ -32,7 +32,11 @@ settings.signUp = .open
 // store's upkeep would move them out of the database. Nothing is downloaded here.
 settings.photoStore = "/tmp/bench-app-photos"
 settings.photoStoreUpkeepDelay = 86_400
+// No album workers (the peer has none), but the LISTEN link runs as in `virtual-tourist serve`:
+// without it PhotoAccess stays off and /photos/:id would take the fallback's two round trips.
+settings.workers.workers = 0
 let app = App(pool: pool, settings: settings)
+try app.startBackgroundWork()
 var configuration = ServerConfiguration()
 configuration.port = port
 configuration.handlerConcurrency = settings.handlerSlots(databaseConnections: poolSize)
