@@ -19,12 +19,12 @@ enum Cookies {
         for header in request.headers.values("Cookie") {
             for pair in header.split(separator: ";") {
                 guard let eq = pair.firstIndex(of: "=") else { continue }
-                var name = pair[..<eq].trimmingSpaces
+                var name = pair[..<eq].trimmingSpaces()
                 if secure {
                     guard name.hasPrefix(securePrefix) else { continue }
                     name = String(name.dropFirst(securePrefix.count))
                 }
-                let value = pair[pair.index(after: eq)...].trimmingSpaces
+                let value = pair[pair.index(after: eq)...].trimmingSpaces()
                 // The first wins: browsers send the most specific path first.
                 if cookies[name] == nil { cookies[name] = value }
             }
@@ -42,22 +42,5 @@ enum Cookies {
 
     static func clear(_ name: String, secure: Bool) -> String {
         set(name, "", maxAge: 0, secure: secure)
-    }
-}
-
-extension Substring {
-    /// Without spaces and tabs at either end. By UTF-8 index, then one copy: building the String
-    /// from a reversed view went character by character through generic code, and was a fifth of
-    /// a cached photo request in perf (Cookies.parse runs on every one).
-    var trimmingSpaces: String {
-        let bytes = utf8
-        var start = bytes.startIndex, end = bytes.endIndex
-        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
-        while end > start {
-            let last = bytes.index(before: end)
-            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
-            end = last
-        }
-        return String(self[start..<end])
     }
 }

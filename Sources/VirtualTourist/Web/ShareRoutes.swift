@@ -289,7 +289,7 @@ struct ShareGate: Sendable {
     static func cookies(_ request: HTTPRequest, named name: String) -> [String] {
         request.headers.values("Cookie").flatMap { $0.split(separator: ";") }.compactMap { pair in
             guard let eq = pair.firstIndex(of: "=") else { return nil }
-            return pair[..<eq].trimmingSpaces == name ? pair[pair.index(after: eq)...].trimmingSpaces : nil
+            return pair[..<eq].trimmingSpaces() == name ? pair[pair.index(after: eq)...].trimmingSpaces() : nil
         }
     }
 
