@@ -4,6 +4,7 @@ import Glibc
 #endif
 import HTTPServer
 import Postgres
+import Synchronization
 import Testing
 import TestSupport
 @testable import VirtualTourist
@@ -177,5 +178,47 @@ import TestSupport
         #expect(try ann.request("DELETE", "/pins/\(pin)", headers: [("X-CSRF-Token", token)]).status == 204)
         #expect(try Self.refusedWithinTheBound(onSecond, "/photos/\(ids[0])?w=256", app: second))
         #expect(try onSecond.get("/photos/\(ids[1])?w=256").status == 404)
+    }
+
+    /// What the triggers (migrations 0115, 0116) say, heard as another instance hears it: a New
+    /// Collection names the pin and its ready photos, a sign-out the session's hash, and a pin's
+    /// first collection (from generation 0, nothing to drop) nothing at all.
+    @Test func theNotificationsNameExactlyWhatEnded() throws {
+        let (app, ann, pin, ids) = try Self.appWithAlbum()
+        let listener = PostgresListener(url: app.pool.url)
+        try listener.start()
+        defer { listener.stop() }
+        let heard = Mutex<[String]>([])
+        try listener.listen("photo_access") { payload in heard.withLock { $0.append(payload) } }
+        /// Everything committed before a marker is delivered before it (notifications go out in
+        /// commit order), so what was not heard by then was never sent.
+        func heardUpTo(_ marker: String) -> [String] {
+            try? app.pool.query("SELECT pg_notify('photo_access', $1)", [marker])
+            #expect(eventually(timeout: 30) { heard.withLock { $0.contains(marker) } }, "\(marker) not heard")
+            // Without the extra "ready" markers the wait below may have sent.
+            return heard.withLock { all in defer { all.removeAll() }; return all.filter { $0 != "ready" } }
+        }
+        // The listener's LISTEN is in place once a marker comes back.
+        #expect(eventually(timeout: 30) {
+            try? app.pool.query("SELECT pg_notify('photo_access', 'ready')")
+            return heard.withLock { $0.contains("ready") }
+        })
+        heard.withLock { $0.removeAll() }
+
+        let token = try #require(try ann.get("/").csrfToken)
+        let dropped = try ann.post("/pins", form: [("_csrf", token), ("lat", "10"), ("lon", "20")], headers: [("Accept", "application/json")])
+        #expect(dropped.status == 201)
+        #expect(heardUpTo("dropped") == ["dropped"], "a first collection revokes nothing")
+
+        let userID: Int64 = try app.pool.query("SELECT user_id FROM pins WHERE id = $1", [Int64(pin)])[0].decode("user_id")
+        #expect(try app.app.albums.startCollection(pinID: Int64(pin), userID: userID) == .started)
+        let renewed = heardUpTo("renewed")
+        #expect(renewed.contains("p:\(pin)"), "\(renewed)")
+        let photos = Set(renewed.filter { $0.hasPrefix("ph:") }.flatMap { $0.dropFirst(3).split(separator: ",").map(String.init) })
+        #expect(photos == Set(ids.map(String.init)), "\(renewed)")
+
+        let cookie = try #require(ann.cookies["vt_session"])
+        #expect(try ann.post("/sign-out", form: [("_csrf", token)]).status == 303)
+        #expect(heardUpTo("signed out") == ["s:" + SHA256.hex(Array(cookie.utf8)), "signed out"])
     }
 }

@@ -275,14 +275,39 @@ public struct AlbumStore: Sendable {
             if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, quotas: quotas, newCollection: !onlyIfNew) {
                 return .quotaReached(reached)
             }
-            let generation: Int = try db.query("""
-                UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now()
-                WHERE id = $1 AND user_id = $2 RETURNING generation
-                """, [pinID, userID])[0].decode("generation")
-            try db.query("DELETE FROM photos WHERE pin_id = $1 AND user_id = $2", [pinID, userID])
-            try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .collection)
+            try Self.startCollections(db, pinIDs: [pinID], userID: userID)
+            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
             return .started
         }
+    }
+
+    /// Starts a collection on pins the caller has locked and checked (status, quotas): a new
+    /// generation, the old photos dropped, the live job cancelled and a collection queued, for all
+    /// of them in one statement; the workers are woken at commit. A dropped pin and an import's
+    /// thousands take the same path. Returns the pins started.
+    @discardableResult
+    static func startCollections(_ db: PostgresConnection, pinIDs: [Int64], userID: Int64) throws -> [Int64] {
+        guard !pinIDs.isEmpty else { return [] }
+        // The INSERT reads `cancelled` first, so the old jobs are cancelled before the new ones go
+        // in: one live job per pin is a unique index, and a data-modifying WITH has no order of
+        // its own. Identical notifications in a transaction are delivered once.
+        let rows = try db.query("""
+            WITH started AS (
+                UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now()
+                WHERE id = ANY($1::bigint[]) AND user_id = $2 RETURNING id, generation
+            ), dropped AS (
+                DELETE FROM photos WHERE pin_id IN (SELECT id FROM started) AND user_id = $2
+            ), cancelled AS (
+                UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now()
+                WHERE pin_id IN (SELECT id FROM started) AND user_id = $2 AND state IN (\(JobState.queued.sql), \(JobState.running.sql))
+                RETURNING id
+            ), queued AS (
+                INSERT INTO album_jobs (pin_id, user_id, generation, kind)
+                SELECT id, $2, generation, \(JobKind.collection.sql) FROM started WHERE (SELECT count(*) FROM cancelled) >= 0
+            )
+            SELECT id, pg_notify($3, '') FROM started
+            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", userID, jobsChannel])
+        return try rows.map { try $0.decode("id") }
     }
 
     /// Whether starting a collection on this pin would pass a quota: stored bytes (not counting the

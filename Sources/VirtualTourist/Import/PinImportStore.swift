@@ -67,11 +67,11 @@ struct PinImportStore: Sendable {
 
     /// Makes the pins of a pending import in one transaction, under the same lock and limit as
     /// dropping one pin (PinStore.create): all of them or, past the limit, none. `name` gives
-    /// an unnamed point the name a dropped pin would get. Each album is queued as a dropped pin's
-    /// is (AlbumStore.startCollection on a new pin: generation 1, downloading, one collection job),
-    /// in the same statement rather than a transaction per pin (2,000 of those took 15 s); the
-    /// workers' fair queue then takes them in turn with everyone else's, under the provider budget.
-    /// Past the person's photo storage the pins stay new, as a dropped pin does.
+    /// an unnamed point the name a dropped pin would get. Their albums start as a dropped pin's
+    /// does (AlbumStore.startCollections), all in one statement rather than a transaction per pin
+    /// (2,000 of those took 15 s); the workers' fair queue then takes them in turn with everyone
+    /// else's, under the provider budget. Past the person's photo storage the pins stay new, as a
+    /// dropped pin does.
     func confirm(_ id: Int64, of userID: Int64, name: (PinImport.Point) -> String?) throws -> Confirmed {
         try pool.transaction { db in
             let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
@@ -86,25 +86,19 @@ struct PinImportStore: Sendable {
             // The photo-storage check startCollection makes, once for all (none of these pins has photos).
             let collect = try AlbumStore.quotaReached(db, pinID: 0, userID: userID, quotas: quotas, newCollection: false) == nil
             let rows = try db.query("""
-                WITH added AS (
-                    INSERT INTO pins (user_id, lat, lon, place_name, status, generation)
-                    SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name',
-                           CASE WHEN $4 THEN \(PinStatus.downloading.sql) ELSE \(PinStatus.new.sql) END, CASE WHEN $4 THEN 1 ELSE 0 END
-                    FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(p, n)
-                    WHERE (SELECT count(*) FROM pins WHERE user_id = $1) + jsonb_array_length($2::jsonb) <= $3
-                    ORDER BY n
-                    RETURNING id, user_id, generation
-                ), queued AS (
-                    INSERT INTO album_jobs (pin_id, user_id, generation, kind)
-                    SELECT id, user_id, generation, \(JobKind.collection.sql) FROM added WHERE $4
-                )
-                SELECT id FROM added ORDER BY id
-                """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit, collect])
+                INSERT INTO pins (user_id, lat, lon, place_name, status)
+                SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name', \(PinStatus.new.sql)
+                FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(p, n)
+                WHERE (SELECT count(*) FROM pins WHERE user_id = $1) + jsonb_array_length($2::jsonb) <= $3
+                ORDER BY n
+                RETURNING id
+                """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit])
             // The limit holds for all of them or none: the count is the one before the insert.
             guard !rows.isEmpty || points.isEmpty else { return .quotaReached(.pins(limit)) }
+            let pinIDs: [Int64] = try rows.map { try $0.decode("id") }.sorted()
+            if collect { try AlbumStore.startCollections(db, pinIDs: pinIDs, userID: userID) }
             try db.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2", [id, userID])
-            if collect { try db.query("SELECT pg_notify($1, '')", [AlbumStore.jobsChannel]) }
-            return .created(pinIDs: try rows.map { try $0.decode("id") }, fileName: try row.decode("file_name"))
+            return .created(pinIDs: pinIDs, fileName: try row.decode("file_name"))
         }
     }
 }
