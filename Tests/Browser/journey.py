@@ -22,10 +22,11 @@ PASSWORD = "a long journey password"
 failures = []
 
 
-def browser(phone=False):
+def browser(phone=False, extra=()):
+    """Headless Chromium through chromedriver; `extra`: more command-line arguments."""
     options = webdriver.ChromeOptions()
     for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,900", "--lang=en-US"]:
+                     "--window-size=1280,900", "--lang=en-US", *extra]:
         options.add_argument(argument)
     if phone:
         options.add_experimental_option("mobileEmulation", {

@@ -1,24 +1,25 @@
 #!/usr/bin/env python3
 """Street-level maps in a real browser (Chromium through Selenium). script/test starts four app
-instances and runs:  tiles.py SCREENSHOT_DIR VECTOR_URL STAMEN_URL USGS_URL DEAD_UPSTREAM_URL
+instances and runs:  tiles.py VECTOR_URL SCREENSHOT_DIR STAMEN_URL USGS_URL DEAD_UPSTREAM_URL
 
   VECTOR_URL         TILES_FILE=Tests/Fixtures/tiles/naples.pmtiles (MVT, Protomaps layers)
   STAMEN_URL         TILES_FILE=…/stamen-toner-z0-3.pmtiles (PNG, zoom 0-3, whole world)
   USGS_URL           TILES_FILE=…/usgs-mt-whitney-z8-15-webp.pmtiles (WebP, zoom 8-15, a small area)
   DEAD_UPSTREAM_URL  TILE_URL pointing at a closed port (every tile fails upstream)
 
-Checks canvas pixels against the style's colours (Public/js/vector.js STYLE), that every request
-stays on the page's origin, and that the console has no errors (CSP violations included).
+The first two arguments are journey.py's (BASE_URL SCREENSHOT_DIR): its browser, steps and waits
+are used here. Checks canvas pixels against the style's colours (Public/js/vector.js STYLE), that
+every request stays on the page's origin, and that the console has no errors (CSP violations
+included).
 """
-import json, os, random, sys, time, traceback
+import os, random, sys, time, traceback
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
+sys.path.insert(0, os.path.dirname(__file__))
+import journey as j  # noqa: E402  (VECTOR_URL and SCREENSHOT_DIR are its BASE_URL and SCREENSHOT_DIR)
+from selenium.webdriver.common.by import By  # noqa: E402
 
-SHOTS = sys.argv[1]
-VECTOR, STAMEN, USGS, DEAD = sys.argv[2:6]
-os.makedirs(SHOTS, exist_ok=True)
+VECTOR, SHOTS = j.BASE, j.SHOTS
+STAMEN, USGS, DEAD = sys.argv[3:6]
 failures = []
 
 # Public/js/vector.js STYLE and map.js's built-in colours.
@@ -30,41 +31,16 @@ BUILDING = (0xdd, 0xd5, 0xc8)
 SEA = (0xa9, 0xcf, 0xe0)
 
 
-def browser():
-    options = webdriver.ChromeOptions()
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,900", "--lang=en-US", "--force-device-scale-factor=1"]:
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_script_timeout(30)
-    return driver
-
-
 def step(driver, name, body):
-    print("  -", name, flush=True)
-    try:
+    with j.Step(driver, "tiles: " + name):
         body()
-    except Exception:
-        failures.append(name)
-        traceback.print_exc()
-        slug = "FAILED-tiles-" + "".join(c if c.isalnum() else "-" for c in name)[:60]
-        try:
-            driver.save_screenshot(os.path.join(SHOTS, slug + ".png"))
-            with open(os.path.join(SHOTS, slug + ".console.txt"), "w") as f:
-                for entry in driver.get_log("browser"):
-                    f.write(json.dumps(entry) + "\n")
-        except Exception:
-            pass
+    if j.failures:
+        failures.extend(j.failures)
+        j.failures.clear()
 
 
 def wait(predicate, timeout=15, message="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for " + message)
+    j.wait(None, predicate, timeout, message)
 
 
 def sign_up(driver, base):
@@ -75,7 +51,7 @@ def sign_up(driver, base):
         wait(lambda: driver.execute_script("return !!(window.virtualTourist && window.virtualTourist.map)"), message="the map")
         return
     for field, value in [("email", "tiles-%d@example.org" % random.randrange(10**9)), ("display_name", "Tess"),
-                         ("password", "a long tiles password"), ("password_confirmation", "a long tiles password")]:
+                         ("password", j.PASSWORD), ("password_confirmation", j.PASSWORD)]:
         driver.find_element(By.ID, field).send_keys(value)
     driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
     wait(lambda: driver.execute_script("return !!(window.virtualTourist && window.virtualTourist.map)"), message="the map")
@@ -237,7 +213,7 @@ def dead_upstream_checks(d):
 
 
 for checks in (vector_checks, raster_checks, dead_upstream_checks):
-    driver = browser()
+    driver = j.browser(extra=["--force-device-scale-factor=1"])
     try:
         checks(driver)
     except Exception:
