@@ -269,7 +269,9 @@ final class StreamWatcher: AlbumWatcher {
     private let csrf: String
     private struct Reads { var running = false, again = false }
     private let reads = Mutex(Reads())
-    private static let queue = DispatchQueue(label: "album-stream-reads", attributes: .concurrent)
+    /// Reads block on the database: a few serial queues (a pin's always the same one) bound the
+    /// threads, also when every open page re-reads at once (`AlbumEvents.everyoneReread`).
+    private static let queues = (0..<4).map { DispatchQueue(label: "album-stream-reads-\($0)") }
 
     init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String) {
         self.stream = stream
@@ -286,7 +288,7 @@ final class StreamWatcher: AlbumWatcher {
             r.running = true
             return true
         }
-        if start { Self.queue.async { self.readAndSend(change) } }
+        if start { Self.queues[Int(pinID % 4)].async { self.readAndSend(change) } }
     }
 
     private func readAndSend(_ change: AlbumChange) {
