@@ -27,12 +27,8 @@ export class View {
     this.frameTimes = [];
     this.animation = null;
     this.scheduled = false;
-    // The base as last drawn for a view that stood still, and that view: a frame where only the
-    // layers changed (a pin dropping, a pin selected) puts it back instead of drawing the base.
-    this.baseCopy = null;
-    this.baseCopyKey = null;
-    this.baseStale = true;
-    this.lastKey = null;
+    // this.baseCopy: the base as last drawn for a view that stood still (this.baseKey), which a
+    // frame where only the layers changed (a pin dropping, a pin selected) puts back.
     this.resize();
     new ResizeObserver(() => { this.resize(); this.redraw(); }).observe(canvas);
     if (darkScheme) darkScheme.addEventListener("change", () => this.redraw());
@@ -162,16 +158,14 @@ export class View {
 
   redraw() {
     this.baseStale = true;
-    this.schedule();
+    this.redrawLayers();
   }
 
-  /** Only the layers above the base changed (pins): the next frame reuses the base's copy when it
-   *  has one for this view. A full frame is 30-100 ms of the main thread where the canvas is drawn
-   *  in software, and a pin's 350 ms drop animation is a frame every 16 ms: drawn in full, they
-   *  held up the page's answer to POST /pins by ~110 ms (script/bench pindrop). */
-  redrawLayers() { this.schedule(); }
-
-  schedule() {
+  // Only the layers above the base changed (pins): the next frame reuses the base's copy when it
+  // has one for this view. A full frame is 30-100 ms of the main thread where the canvas is drawn
+  // in software, and a pin's 350 ms drop animation is a frame every 16 ms: drawn in full, they
+  // held up the page's answer to POST /pins by ~110 ms (script/bench pindrop).
+  redrawLayers() {
     if (this.scheduled) return;
     this.scheduled = true;
     requestAnimationFrame((now) => this.frame(now));
@@ -204,21 +198,27 @@ export class View {
   draw() {
     const ctx = this.ctx;
     const sea = colours().sea;
-    const key = `${this.center.x} ${this.center.y} ${this.zoom} ${this.canvas.width} ${this.canvas.height} ${sea}`;
-    if (!this.baseStale && key === this.baseCopyKey) {
-      ctx.setTransform(1, 0, 0, 1, 0, 0);
-      ctx.drawImage(this.baseCopy, 0, 0);
-      ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
-    } else {
-      ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    const key = [this.center.x, this.center.y, this.zoom, this.canvas.width, this.canvas.height, sea].join();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    if (!this.baseStale && key === this.baseKey) ctx.drawImage(this.baseCopy, 0, 0);
+    else {
       ctx.fillStyle = sea;
-      ctx.fillRect(0, 0, this.width, this.height);
+      ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+      ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
       if (this.base) this.base.draw(ctx, this);
       // Copied only when the view stood still since the last frame: a moving view's copy (a
       // pan, a zoom) would never be used, and the copy costs a blit.
-      this.baseCopyKey = key === this.lastKey ? this.copyBase(key) : null;
+      this.baseKey = null;
+      if (key === this.lastKey) {
+        const copy = this.baseCopy ||= document.createElement("canvas");
+        copy.width = this.canvas.width;
+        copy.height = this.canvas.height;
+        copy.getContext("2d").drawImage(this.canvas, 0, 0);
+        this.baseKey = key;
+      }
       this.baseStale = false;
     }
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     this.lastKey = key;
     for (const layer of this.layers) layer.draw(ctx, this);
     const v = this.view;
@@ -227,18 +227,6 @@ export class View {
     ds.viewLon = v.lon.toFixed(5);
     ds.viewZoom = v.zoom.toFixed(3);
     ds.frames = String(this.frames + 1);
-  }
-
-  copyBase(key) {
-    if (!this.baseCopy) this.baseCopy = document.createElement("canvas");
-    if (this.baseCopy.width !== this.canvas.width || this.baseCopy.height !== this.canvas.height) {
-      this.baseCopy.width = this.canvas.width;
-      this.baseCopy.height = this.canvas.height;
-    }
-    const copy = this.baseCopy.getContext("2d");
-    copy.clearRect(0, 0, this.baseCopy.width, this.baseCopy.height);
-    copy.drawImage(this.canvas, 0, 0);
-    return key;
   }
 
   /** Frame statistics for script/bench map. */
