@@ -61,6 +61,7 @@ async function refresh() {
   try {
     const response = await fetch(`${base}/album.html`, { credentials: "same-origin" });
     if (response.ok && patch(await response.text())) album.dataset.ready = "true";
+    smallMapWhenFree();
   } catch { /* the next event or poll tries again */ }
   refreshing = false;
   if (again) { again = false; refresh(); }
@@ -77,9 +78,18 @@ function poll() {
   }, 2000);
 }
 
+// The owner's stream carries the fragment itself (what album.html answers): patched at once, no
+// round trip. A change without it (a share link's stream, a server that could not read the album)
+// is fetched.
+function changed(event) {
+  if (event.data.startsWith("<") && patch(event.data)) album.dataset.ready = "true";
+  else refresh();
+  smallMapWhenFree();
+}
+
 if ("EventSource" in window) {
   const source = new EventSource(`${base}/events`);
-  source.addEventListener("change", refresh);
+  source.addEventListener("change", changed);
   source.addEventListener("error", () => { if (album.dataset.status === "downloading") poll(); });
 } else if (album.dataset.status === "downloading") {
   poll();
@@ -87,9 +97,23 @@ if ("EventSource" in window) {
 album.dataset.live = "true";
 
 // ----- the small map -----
-// When the page is idle: while an album downloads, its first photos come first (the map's modules,
-// tiles and frame would hold up the first thumbnail's patch and paint; script/bench pindrop).
+// While an album downloads, its first photo comes first: the map (a dozen modules, its cells, and
+// frames of 50 ms on a slow machine) waits until a photo has loaded or the download has ended, and
+// then for an idle moment; drawn earlier, its frames held up the first thumbnail's patch and paint
+// (script/bench pindrop). At the latest after ten seconds.
 const mapCanvas = document.getElementById("album-map");
+let mapDrawn = false;
+function smallMapWhenFree(force = false) {
+  if (!mapCanvas || mapDrawn) return;
+  const first = grid.querySelector("img");
+  if (!force && album.dataset.status === "downloading" && !(first && first.complete && first.naturalWidth > 0)) {
+    first?.addEventListener("load", () => smallMapWhenFree(), { once: true });
+    return;
+  }
+  mapDrawn = true;
+  if ("requestIdleCallback" in window) requestIdleCallback(drawSmallMap, { timeout: 1000 });
+  else setTimeout(drawSmallMap, 0);
+}
 async function drawSmallMap() {
   const [{ MapView }, { PinLayer }] = await Promise.all([import("./map.js"), import("./pins.js")]);
   const small = new MapView(mapCanvas, { lat: Number(mapCanvas.dataset.lat), lon: Number(mapCanvas.dataset.lon), zoom: 8, interactive: false });
@@ -99,8 +123,13 @@ async function drawSmallMap() {
   small.redraw();
 }
 if (mapCanvas) {  // not on a share link that hides the location
-  if (album.dataset.status === "downloading" && "requestIdleCallback" in window) requestIdleCallback(drawSmallMap, { timeout: 1000 });
-  else drawSmallMap();
+  if (album.dataset.status === "downloading") {
+    smallMapWhenFree();
+    setTimeout(() => smallMapWhenFree(true), 10000);
+  } else {
+    mapDrawn = true;
+    drawSmallMap();
+  }
 }
 
 // ----- New Collection without leaving the page -----

@@ -47,12 +47,14 @@ function showToast(message, kind = "info") {
 }
 
 // ----- pins -----
+// Pins are a layer over the base: a change to them redraws the layers (map.redrawLayers), the base
+// comes from its copy (view.js).
 
 if (embedded) {
   // The first frame's pins (or clusters) came with the page.
   pins.set(embedded);
   if (root.dataset.viewClusters) pins.setClusters(JSON.parse(root.dataset.viewClusters));
-  map.redraw();
+  map.redrawLayers();
 }
 if (root.dataset.pinsComplete !== "true") {
   // Not every pin is in the page: those in (or near) the view, refreshed as the map moves.
@@ -67,7 +69,7 @@ if (root.dataset.pinsComplete !== "true") {
       pins.setClusters(data.clusters || []);
       if (data.total !== undefined) root.dataset.pinsInView = String(data.total);
       pending.forEach((p) => pins.pins.unshift(p));
-      map.redraw();
+      map.redrawLayers();
     } catch { /* the next move tries again */ }
   };
   map.on("moveend", loadInView);
@@ -84,7 +86,7 @@ async function dropPinAt(lat, lon) {
   hint.classList.add("faded");
   closeCard();
   const temporary = pins.add({ id: -Date.now(), lat, lon, name: "Saving…", photos: 0, status: "new", pending: true });
-  map.redraw();
+  map.redrawLayers();
   if (navigator.vibrate) navigator.vibrate(15);
   try {
     const saved = await send("POST", "/pins", { lat: lat.toFixed(6), lon: lon.toFixed(6) });
@@ -96,7 +98,7 @@ async function dropPinAt(lat, lon) {
     pins.remove(temporary);
     showToast(`The pin could not be saved: ${error.message}`, "error");
   }
-  map.redraw();
+  map.redrawLayers();
 }
 
 // ----- the pin list: a panel over the map, in step with it -----
@@ -147,7 +149,7 @@ function openCard(pin, x, y) {
   card.hidden = false;
   positionCard(x, y);
   card.querySelector("a").focus({ preventScroll: true });
-  map.redraw();
+  map.redrawLayers();
 }
 
 function positionCard(x, y) {
@@ -163,7 +165,7 @@ function closeCard() {
   card.hidden = true;
   cardPin = null;
   pins.selected = null;
-  map.redraw();
+  map.redrawLayers();
 }
 
 function confirmDelete(pin) {
@@ -185,7 +187,7 @@ async function deletePin(pin) {
   closeCard();
   canvas.focus({ preventScroll: true }); // where the pin was: the map, not the page's top
   pins.remove(pin);
-  map.redraw();
+  map.redrawLayers();
   try {
     await send("DELETE", `/pins/${pin.id}`);
     listRemove(pin);
@@ -193,7 +195,7 @@ async function deletePin(pin) {
     showToast("Pin deleted.");
   } catch (error) {
     pins.add(pin, false);
-    map.redraw();
+    map.redrawLayers();
     showToast(`The pin could not be deleted: ${error.message}`, "error");
   }
 }
@@ -241,7 +243,7 @@ function clearKeyboardFocus() {
   keyboardIndex = -1;
   pins.focused = null;
   root.dataset.keyboardPin = "";
-  map.redraw();
+  map.redrawLayers();
 }
 
 canvas.addEventListener("keydown", (e) => {
@@ -256,7 +258,7 @@ canvas.addEventListener("keydown", (e) => {
     pins.focused = targets[next];
     root.dataset.keyboardPin = targets[next].count > 1 ? "cluster" : String(targets[next].members[0].id);
     announcer.textContent = describe(targets[next], next, targets.length);
-    map.redraw();
+    map.redrawLayers();
   } else if (e.key === "Enter" || e.key === " ") {
     e.preventDefault();
     const target = pins.focused;

@@ -291,6 +291,29 @@ import TestSupport
         _ = try Self.settled(browser, pin: pin)
     }
 
+    @Test func aChangeEventCarriesTheAlbumsFragment() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        let album = try Self.settled(browser, pin: pin)
+        let token = try #require(try browser.get("/pins/\(pin)").csrfToken)
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let client = try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        defer { client.close() }
+        // The catch-up change: what album.html answers, line by line in data fields, the page's
+        // CSRF token in its Remove forms, so the page patches itself without asking.
+        let text = client.read(until: { $0.contains("</ul>\n\n") }, timeout: 10)
+        #expect(text.contains("event: change\ndata: <div id=\"album-status\""))
+        #expect(text.contains("data: <ul class=\"photo-grid\" id=\"photo-grid\">"))
+        #expect(text.contains("<li class=\"photo\" data-id=\"\(album.ids[0])\" data-status=\"ready\">"))
+        #expect(text.contains("name=\"_csrf\" value=\"\(token)\""))
+        let fragment = try browser.get("/pins/\(pin)/album.html").body
+        let event = text.components(separatedBy: "event: change\n").last ?? ""
+        let data = event.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { $0.hasPrefix("data: ") }.map { $0.dropFirst(6) }.joined(separator: "\n")
+        #expect(data == fragment)
+    }
+
     @Test func openAlbumPagesReReadAfterTheListenConnectionComesBack() throws {
         let app = try TestApp(workers: true)
         let browser = try app.signedUp()

@@ -14,17 +14,28 @@ machine's clock). Prints each drop, then the median and p90 of the whole and of 
 The first drop after start-up is a warm-up, shown but not counted: it pays for loading the place
 index (the pin's name) and opening the connections to the provider, once per process.
 
-Usage: bench-pindrop.py BASE_URL SERVER_LOG [DROPS]
-"""
-import calendar, json, random, re, sys, time
+With a second app (script/bench pindrop BEFORE=<rev>: that revision's app, its own database, store
+and Public/), each app has a browser of its own (a session cookie is per host, not per port) and
+the two take turns drop by drop, the first of each pair alternating, so both see the same machine;
+then one table with both.
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+Usage: bench-pindrop.py DROPS NAME BASE_URL SERVER_LOG [NAME BASE_URL SERVER_LOG]
+"""
+import calendar, os, random, re, sys, tempfile, time
+
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-base, server_log = sys.argv[1], sys.argv[2]
-drops = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+drops = int(sys.argv[1])
+sides = [{"name": sys.argv[i], "base": sys.argv[i + 1], "log": sys.argv[i + 2], "results": []}
+         for i in range(2, len(sys.argv) - 2, 3)]
+
+# The browser set-up and wait loop are the journey tests' (Tests/Browser/journey.py), which reads
+# its BASE_URL and screenshot folder from the command line when imported.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "Browser"))
+argv, sys.argv = sys.argv, [sys.argv[0], sides[0]["base"], tempfile.mkdtemp(prefix="bench-pindrop-")]
+import journey  # noqa: E402
+sys.argv = argv
 
 # Runs in every document before the page's own scripts (CDP; not subject to the page's CSP).
 # The map page: marks the drop at the Enter keydown (capture phase, before app.js hears it) and
@@ -94,27 +105,8 @@ INSTRUMENT = r"""
 })();
 """
 
-options = webdriver.ChromeOptions()
-for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900", "--lang=en-US"]:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_script_timeout(30)
 
-
-def wait(condition, timeout=30, message="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception:
-            pass
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + message)
-
-
-def server_stages():
+def server_stages(server_log):
     """pin id → {stage: epoch ms} from the album worker's debug lines (first of each stage)."""
     stages = {}
     line = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z debug albums: pin (\d+): ([a-z ]+?)(?: \(|$)")
@@ -145,67 +137,68 @@ def median(values):
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
-try:
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": INSTRUMENT})
+def sign_up(side):
+    driver = side["driver"]
+    driver.delete_all_cookies()
+    driver.get(side["base"] + "/sign-up")
+    email = "pindrop-%d@example.org" % random.randrange(10**9)
+    for field, value in [("email", email), ("display_name", "Bench"), ("password", "a bench password"),
+                         ("password_confirmation", "a bench password")]:
+        driver.find_element(By.ID, field).send_keys(value)
+    driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+    journey.wait(driver, lambda: driver.find_elements(By.ID, "map-canvas"), message="the map page")
 
-    def sign_up():
-        driver.delete_all_cookies()
-        driver.get(base + "/sign-up")
-        email = "pindrop-%d@example.org" % random.randrange(10**9)
-        for field, value in [("email", email), ("display_name", "Bench"), ("password", "a bench password"),
-                             ("password_confirmation", "a bench password")]:
-            driver.find_element(By.ID, field).send_keys(value)
-        driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
-        wait(lambda: driver.find_elements(By.ID, "map-canvas"), message="the map page")
 
-    results = []
-    for n in range(drops + 1):
-        # A new person every six drops: a person's live album pages are capped at eight, and the
-        # server counts a page's stream until its next heartbeat (15 s) finds it closed, so drops
-        # a few seconds apart ran into the cap and their pages fell back to polling every 2 s.
-        if n % 6 == 0:
-            sign_up()
-        elif n:
-            driver.get(base + "/")
-        # The map settled (its basemap drawn, a quiet frame) before the drop, as when a person has
-        # found the place: the drop is timed, not the map's loading.
-        wait(lambda: driver.execute_script("return document.getElementById('map')?.dataset.basemap === 'ready'"), message="the map")
-        driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => setTimeout(done, 200));")
-        canvas = driver.find_element(By.ID, "map-canvas")
-        driver.execute_script("arguments[0].focus(); window.pindropArmed = true;", canvas)
-        canvas.send_keys(Keys.ENTER)
-        state = wait(lambda: driver.execute_script("""
-            const s = JSON.parse(sessionStorage.getItem('pindrop') || '{}');
-            return s.pin && location.pathname === '/pins/' + s.pin && (s.painted || s.framed) ? s : null"""),
-            message="the first thumbnail of drop %d" % n)
-        # Let Element Timing report (it comes a frame after the paint) before reading the page's timings.
-        time.sleep(0.15)
-        state, timings = driver.execute_script("""
-            const at = (t) => performance.timeOrigin + t;
-            const nav = performance.getEntriesByType('navigation')[0];
-            const fragments = performance.getEntriesByType('resource').filter(e => e.name.includes('/album.html'))
-              .map(e => ({ start: at(e.startTime), end: at(e.responseEnd) }));
-            const photo = performance.getEntriesByType('resource').find(e => /\\/photos\\/\\d+/.test(e.name));
-            return [JSON.parse(sessionStorage.getItem('pindrop')), {
-              navStart: at(0), pageResponse: at(nav.responseEnd), domContentLoaded: at(nav.domContentLoadedEventEnd),
-              fragments, photoStart: photo && at(photo.startTime), photoEnd: photo && at(photo.responseEnd) }];""")
-        state.update(timings)
-        results.append(state)
-        total = (state.get("painted") or state["framed"]) - state["drop"]
-        print("    %s: pin %s, first thumbnail painted after %4.0f ms" % ("drop %2d" % n if n else "warm-up", state["pin"], total),
-              file=sys.stderr, flush=True)
-    results = results[1:]
+def drop(side, n):
+    """Drop n (0: the warm-up) on one side's app: its timings on the page's clock."""
+    driver = side["driver"]
+    # A new person every six drops: a person's live album pages are capped at eight, and the
+    # server counts a page's stream until its next heartbeat (15 s) finds it closed, so drops
+    # a few seconds apart ran into the cap and their pages fell back to polling every 2 s.
+    if n % 6 == 0:
+        sign_up(side)
+    else:
+        driver.get(side["base"] + "/")
+    # The map settled (its basemap drawn, a quiet frame) before the drop, as when a person has
+    # found the place: the drop is timed, not the map's loading.
+    journey.wait(driver, lambda: driver.execute_script("return document.getElementById('map')?.dataset.basemap === 'ready'"), message="the map")
+    driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => setTimeout(done, 200));")
+    canvas = driver.find_element(By.ID, "map-canvas")
+    driver.execute_script("arguments[0].focus(); window.pindropArmed = true;", canvas)
+    canvas.send_keys(Keys.ENTER)
+    journey.wait(driver, lambda: driver.execute_script("""
+        const s = JSON.parse(sessionStorage.getItem('pindrop') || '{}');
+        return s.pin && location.pathname === '/pins/' + s.pin && (s.painted || s.framed) ? s : null"""),
+        timeout=30, message="the first thumbnail of drop %d" % n)
+    # Let Element Timing report (it comes a frame after the paint) before reading the page's timings.
+    time.sleep(0.15)
+    state, timings = driver.execute_script("""
+        const at = (t) => performance.timeOrigin + t;
+        const nav = performance.getEntriesByType('navigation')[0];
+        const fragments = performance.getEntriesByType('resource').filter(e => e.name.includes('/album.html'))
+          .map(e => ({ start: at(e.startTime), end: at(e.responseEnd) }));
+        const photo = performance.getEntriesByType('resource').find(e => /\\/photos\\/\\d+/.test(e.name));
+        return [JSON.parse(sessionStorage.getItem('pindrop')), {
+          navStart: at(0), pageResponse: at(nav.responseEnd), domContentLoaded: at(nav.domContentLoadedEventEnd),
+          fragments, photoStart: photo && at(photo.startTime), photoEnd: photo && at(photo.responseEnd) }];""")
+    state.update(timings)
+    total = (state.get("painted") or state["framed"]) - state["drop"]
+    print("    %s%s: pin %s, first thumbnail painted after %4.0f ms" % (side["name"] + " " if len(sides) > 1 else "",
+          "drop %2d" % n if n else "warm-up", state["pin"], total), file=sys.stderr, flush=True)
+    return state
 
-    # The server's stages (LOG_LEVEL=debug) on the same clock.
-    time.sleep(0.5)
-    stages = server_stages()
-    rows = {}  # label → [ms since the drop]
+
+def stage_rows(side):
+    """label → [ms since the drop], every counted drop of one side, the server's stages from its log."""
+    stages = server_stages(side["log"])
+    rows = {}
 
     def add(label, value):
+        rows.setdefault(label, [])
         if value is not None:
-            rows.setdefault(label, []).append(value)
+            rows[label].append(value)
 
-    for s in results:
+    for s in side["results"]:
         drop = s["drop"]
         end = s.get("painted") or s["framed"]
         server = stages.get(int(s["pin"]), {})
@@ -234,14 +227,41 @@ try:
         add("  image loaded", since(s.get("loaded")))
         add("  the frame after the load (rAF + task)", since(s.get("framed")))
         add("first thumbnail painted", end - drop)
+    return rows
 
-    totals = rows["first thumbnail painted"]
-    print("Pin drop to first thumbnail painted: %d drops, median %.0f ms, p90 %.0f ms (best %.0f ms, worst %.0f ms)"
-          % (len(totals), median(totals), percentile(totals, 0.9), min(totals), max(totals)))
-    print("Stages, ms after the drop (median, p90; the server's from its log, LOG_LEVEL=debug):")
-    for label, values in rows.items():
-        print("  %-48s %6.0f %6.0f%s" % (label, median(values), percentile(values, 0.9),
-                                        "" if len(values) == len(totals) else "   (%d of %d drops)" % (len(values), len(totals))))
+
+def cell(values, drops):
+    """"median p90", and of how many drops when not all of them had the stage."""
+    if not values:
+        return "%13s" % "-"
+    text = "%6.0f %6.0f" % (median(values), percentile(values, 0.9))
+    return text + ("" if len(values) == drops else " (%d/%d)" % (len(values), drops))
+
+
+try:
+    for side in sides:
+        side["driver"] = journey.browser()
+        side["driver"].execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": INSTRUMENT})
+    for n in range(drops + 1):
+        # Turns: the first of each pair alternates, so neither side always follows the other.
+        for side in (sides if n % 2 == 0 else sides[::-1]):
+            state = drop(side, n)
+            if n:
+                side["results"].append(state)
+
+    # The server's stages (LOG_LEVEL=debug) on the same clock.
+    time.sleep(0.5)
+    rows = [stage_rows(side) for side in sides]
+    for side, r in zip(sides, rows):
+        totals = r["first thumbnail painted"]
+        print("Pin drop to first thumbnail painted%s: %d drops, median %.0f ms, p90 %.0f ms (best %.0f ms, worst %.0f ms)"
+              % (" (%s)" % side["name"] if len(sides) > 1 else "", len(totals), median(totals), percentile(totals, 0.9), min(totals), max(totals)))
+    print("Stages, ms after the drop (median p90; the server's from its log, LOG_LEVEL=debug):")
+    print("  %-48s %s" % ("", "".join("%-22s" % ("%13s" % side["name"]) for side in sides)))
+    for label in rows[0]:
+        print("  %-48s %s" % (label, "".join("%-22s" % cell(r.get(label, []), len(side["results"])) for side, r in zip(sides, rows))))
     sys.stdout.flush()
 finally:
-    driver.quit()
+    for side in sides:
+        if "driver" in side:
+            side["driver"].quit()

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Log
+import Synchronization
 
 private let photoServingLogger = Logger(label: "photo-store")
 
@@ -85,7 +86,8 @@ extension WebPipeline {
             })
         }
 
-        // Server-Sent Events: "change" whenever the album does; the page then fetches album.json.
+        // Server-Sent Events: "change" whenever the album does, carrying the album's fragment (what
+        // album.html answers), so the page patches itself without a round trip.
         let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
         signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
             // A person's live pages are capped: past it, 429 (the page then falls back to polling).
@@ -103,7 +105,7 @@ extension WebPipeline {
                 let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
-                let watcher = StreamWatcher(stream)
+                let watcher = StreamWatcher(stream, albums: albums, userID: user, pinID: id, csrf: context.csrfToken)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }
                 watcher.albumChanged(change)  // catch up on anything missed
@@ -253,14 +255,53 @@ struct AlbumJSON: Codable {
     }
 }
 
-/// An album page's event stream as an `AlbumWatcher`: each change is a "change" event, and the
-/// page then fetches album.json. The Albums module knows watchers, never HTTP streams.
+/// An album page's event stream as an `AlbumWatcher`: each change is a "change" event whose data is
+/// the album's fragment as album.html would answer it, so the page shows a new photo without
+/// fetching album.html first (script/bench pindrop: that round trip was on the way to the first
+/// thumbnail). The Albums module knows watchers, never HTTP streams. Changes that come while the
+/// album is being read are folded into one more read; if it cannot be read (the database busy), the
+/// event carries the ids only and the page fetches album.html itself.
 final class StreamWatcher: AlbumWatcher {
     private let stream: ResponseStream
+    private let albums: AlbumStore
+    private let userID: Int64
+    private let pinID: Int64
+    private let csrf: String
+    private struct Reads { var running = false, again = false }
+    private let reads = Mutex(Reads())
+    /// Reads block on the database: a few serial queues (a pin's always the same one) bound the
+    /// threads, also when every open page re-reads at once (`AlbumEvents.everyoneReread`).
+    private static let queues = (0..<4).map { DispatchQueue(label: "album-stream-reads-\($0)") }
 
-    init(_ stream: ResponseStream) { self.stream = stream }
+    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String) {
+        self.stream = stream
+        self.albums = albums
+        self.userID = userID
+        self.pinID = pinID
+        self.csrf = csrf
+    }
 
+    /// Called on the LISTEN connection's thread: the read happens elsewhere.
     func albumChanged(_ change: AlbumChange) {
-        stream.send(event: "change", data: change.payload)
+        let start = reads.withLock { r -> Bool in
+            if r.running { r.again = true; return false }
+            r.running = true
+            return true
+        }
+        if start { Self.queues[Int(pinID % 4)].async { self.readAndSend(change) } }
+    }
+
+    private func readAndSend(_ change: AlbumChange) {
+        repeat {
+            if let album = try? albums.album(pinID: pinID, userID: userID) {
+                stream.send(event: "change", data: String(decoding: AlbumPages.fragment(album, csrf: csrf).bytes, as: UTF8.self))
+            } else {
+                stream.send(event: "change", data: change.payload)
+            }
+        } while reads.withLock { r -> Bool in
+            if r.again { r.again = false; return true }
+            r.running = false
+            return false
+        }
     }
 }
