@@ -360,4 +360,79 @@ import TestSupport
         #expect(cache.count == 2)
         #expect(try cache.thumbnails(of: original, bytes: Array("not an image".utf8), store: store).isEmpty)
     }
+
+    /// The store's durability promise: a batch's rows commit only after its blobs were made
+    /// durable (FileStore: their directories synced, once per batch instead of once per put). The
+    /// store here is the real FileStore, seen through a recorder that counts, at each
+    /// makeDurable, the rows already naming its blobs; a second recorder refuses, and then no row
+    /// of the batch may commit.
+    @Test func aBatchCommitsOnlyAfterItsBlobsAreDurable() throws {
+        let app = try TestApp(workers: false)
+        let email = "durable-\(UUID().uuidString.prefix(6))@example.org"
+        _ = try app.signedUp(email: email)
+        let user = try PageTests.userID(app, email: email)
+        let pin = try PageTests.insertPin(app, user: user, name: "Downloading", status: "downloading")
+        try app.pool.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status)
+            SELECT $1, $2, 0, n, 'fixture', n::text, 'http://example.org/' || n, 'pending' FROM generate_series(0, 5) n
+            """, [pin, user])
+        let ids: [Int64] = try app.pool.query("SELECT id FROM photos WHERE pin_id = $1 ORDER BY id", [pin]).map { try $0.decode("id") }
+        let files = FileStore(root: TestApp.scratchDirectory("durable"))
+        let jpeg = [UInt8](try #require(FileManager.default.contents(atPath: TestApp.repositoryRoot + "/Sources/PhotoFixture/Photos/astronaut.jpg")))
+        let info = ImageInfo(contentType: "image/jpeg", width: 1, height: 1)
+        var results: [AlbumJobQueue.PhotoResult] = []
+        var named: [String] = []
+        for (index, id) in ids.enumerated() {
+            let bytes = jpeg + [UInt8(index)]  // six distinct blobs
+            let hash = try files.put(bytes)
+            let thumbnails = try ThumbnailCache().thumbnails(of: hash, bytes: jpeg, store: files)
+            named += [hash] + thumbnails.values
+            results.append(.stored(id, hash: hash, byteSize: bytes.count, info: info, thumbnails: thumbnails))
+        }
+        #expect(named.count > ids.count, "the fixture photo has thumbnails")
+        let job = AlbumJob(id: 0, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1)
+        func ready() throws -> Int { try app.count("SELECT count(*) FROM photos WHERE pin_id = $1 AND status = 'ready'", [pin]) }
+
+        let refusing = DurabilityRecorder(files, pool: app.pool, pin: pin, refuse: true)
+        #expect(throws: PhotoStoreError.self) { try AlbumJobQueue(pool: app.pool, photos: refusing).storeResults(results, job: job) }
+        #expect(try ready() == 0, "no row names a blob that could not be made durable")
+
+        let recorder = DurabilityRecorder(files, pool: app.pool, pin: pin)
+        try AlbumJobQueue(pool: app.pool, photos: recorder).storeResults(results, job: job)
+        let calls = recorder.calls.withLock { $0 }
+        print("batch of \(ids.count) photos (\(named.count) blobs): makeDurable called \(calls.count) time(s), rows ready then \(calls.map(\.readyThen))")
+        #expect(calls.count == 1)
+        #expect(Set(calls.flatMap(\.hashes)) == Set(named))
+        #expect(calls.allSatisfy { $0.readyThen == 0 })
+        #expect(try ready() == ids.count)
+    }
+}
+
+/// The real FileStore, recording each makeDurable with how many of the pin's rows were ready at
+/// that moment; with `refuse`, makeDurable fails as a directory fsync that failed would.
+final class DurabilityRecorder: PhotoStore, Sendable {
+    let files: FileStore
+    let pool: PostgresPool
+    let pin: Int64
+    let refuse: Bool
+    let calls = Mutex<[(hashes: [String], readyThen: Int)]>([])
+
+    init(_ files: FileStore, pool: PostgresPool, pin: Int64, refuse: Bool = false) {
+        self.files = files
+        self.pool = pool
+        self.pin = pin
+        self.refuse = refuse
+    }
+
+    func put(_ bytes: [UInt8]) throws -> String { try files.put(bytes) }
+    func refresh(_ hash: String) throws -> Bool { try files.refresh(hash) }
+    func get(_ hash: String) throws -> [UInt8]? { try files.get(hash) }
+    func list() throws -> [(hash: String, modified: Date)] { try files.list() }
+    func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool { try files.delete(hash, ifNotModifiedSince: olderThan) }
+    func makeDurable(_ hashes: [String]) throws {
+        if refuse { throw PhotoStoreError.file("cannot sync the directory", errno: EIO) }
+        try files.makeDurable(hashes)
+        let ready: Int = try pool.query("SELECT count(*)::int AS n FROM photos WHERE pin_id = $1 AND status = 'ready'", [pin])[0].decode("n")
+        calls.withLock { $0.append((hashes, ready)) }
+    }
 }
