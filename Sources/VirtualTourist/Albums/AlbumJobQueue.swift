@@ -134,8 +134,6 @@ public struct AlbumJobQueue: Sendable {
     /// which puts the batch back in its queue.
     func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
         guard !results.isEmpty else { return }
-        // The blobs the rows name survive a crash before the rows commit (one sync per batch).
-        try photos.makeDurable(results.flatMap { [$0.hash, $0.thumb256, $0.thumb512].compactMap { $0 } })
         let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
         for attempt in 1... {
             do {

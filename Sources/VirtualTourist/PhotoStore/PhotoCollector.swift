@@ -38,7 +38,6 @@ public struct PhotoCollector: Sendable {
             let bytes = Array(data)
             // Written and synced before the row stops holding the bytes.
             let hash = try store.put(bytes)
-            try store.makeDurable([hash])
             try pool.query("""
                 UPDATE photos SET hash = decode($2, 'hex'), byte_size = $3, bytes = NULL
                 WHERE id = $1 AND hash IS NULL AND bytes IS NOT NULL

@@ -7,12 +7,7 @@ import Glibc
 /// keep the hash; the same bytes are stored once however many rows name them.
 public protocol PhotoStore: Sendable {
     /// Stores the bytes (or refreshes the blob's age when already stored) and returns their hash.
-    /// The blob may not survive a crash until `makeDurable` returned for its hash.
     func put(_ bytes: [UInt8]) throws -> String
-    /// Makes the named blobs (put or refreshed before) survive a crash. A row names a blob only
-    /// after this returned for it: an album calls it once per batch of rows rather than paying for
-    /// it in every put.
-    func makeDurable(_ hashes: [String]) throws
     /// Refreshes a stored blob's age as a put of its bytes would, without the bytes; false when
     /// there is no such blob (then the caller puts the bytes).
     func refresh(_ hash: String) throws -> Bool
@@ -50,8 +45,6 @@ public struct PhotoStoreError: Error, CustomStringConvertible {
 
 extension PhotoStore {
     public func problem() -> String? { nil }
-    /// An object store's PUT is durable when it is answered.
-    public func makeDurable(_ hashes: [String]) throws {}
 }
 
 /// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path
@@ -61,12 +54,8 @@ func isPhotoHash(_ text: String) -> Bool {
 }
 
 /// Blobs as files under a directory, fanned out as ab/cd/abcd… so no directory grows past 65,536
-/// entries. A write is a temp file in the target directory, fsync, rename: a name only ever points
-/// at the whole file, and a crash leaves either the whole file or none (and a stray temp file the
-/// collector removes). The rename itself is durable once its directory is synced, which
-/// `makeDurable` does for a batch of blobs at once, before their rows commit: on ext4 every fsync
-/// of a blob commits the journal, renames of the blobs before it included, so the directories'
-/// fsyncs then mostly find nothing left to write (instead of a second journal commit per blob).
+/// entries. A write is a temp file in the target directory, fsync, rename, fsync of the directory:
+/// a crash leaves either the whole file or none (and a stray temp file the collector removes).
 ///
 /// put and delete take a lock file (shared for put, exclusive for delete) around "touch or create"
 /// and "check age, unlink": a sweep that decided a blob was unreferenced can then never remove it
@@ -115,26 +104,11 @@ public struct FileStore: PhotoStore {
                 unlink(temporary)
                 throw PhotoStoreError.file("cannot write \(file)", errno: failure)
             }
-            // The rename is durable once the directory entry is: makeDurable.
+            // The rename is durable only once the directory entry is.
+            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
         }
         return hash
-    }
-
-    /// Syncs the directories that name the blobs (each once), so their renames survive a crash.
-    /// A blob already durable costs a directory fsync with nothing to write; one never put here
-    /// (no directory) has nothing to make durable.
-    public func makeDurable(_ hashes: [String]) throws {
-        var seen = Set<String>()
-        for hash in hashes where isPhotoHash(hash) {
-            let directory = path(hash).directory
-            guard seen.insert(directory).inserted else { continue }
-            let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if fd < 0 && errno == ENOENT { continue }
-            guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(directory)", errno: errno) }
-            let synced = fsync(fd) == 0 ? 0 : errno
-            close(fd)
-            if synced != 0 { throw PhotoStoreError.file("cannot sync \(directory)", errno: synced) }
-        }
     }
 
     /// mkdir -p with the errno kept (a full disk is an outage, not a broken store).
