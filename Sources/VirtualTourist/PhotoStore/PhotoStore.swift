@@ -80,9 +80,13 @@ public struct FileStore: PhotoStore {
         try withLock(LOCK_SH) {
             // Already stored: only its age is refreshed, so a sweep running now keeps it.
             if utimensat(AT_FDCWD, file, nil, 0) == 0 { return }
-            try Self.makeDirectories(directory)
             let temporary = directory + "/.tmp-" + UUID().uuidString
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 && errno == ENOENT {
+                // The first blob of its directory: made then, not looked up again in every put.
+                try Self.makeDirectories(directory)
+                fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            }
             guard fd >= 0 else { throw PhotoStoreError.file("cannot create \(temporary)", errno: errno) }
             var written = 0
             var failure: Int32 = 0
@@ -169,8 +173,11 @@ public struct FileStore: PhotoStore {
     }
 
     private func withLock<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
-        try Self.makeDirectories(root)
-        let fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == ENOENT {
+            try Self.makeDirectories(root)
+            fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        }
         guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(root)/.lock", errno: errno) }
         defer { close(fd) }
         while flock(fd, operation) != 0 {
