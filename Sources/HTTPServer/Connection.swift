@@ -33,6 +33,8 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     private var interest: UInt32 = 0
     private var stream: ResponseStream?
     private var heartbeat: Int?
+    /// An inline answer made while handling an event, reported from `resume` after it.
+    private var inlineAnswer: HTTPResponse?
 
     init(id: Int, fd: Int32, remoteAddress: String, server: HTTPServer) {
         self.id = id
@@ -85,6 +87,12 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    func resume() {
+        guard let response = inlineAnswer else { return }
+        inlineAnswer = nil
+        perform(machine.responseReady(response, now: .now))
+    }
+
     func streamWrite(_ bytes: [UInt8], handingOff count: Int = 0) {
         perform(machine.streamWrite(bytes, now: .now))
         if count > 0 { stream?.connectionHolds(unsent: machine.unsentCount, handedOff: count) }
@@ -120,11 +128,12 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     private func run(_ request: HTTPRequest) {
         server.noteForwardingHeaders(request, peer: peer)
         // An answer already in memory is made here, on the loop: a hop to a handler slot and back
-        // cost more. It is reported from a job run after this event (the same thread, no wake-up),
+        // cost more. It is reported once this event is handled (`resume`, the same thread),
         // not from here: sending it may start the next pipelined request, whose inline answer would
         // nest another level, as deep as a client cares to pipeline.
         if let response = server.respondInline(to: request) {
-            loop.execute { [self] in perform(machine.responseReady(response, now: .now)) }
+            inlineAnswer = response
+            loop.later(self)
             return
         }
         let accepted = server.executor.submit { [self] in

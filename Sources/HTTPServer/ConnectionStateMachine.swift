@@ -1,3 +1,5 @@
+import WebText
+
 /// One HTTP/1.1 connection's state and every rule about it, as a value: no socket, no Dispatch, no
 /// clock. The driver (`Connection`) reports what happened — bytes read, bytes sent, a response ready,
 /// a stream started or refused, the peer's EOF, a timer at time `now`, shutdown — and performs the
@@ -644,29 +646,46 @@ struct ResponseLogRecord: Equatable {
 
 enum ResponseHead {
     /// The status line and header section. Adds Date, Content-Length and Connection as needed.
+    /// Written straight into bytes (no String to build and copy out): this runs for every response.
     static func serialize(_ response: inout HTTPResponse, bodyCount: Int?, version: HTTPVersion,
                           keepAlive: Bool, date: String) -> [UInt8] {
-        var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
+        var head: [UInt8] = []
         head.reserveCapacity(256)
-        if !response.headers.contains("Date") { head += "Date: \(date)\r\n" }
+        TextBytes.append("HTTP/1.1 ", to: &head)
+        TextBytes.appendDecimal(response.status.code, to: &head)
+        head.append(UInt8(ascii: " "))
+        head.append(contentsOf: response.status.reason.utf8)
+        TextBytes.append("\r\n", to: &head)
+        var hasDate = false, hasLength = false
+        for (name, _) in response.headers {
+            if name.equalsIgnoringASCIICase("Date") { hasDate = true }
+            if name.equalsIgnoringASCIICase("Content-Length") { hasLength = true }
+        }
+        if !hasDate {
+            TextBytes.append("Date: ", to: &head)
+            head.append(contentsOf: date.utf8)
+            TextBytes.append("\r\n", to: &head)
+        }
         if let bodyCount, response.status.allowsBody || response.status.code == 304 {
-            if response.status.code != 304 && !response.headers.contains("Content-Length") {
-                head += "Content-Length: \(bodyCount)\r\n"
+            if response.status.code != 304 && !hasLength {
+                TextBytes.append("Content-Length: ", to: &head)
+                TextBytes.appendDecimal(bodyCount, to: &head)
+                TextBytes.append("\r\n", to: &head)
             }
         }
         if !keepAlive {
-            head += "Connection: close\r\n"
+            TextBytes.append("Connection: close\r\n", to: &head)
         } else if version == .http10 {
-            head += "Connection: keep-alive\r\n"
+            TextBytes.append("Connection: keep-alive\r\n", to: &head)
         }
         // Connection is ours to set: it must agree with what the connection will actually do.
         for (name, value) in response.headers where !name.equalsIgnoringASCIICase("Connection") {
-            head += name
-            head += ": "
-            head += value
-            head += "\r\n"
+            head.append(contentsOf: name.utf8)
+            TextBytes.append(": ", to: &head)
+            head.append(contentsOf: value.utf8)
+            TextBytes.append("\r\n", to: &head)
         }
-        head += "\r\n"
-        return Array(head.utf8)
+        TextBytes.append("\r\n", to: &head)
+        return head
     }
 }

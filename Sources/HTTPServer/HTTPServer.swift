@@ -10,10 +10,11 @@ import Synchronization
 let accessLogger = Logger(label: "http")
 let serverLogger = Logger(label: "server")
 
-/// An HTTP/1.1 server on non-blocking BSD sockets and Dispatch.
+/// An HTTP/1.1 server on non-blocking BSD sockets and epoll event loops (`EventLoop`).
 ///
-/// One read source watches the listening socket and one each connection; connections cost a file
-/// descriptor and a few KiB, never a thread. Handlers run on a `BoundedExecutor`, so a blocking
+/// A Dispatch read source watches the listening socket; each connection is driven by one of the
+/// process's event loops (a thread per processor); connections cost a file descriptor and a few
+/// KiB, never a thread. Handlers run on a `BoundedExecutor`, so a blocking
 /// handler cannot stall socket I/O. The server knows nothing of the application above it.
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
