@@ -205,6 +205,13 @@ struct ConnectionStateMachine {
     mutating func peerClosed(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
+        // An event stream's client that hangs up is gone: no EventSource half-closes and reads on.
+        // Closing now spares the stream until its next heartbeat, whose write to a half-closed
+        // socket would succeed anyway (only the one after fails).
+        if case .streaming(_?, _) = answering {
+            close(&actions)
+            return actions
+        }
         let wasPaused = readingPaused
         input = .ended
         advance(&actions, now: now)
@@ -342,6 +349,11 @@ struct ConnectionStateMachine {
         queue(head)
         actions.log = ResponseLogRecord(exchange, status: status, bytes: 0)
         answering = .streaming(heartbeat: heartbeat, since: now)
+        // The client of an event stream hung up while the executor was asked: nobody to stream to.
+        if heartbeat != nil && input == .ended {
+            close(&actions)
+            return actions
+        }
         actions.heartbeat = heartbeat
         actions.send = true
         if lifecycle == .draining { finishStream(&actions) }
