@@ -166,17 +166,23 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
                 // A head and its body in one gathering send (sendmsg, for MSG_NOSIGNAL); a head
                 // before a file says MSG_MORE, so it leaves with the file's first bytes.
                 let flags = Int32(MSG_NOSIGNAL) | (machine.fileFollows ? Int32(MSG_MORE) : 0)
-                n = machine.withUnsentPair { first, second -> Int in
-                    if second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, flags) }
-                    var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                                  iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
-                    return withUnsafeMutableBytes(of: &pieces) { raw in
-                        var message = msghdr()
-                        message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
-                        message.msg_iovlen = 2
-                        return sendmsg(fd, &message, flags)
+                let fd = self.fd
+                n = machine.unsentPieces.map { pieces in
+                    pieces.first.withUnsafeBytes { whole -> Int in
+                        let first = UnsafeRawBufferPointer(rebasing: whole[pieces.offset...])
+                        if pieces.second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, flags) }
+                        return pieces.second.withUnsafeBytes { second -> Int in
+                            var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+                            return withUnsafeMutableBytes(of: &iov) { raw in
+                                var message = msghdr()
+                                message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                                message.msg_iovlen = 2
+                                return sendmsg(fd, &message, flags)
+                            }
+                        }
                     }
-                }
+                } ?? 0
             }
             if n > 0 {
                 perform(machine.sent(n, now: .now))

@@ -173,6 +173,15 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The first two pieces not yet sent (a head and its body; the second empty when there is one)
+    /// and how much of the first is sent, for one gathering send; report what the kernel took with
+    /// `sent`. The arrays themselves, not a lent view: to lend one, the driver (a class holding the
+    /// machine) copied the whole machine first, on every send.
+    var unsentPieces: (first: [UInt8], offset: Int, second: [UInt8])? {
+        guard let first = output.first else { return nil }
+        return (first, outputOffset, output.count > 1 ? output[1] : [])
+    }
+
     /// The part of a file body still to send, once every byte piece before it is out; nil otherwise.
     var unsentFile: (descriptor: Int32, offset: Int, count: Int)? {
         guard output.isEmpty, let file = fileOutput else { return nil }
