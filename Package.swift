@@ -36,6 +36,8 @@ let package = Package(
             name: "CTurboJPEG",
             providers: [.apt(["libturbojpeg0-dev"])]
         ),
+        // epoll and eventfd for HTTPServer's event loops (Glibc's module leaves them out).
+        .systemLibrary(name: "CEpoll"),
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
@@ -48,7 +50,7 @@ let package = Package(
         // Text written into responses: the one HTML escaper (the app's views and the server's own
         // error page) and integers as digits (pages and JSON).
         .target(name: "WebText"),
-        .target(name: "HTTPServer", dependencies: ["Zlib", "Log", "WebText"]),
+        .target(name: "HTTPServer", dependencies: ["CEpoll", "Zlib", "Log", "WebText"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
         .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable

@@ -3,56 +3,66 @@ import Glibc
 #else
 import Darwin
 #endif
-@preconcurrency import Dispatch
+import CEpoll
 import Synchronization
 
-/// One client connection's driver: it owns the socket and the Dispatch sources, tells the
+/// One client connection's driver: it owns the socket and its place in an `EventLoop`, tells the
 /// `ConnectionStateMachine` what happened, and performs the actions it answers with. Every rule
 /// (ordering, keep-alive, 100 Continue, timeouts, shutdown) lives in the state machine.
 ///
-/// Concurrency: every mutable property is touched only on `queue` (a serial queue per connection),
-/// which is why the class can be `@unchecked Sendable`. Handlers run on the server's executor and
-/// hop back here with their response.
-final class Connection: @unchecked Sendable {
+/// Concurrency: every mutable property is touched only on `loop`'s thread (events, timers and the
+/// jobs other threads hand in with `loop.execute`), which is why the class can be
+/// `@unchecked Sendable`. Handlers run on the server's executor and hop back with their response.
+final class Connection: EventLoopHandler, @unchecked Sendable {
     let id: Int
     let fd: Int32
     /// The peer's address (for the server's per-address count).
     let peer: String
-    let queue: DispatchQueue
+    /// The loop this connection's events, timers and jobs run on, for its whole life.
+    let loop: EventLoop
     /// Mirrors `machine.isIdleBetweenRequests` after every event, for the server to read from any
-    /// thread when it needs room; `reclaim()` checks again on the queue.
+    /// thread when it needs room; `reclaim()` checks again on the loop.
     let reclaimable = Atomic<Bool>(false)
     private let server: HTTPServer
 
     private var machine: ConnectionStateMachine
-    private var readSource: (any DispatchSourceRead)?
-    /// Created the first time the kernel's send buffer fills; resumed while the machine waits for
-    /// writability (`awaitingWritable`).
-    private var writeSource: (any DispatchSourceWrite)?
-    private var sourcesToCancel = 0
+    /// The loop's name for this connection's events, from `start` until closed.
+    private var token: UInt64?
+    /// What the loop watches the socket for: EPOLLIN unless the machine paused reading, EPOLLOUT
+    /// while it waits for writability (`awaitingWritable`).
+    private var interest: UInt32 = 0
     private var stream: ResponseStream?
-    private var heartbeat: (any DispatchSourceTimer)?
+    private var heartbeat: Int?
+    /// An inline answer made while handling an event, reported from `resume` after it.
+    private var inlineAnswer: HTTPResponse?
 
     init(id: Int, fd: Int32, remoteAddress: String, server: HTTPServer) {
         self.id = id
         self.fd = fd
         self.peer = remoteAddress
         self.server = server
-        self.queue = DispatchQueue(label: "http.connection", target: server.ioQueue)
+        self.loop = EventLoop.next()
         self.machine = ConnectionStateMachine(settings: .init(server.configuration, remoteAddress: remoteAddress),
                                               now: .now)
     }
 
+    /// From any thread: the loop starts watching the socket (unless it was closed before that).
     func start() {
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in self.readable() }
-        source.setCancelHandler { [self] in self.sourceCancelled() }
-        readSource = source
-        sourcesToCancel += 1
-        source.resume()
+        loop.execute { [self] in
+            guard !machine.isClosed else { return }
+            token = loop.register(self)
+            watch(reading: true, writing: false)
+        }
     }
 
     // MARK: Events
+
+    func ready(_ events: UInt32) {
+        let failed = events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+        if interest & EPOLLIN.rawValue != 0 && (events & EPOLLIN.rawValue != 0 || failed) { readable() }
+        // A socket in error with only writes wanted: the send reports it (EPIPE, ECONNRESET).
+        if interest & EPOLLOUT.rawValue != 0 && (events & EPOLLOUT.rawValue != 0 || failed) { flush() }
+    }
 
     private func readable() {
         while !machine.isClosed {
@@ -77,6 +87,12 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    func resume() {
+        guard let response = inlineAnswer else { return }
+        inlineAnswer = nil
+        perform(machine.responseReady(response, now: .now))
+    }
+
     func streamWrite(_ bytes: [UInt8], handingOff count: Int = 0) {
         perform(machine.streamWrite(bytes, now: .now))
         if count > 0 { stream?.connectionHolds(unsent: machine.unsentCount, handedOff: count) }
@@ -97,33 +113,32 @@ final class Connection: @unchecked Sendable {
 
     private func perform(_ actions: ConnectionActions) {
         defer { reclaimable.store(machine.isIdleBetweenRequests && !machine.isClosed, ordering: .relaxed) }
-        if let reading = actions.reading {
-            if reading == .pause { readSource?.suspend() } else { readSource?.resume() }
-        }
-        if let writable = actions.writable {
-            if writable == .wait { waitUntilWritable() } else { writeSource?.suspend() }
+        if actions.reading != nil || actions.writable != nil {
+            watch(reading: actions.reading.map { $0 == .resume } ?? (interest & EPOLLIN.rawValue != 0),
+                  writing: actions.writable.map { $0 == .wait } ?? (interest & EPOLLOUT.rawValue != 0))
         }
         if let request = actions.handle { run(request) }
         if let start = actions.startStream { startStream(start) }
         if let interval = actions.heartbeat { startHeartbeat(every: interval) }
         if let record = actions.log { log(record) }
-        if actions.close { return closeSources() }
+        if actions.close { return closeConnection() }
         if actions.send { flush() }
     }
 
     private func run(_ request: HTTPRequest) {
         server.noteForwardingHeaders(request, peer: peer)
-        // An answer already in memory is made here: a hop to a handler slot and back cost more.
-        // It is reported from a block queued behind this one (the same thread, no wake-up), not
-        // from here: sending it may start the next pipelined request, whose inline answer would
+        // An answer already in memory is made here, on the loop: a hop to a handler slot and back
+        // cost more. It is reported once this event is handled (`resume`, the same thread),
+        // not from here: sending it may start the next pipelined request, whose inline answer would
         // nest another level, as deep as a client cares to pipeline.
         if let response = server.respondInline(to: request) {
-            queue.async { self.perform(self.machine.responseReady(response, now: .now)) }
+            inlineAnswer = response
+            loop.later(self)
             return
         }
         let accepted = server.executor.submit { [self] in
             let response = server.respond(to: request)
-            queue.async { self.perform(self.machine.responseReady(response, now: .now)) }
+            loop.execute { [self] in perform(machine.responseReady(response, now: .now)) }
         }
         if !accepted { perform(machine.handlerRefused(now: .now)) }
     }
@@ -131,12 +146,12 @@ final class Connection: @unchecked Sendable {
     private func startStream(_ start: @escaping @Sendable (ResponseStream) -> Void) {
         let stream = ResponseStream(connection: self)
         self.stream = stream
-        // The stream's writes hop onto this queue, so they arrive after the head queued below.
+        // The stream's writes hop onto the loop, so they arrive after the head queued below.
         let accepted = server.executor.submit { start(stream) }
         perform(accepted ? machine.streamStarted(now: .now) : machine.streamRefused(now: .now))
     }
 
-    /// Sends what the kernel takes; the rest waits in the machine for the write source.
+    /// Sends what the kernel takes; the rest waits in the machine for EPOLLOUT.
     private func flush() {
         while machine.hasUnsentOutput {
             let n: Int
@@ -151,17 +166,23 @@ final class Connection: @unchecked Sendable {
                 // A head and its body in one gathering send (sendmsg, for MSG_NOSIGNAL); a head
                 // before a file says MSG_MORE, so it leaves with the file's first bytes.
                 let flags = Int32(MSG_NOSIGNAL) | (machine.fileFollows ? Int32(MSG_MORE) : 0)
-                n = machine.withUnsentPair { first, second -> Int in
-                    if second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, flags) }
-                    var pieces = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                                  iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
-                    return withUnsafeMutableBytes(of: &pieces) { raw in
-                        var message = msghdr()
-                        message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
-                        message.msg_iovlen = 2
-                        return sendmsg(fd, &message, flags)
+                let fd = self.fd
+                n = machine.unsentPieces.map { pieces in
+                    pieces.first.withUnsafeBytes { whole -> Int in
+                        let first = UnsafeRawBufferPointer(rebasing: whole[pieces.offset...])
+                        if pieces.second.isEmpty { return Glibc.send(fd, first.baseAddress, first.count, flags) }
+                        return pieces.second.withUnsafeBytes { second -> Int in
+                            var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+                            return withUnsafeMutableBytes(of: &iov) { raw in
+                                var message = msghdr()
+                                message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                                message.msg_iovlen = 2
+                                return sendmsg(fd, &message, flags)
+                            }
+                        }
                     }
-                }
+                } ?? 0
             }
             if n > 0 {
                 perform(machine.sent(n, now: .now))
@@ -177,23 +198,18 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    private func waitUntilWritable() {
-        if let writeSource { return writeSource.resume() }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in self.flush() }
-        source.setCancelHandler { [self] in self.sourceCancelled() }
-        writeSource = source
-        sourcesToCancel += 1
-        source.resume()
+    /// Tells the loop what to watch the socket for.
+    private func watch(reading: Bool, writing: Bool) {
+        guard let token else { return }
+        let wanted = (reading ? EPOLLIN.rawValue : 0) | (writing ? EPOLLOUT.rawValue : 0)
+        loop.setInterest(fd, token: token, from: interest, to: wanted)
+        interest = wanted
     }
 
     private func startHeartbeat(every beat: Duration) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = DispatchTimeInterval.nanoseconds(Int(beat / .nanoseconds(1)))
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        timer.setEventHandler { [unowned self] in self.perform(self.machine.heartbeatDue(now: .now)) }
-        heartbeat = timer
-        timer.resume()
+        heartbeat = loop.schedule(after: beat, repeating: true) { [unowned self] in
+            perform(machine.heartbeatDue(now: .now))
+        }
     }
 
     private func log(_ record: ResponseLogRecord) {
@@ -207,34 +223,20 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Closing
 
-    private func closeSources() {
-        heartbeat?.cancel()
+    /// Only once the loop has let go of the fd may it be closed (and its number reused).
+    private func closeConnection() {
+        if let heartbeat { loop.cancelTimer(heartbeat) }
         heartbeat = nil
+        if let token {
+            loop.setInterest(fd, token: token, from: interest, to: 0)
+            loop.deregister(token)
+        }
+        token = nil
+        interest = 0
         let stream = self.stream
         self.stream = nil
-        // A suspended source never delivers its cancel handler: resume before cancelling.
-        if let readSource {
-            if machine.readingPaused { readSource.resume() }
-            readSource.cancel()
-        }
-        if let writeSource {
-            if !machine.awaitingWritable { writeSource.resume() }
-            writeSource.cancel()
-        }
-        if sourcesToCancel == 0 { closeDescriptor() }
-        stream?.connectionClosed()
-    }
-
-    private func sourceCancelled() {
-        sourcesToCancel -= 1
-        if sourcesToCancel == 0 { closeDescriptor() }
-    }
-
-    /// Only now, with every source on this fd cancelled, may the fd be closed and reused.
-    private func closeDescriptor() {
-        readSource = nil
-        writeSource = nil
         _ = Glibc.close(fd)
         server.connectionClosed(self)
+        stream?.connectionClosed()
     }
 }

@@ -1,3 +1,5 @@
+import WebText
+
 /// One HTTP/1.1 connection's state and every rule about it, as a value: no socket, no Dispatch, no
 /// clock. The driver (`Connection`) reports what happened — bytes read, bytes sent, a response ready,
 /// a stream started or refused, the peer's EOF, a timer at time `now`, shutdown — and performs the
@@ -171,6 +173,15 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The first two pieces not yet sent (a head and its body; the second empty when there is one)
+    /// and how much of the first is sent, for one gathering send; report what the kernel took with
+    /// `sent`. The arrays themselves, not a lent view: to lend one, the driver (a class holding the
+    /// machine) copied the whole machine first, on every send.
+    var unsentPieces: (first: [UInt8], offset: Int, second: [UInt8])? {
+        guard let first = output.first else { return nil }
+        return (first, outputOffset, output.count > 1 ? output[1] : [])
+    }
+
     /// The part of a file body still to send, once every byte piece before it is out; nil otherwise.
     var unsentFile: (descriptor: Int32, offset: Int, count: Int)? {
         guard output.isEmpty, let file = fileOutput else { return nil }
@@ -203,6 +214,13 @@ struct ConnectionStateMachine {
     mutating func peerClosed(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }
+        // An event stream's client that hangs up is gone: no EventSource half-closes and reads on.
+        // Closing now spares the stream until its next heartbeat, whose write to a half-closed
+        // socket would succeed anyway (only the one after fails).
+        if case .streaming(_?, _) = answering {
+            close(&actions)
+            return actions
+        }
         let wasPaused = readingPaused
         input = .ended
         advance(&actions, now: now)
@@ -340,6 +358,11 @@ struct ConnectionStateMachine {
         queue(head)
         actions.log = ResponseLogRecord(exchange, status: status, bytes: 0)
         answering = .streaming(heartbeat: heartbeat, since: now)
+        // The client of an event stream hung up while the executor was asked: nobody to stream to.
+        if heartbeat != nil && input == .ended {
+            close(&actions)
+            return actions
+        }
         actions.heartbeat = heartbeat
         actions.send = true
         if lifecycle == .draining { finishStream(&actions) }
@@ -644,29 +667,46 @@ struct ResponseLogRecord: Equatable {
 
 enum ResponseHead {
     /// The status line and header section. Adds Date, Content-Length and Connection as needed.
+    /// Written straight into bytes (no String to build and copy out): this runs for every response.
     static func serialize(_ response: inout HTTPResponse, bodyCount: Int?, version: HTTPVersion,
                           keepAlive: Bool, date: String) -> [UInt8] {
-        var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\n"
+        var head: [UInt8] = []
         head.reserveCapacity(256)
-        if !response.headers.contains("Date") { head += "Date: \(date)\r\n" }
+        TextBytes.append("HTTP/1.1 ", to: &head)
+        TextBytes.appendDecimal(response.status.code, to: &head)
+        head.append(UInt8(ascii: " "))
+        head.append(contentsOf: response.status.reason.utf8)
+        TextBytes.append("\r\n", to: &head)
+        var hasDate = false, hasLength = false
+        for (name, _) in response.headers {
+            if name.equalsIgnoringASCIICase("Date") { hasDate = true }
+            if name.equalsIgnoringASCIICase("Content-Length") { hasLength = true }
+        }
+        if !hasDate {
+            TextBytes.append("Date: ", to: &head)
+            head.append(contentsOf: date.utf8)
+            TextBytes.append("\r\n", to: &head)
+        }
         if let bodyCount, response.status.allowsBody || response.status.code == 304 {
-            if response.status.code != 304 && !response.headers.contains("Content-Length") {
-                head += "Content-Length: \(bodyCount)\r\n"
+            if response.status.code != 304 && !hasLength {
+                TextBytes.append("Content-Length: ", to: &head)
+                TextBytes.appendDecimal(bodyCount, to: &head)
+                TextBytes.append("\r\n", to: &head)
             }
         }
         if !keepAlive {
-            head += "Connection: close\r\n"
+            TextBytes.append("Connection: close\r\n", to: &head)
         } else if version == .http10 {
-            head += "Connection: keep-alive\r\n"
+            TextBytes.append("Connection: keep-alive\r\n", to: &head)
         }
         // Connection is ours to set: it must agree with what the connection will actually do.
         for (name, value) in response.headers where !name.equalsIgnoringASCIICase("Connection") {
-            head += name
-            head += ": "
-            head += value
-            head += "\r\n"
+            head.append(contentsOf: name.utf8)
+            TextBytes.append(": ", to: &head)
+            head.append(contentsOf: value.utf8)
+            TextBytes.append("\r\n", to: &head)
         }
-        head += "\r\n"
-        return Array(head.utf8)
+        TextBytes.append("\r\n", to: &head)
+        return head
     }
 }

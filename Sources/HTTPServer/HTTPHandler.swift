@@ -1,13 +1,13 @@
 import WebText
 
 /// Anything that turns a request into a response. Handlers run on the server's bounded handler
-/// executor, never on a connection's I/O queue, so they may block (a database call) without stalling
+/// executor, never on a connection's event loop, so they may block (a database call) without stalling
 /// other connections.
 public protocol HTTPHandler: Sendable {
     func handle(_ request: HTTPRequest) throws -> HTTPResponse
 
     /// The answer when it is already in memory, or nil: then `handle` runs on the executor. Runs on
-    /// the connection's I/O queue, so it must never block (no database, no network) and must do
+    /// the connection's event loop, so it must never block (no database, no network) and must do
     /// nothing that counts when it says nil or throws (the request then runs again on the
     /// executor, which also renders any error). It saves two thread hand-offs per request (to a
     /// handler slot and back), which cost more than a cached photo's answer itself.
@@ -34,7 +34,7 @@ public struct ClosureHandler: HTTPHandler {
 }
 
 /// Runs around a handler: may change the request, answer early, or change the response. Also runs
-/// around inline answers (`HTTPHandler.respondInline`), on an I/O queue: it must not block, and
+/// around inline answers (`HTTPHandler.respondInline`), on an event loop: it must not block, and
 /// must pass on errors it does not know (an inline attempt that gives up is an error to it).
 public protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse

@@ -5,6 +5,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public init() {}
     public init(dictionaryLiteral elements: (String, String)...) {
+        // Room for the literal and a few more (the server's own, a middleware's): one allocation.
+        fields.reserveCapacity(elements.count + 4)
         for (name, value) in elements { add(name, value) }
     }
 

@@ -43,8 +43,20 @@ public struct HTTPRequest: Sendable {
         return FormDecoding.pairs(query)
     }
 
+    /// The first value of `name` in the query, as `queryItems` has it; only that pair is decoded
+    /// (a name with no escape and no "+" is compared as it is).
     public func queryValue(_ name: String) -> String? {
-        queryItems.first { $0.name == name }?.value
+        guard let query else { return nil }
+        for part in query.utf8.split(separator: UInt8(ascii: "&")) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            let key = part[..<(equals ?? part.endIndex)]
+            let plain = !key.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
+            guard plain ? key.elementsEqual(name.utf8) : (FormDecoding.percentDecode(Substring(key), plusAsSpace: true) ?? "") == name
+            else { continue }
+            guard let equals else { return "" }
+            return FormDecoding.percentDecode(Substring(part[part.index(after: equals)...]), plusAsSpace: true) ?? ""
+        }
+        return nil
     }
 
     /// Body of an application/x-www-form-urlencoded form.

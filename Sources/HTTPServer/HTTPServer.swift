@@ -10,16 +10,16 @@ import Synchronization
 let accessLogger = Logger(label: "http")
 let serverLogger = Logger(label: "server")
 
-/// An HTTP/1.1 server on non-blocking BSD sockets and Dispatch.
+/// An HTTP/1.1 server on non-blocking BSD sockets and epoll event loops (`EventLoop`).
 ///
-/// One read source watches the listening socket and one each connection; connections cost a file
-/// descriptor and a few KiB, never a thread. Handlers run on a `BoundedExecutor`, so a blocking
+/// A Dispatch read source watches the listening socket; each connection is driven by one of the
+/// process's event loops (a thread per processor); connections cost a file descriptor and a few
+/// KiB, never a thread. Handlers run on a `BoundedExecutor`, so a blocking
 /// handler cannot stall socket I/O. The server knows nothing of the application above it.
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let handler: any HTTPHandler
     let executor: BoundedExecutor
-    let ioQueue = DispatchQueue(label: "http.io", qos: .userInitiated, attributes: .concurrent)
     private let acceptQueue = DispatchQueue(label: "http.accept", qos: .userInitiated)
     private let state: Mutex<State>
     /// Sent to a connection past its address's rate.
@@ -112,14 +112,14 @@ public final class HTTPServer: Sendable {
         if stop.resumeListener { listener.resume() }
         listener.cancel()
         sweeper?.cancel()
-        for connection in connections { connection.queue.async { connection.drain() } }
+        for connection in connections { connection.loop.execute { connection.drain() } }
 
         let deadline = ContinuousClock.now + .seconds(max(0, grace))
         while openConnections > 0 && .now < deadline { usleep(5_000) }
         let stragglers = state.withLock { Array($0.connections.values) }
         if !stragglers.isEmpty {
             serverLogger.warning("closing \(stragglers.count) connection(s) still busy after \(grace)s")
-            for connection in stragglers { connection.queue.async { connection.close() } }
+            for connection in stragglers { connection.loop.execute { connection.close() } }
             let hard = ContinuousClock.now + .seconds(1)
             while openConnections > 0 && .now < hard { usleep(5_000) }
         }
@@ -195,7 +195,7 @@ public final class HTTPServer: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             Socket.setNoDelay(fd)
-            if let reclaimed { reclaimed.queue.async { reclaimed.reclaim() } }
+            if let reclaimed { reclaimed.loop.execute { reclaimed.reclaim() } }
             if configuration.connectionSetupDelay > 0 {
                 acceptQueue.asyncAfter(deadline: .now() + configuration.connectionSetupDelay) { connection.start() }
             } else {
@@ -309,11 +309,13 @@ public final class HTTPServer: Sendable {
         }
         sweep.reset.forEach(Self.reset)
         for fd in sweep.close { Glibc.close(fd) }
-        for connection in connections {
-            // Read the clock on the connection's queue: a reading taken before the hop can be older
-            // than a request that starts while the block waits, and the connection would look idle
-            // for ages.
-            connection.queue.async { connection.checkTimeouts(now: .now) }
+        // One job per loop for all of its connections. The clock is read on the loop: a reading
+        // taken before the hop can be older than a request that starts while the job waits, and
+        // the connection would look idle for ages.
+        for loop in EventLoop.shared {
+            let theirs = connections.filter { $0.loop === loop }
+            guard !theirs.isEmpty else { continue }
+            loop.execute { for connection in theirs { connection.checkTimeouts(now: .now) } }
         }
     }
 

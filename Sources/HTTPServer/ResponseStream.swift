@@ -2,7 +2,7 @@
 import Synchronization
 
 /// The writing end of a long-lived response (Server-Sent Events, a download written as it is
-/// read). Any thread may write; bytes are handed to the connection's queue in order. Writes after
+/// read). Any thread may write; bytes are handed to the connection's event loop in order. Writes after
 /// either side closed are dropped.
 public final class ResponseStream: Sendable {
     private let connection: Connection
@@ -13,7 +13,7 @@ public final class ResponseStream: Sendable {
     private struct State {
         var open = true
         var onClose: [@Sendable () -> Void] = []
-        /// Bytes written but not yet taken by the connection's queue.
+        /// Bytes written but not yet taken by the connection's loop.
         var handedOff = 0
         /// Bytes the connection holds unsent (its last report).
         var unsent = 0
@@ -30,7 +30,7 @@ public final class ResponseStream: Sendable {
     public func write(_ bytes: [UInt8]) {
         guard isOpen else { return }
         let connection = self.connection
-        connection.queue.async { connection.streamWrite(bytes) }
+        connection.loop.execute { connection.streamWrite(bytes) }
     }
 
     /// Writes `bytes`, then blocks the calling thread while more than `limit` bytes wait to be
@@ -47,7 +47,7 @@ public final class ResponseStream: Sendable {
         guard open else { return false }
         let connection = self.connection
         let count = bytes.count
-        connection.queue.async { connection.streamWrite(bytes, handingOff: count) }
+        connection.loop.execute { connection.streamWrite(bytes, handingOff: count) }
         let wait = state.withLock { s -> Bool in
             guard s.open, s.handedOff + s.unsent > limit else { return false }
             s.waitingBelow = limit
@@ -57,7 +57,7 @@ public final class ResponseStream: Sendable {
         return isOpen
     }
 
-    /// Called by the connection, on its queue, after `handedOff` bytes were queued and after
+    /// Called by the connection, on its loop, after `handedOff` bytes were queued and after
     /// every send: what it still holds unsent.
     func connectionHolds(unsent: Int, handedOff: Int = 0) {
         let wake = state.withLock { s -> Bool in
@@ -91,7 +91,7 @@ public final class ResponseStream: Sendable {
         }
         guard wasOpen else { return }
         let connection = self.connection
-        connection.queue.async { connection.streamFinish() }
+        connection.loop.execute { connection.streamFinish() }
     }
 
     /// Runs once when the stream ends, from either side; at once if it already has.
@@ -104,7 +104,7 @@ public final class ResponseStream: Sendable {
         if runNow { handler() }
     }
 
-    /// Called by the connection, on its queue, once it has closed.
+    /// Called by the connection, on its loop, once it has closed.
     func connectionClosed() {
         let (handlers, wake) = state.withLock { s -> ([@Sendable () -> Void], Bool) in
             s.open = false

@@ -16,6 +16,12 @@ public struct Router: HTTPHandler {
     }
 
     public private(set) var routes: [Route] = []
+    /// Indices of the routes a path may match, by the path's first segment: those whose pattern
+    /// starts with that literal, and those starting with a parameter (`unindexed`), in the order
+    /// they were added. A request tries a handful of routes, not all of them (every route was
+    /// tried, and copied, on the photo route's every request).
+    private var byFirstSegment: [String: [Int]] = [:]
+    private var unindexed: [Int] = []
     /// Asked when no route's path matches (static files, say). Nil: 404.
     public var fallback: (any HTTPHandler)?
 
@@ -30,6 +36,13 @@ public struct Router: HTTPHandler {
         precondition(!routes.contains { $0.method == method && $0.segments == segments },
                      "route \(method) \(pattern) registered twice")
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        let index = routes.count - 1
+        if case .literal(let first)? = segments.first {
+            byFirstSegment[first, default: unindexed].append(index)
+        } else {
+            unindexed.append(index)
+            for key in byFirstSegment.keys { byFirstSegment[key]!.append(index) }
+        }
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
@@ -72,7 +85,9 @@ public struct Router: HTTPHandler {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true)
         var allowed: [String] = []
         var headFallback: (Route, [String: String])?
-        for route in routes {
+        let candidates = parts.first.flatMap { byFirstSegment[String($0)] } ?? unindexed
+        for index in candidates {
+            let route = routes[index]
             guard let parameters = try Self.match(route.segments, parts) else { continue }
             if route.method == request.method {
                 var request = request

@@ -288,6 +288,37 @@ func statuses(_ text: String) -> [String] {
         #expect(wire.closed)
     }
 
+    /// An event stream's client that hangs up is let go at once, not at the next heartbeat (a
+    /// write to a half-closed socket succeeds, so even that one may not notice). A download (no
+    /// heartbeat) keeps going: a client may half-close and still read it.
+    @Test func anEventStreamEndsWhenItsClientHangsUp() {
+        var events = Wire()
+        events.read(get("/events"))
+        events.respond(.eventStream(heartbeat: 15) { _ in })
+        events.perform(events.machine.streamStarted(now: events.now))
+        _ = events.take()
+        events.peerCloses()
+        #expect(events.closed)
+
+        var starting = Wire()
+        starting.read(get("/events"))
+        starting.respond(.eventStream(heartbeat: 15) { _ in })
+        starting.peerCloses()
+        #expect(!starting.closed, "the executor still has to say whether it took the stream")
+        starting.perform(starting.machine.streamStarted(now: starting.now))
+        #expect(starting.closed, "a stream whose client is gone is not kept open")
+
+        var download = Wire()
+        download.read(get("/download"))
+        download.respond(.eventStream(heartbeat: nil) { _ in })
+        download.perform(download.machine.streamStarted(now: download.now))
+        _ = download.take()
+        download.peerCloses()
+        #expect(!download.closed)
+        download.perform(download.machine.streamWrite(Array("more".utf8), now: download.now))
+        #expect(download.take() == "more")
+    }
+
     /// A stream ends after its lifetime, what it wrote still delivered; EventSource reconnects.
     @Test func aStreamEndsAfterItsLifetime() {
         var wire = Wire { $0.maxStreamLifetime = Wire.second * 600 }

@@ -46,6 +46,19 @@ import Testing
         #expect(r.body.isEmpty)
     }
 
+    /// queryValue decodes only the pair it finds, and finds what queryItems has first.
+    @Test func queryValueAgreesWithQueryItems() {
+        let queries = ["w=256", "a=1&w=2&w=3", "w", "w=", "&&w=1&", "x%3D=1&w%20x=2&w+x=3", "%77=escaped&w=plain",
+                       "w=%ZZ&w=2", "w=a%20b+c", "=1&w=2", "q=%E2%9C%93&%E2%9C%93=tick"]
+        for query in queries {
+            let request = HTTPRequest(method: "GET", target: "/p?" + query)
+            for name in ["w", "w x", "x=", "", "q", "✓", "missing"] {
+                #expect(request.queryValue(name) == request.queryItems.first { $0.name == name }?.value, "\(query) \(name)")
+            }
+        }
+        #expect(HTTPRequest(method: "GET", target: "/p").queryValue("w") == nil)
+    }
+
     @Test func everyShapeByteByByte() throws {
         let texts = [
             "GET / HTTP/1.1\r\nHost: a\r\n\r\n",

@@ -517,6 +517,28 @@ func serverSideSockets(port: Int) -> Int {
         #expect(eventually { t.server.openConnections == 0 })
     }
 
+    /// The client's hang-up ends an event stream when it happens, not at the next heartbeat's
+    /// failed write: here the heartbeat is an hour away and the stream's lifetime ten minutes.
+    @Test func anEventStreamEndsWhenItsClientHangsUpBetweenHeartbeats() throws {
+        let closed = Counter()
+        let t = try TestServer(router: { router in
+            router.get("/quiet") { _ in
+                .eventStream(heartbeat: 3600) { stream in
+                    stream.onClose { closed.add() }
+                    stream.send(data: "hello")
+                }
+            }
+        })
+        let client = try TestClient(port: t.port)
+        try client.send("GET /quiet HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readUntil("\r\n\r\n").contains("text/event-stream"))
+        #expect(try client.readUntil("\n\n") == "data: hello\n\n")
+        #expect(closed.value == 0)
+        client.close()
+        #expect(eventually { closed.value == 1 })
+        #expect(eventually { t.server.openConnections == 0 })
+    }
+
     @Test func busyExecutorAnswers503() throws {
         let t = try TestServer { $0.handlerConcurrency = 1; $0.handlerBacklog = 1 }
         let a = try TestClient(port: t.port), b = try TestClient(port: t.port), c = try TestClient(port: t.port)

@@ -6,6 +6,35 @@ import Testing
 @testable import HTTPServer
 
 @Suite struct StaticFilesTests {
+    /// The byte-wise If-None-Match checks answer as the String versions they replaced did.
+    @Test func entityTagsMatchAsTheStringComparisonsDid() {
+        func matchesAsBefore(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+            guard let ifNoneMatch else { return false }
+            let bare = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+            let gzipped = ETag.gzipVariant(of: bare)
+            for item in ifNoneMatch.split(separator: ",") {
+                var tag = item.trimmingSpaces()
+                if tag == "*" { return true }
+                if tag.hasPrefix("W/") { tag = String(tag.dropFirst(2)) }
+                if tag == bare || tag == gzipped { return true }
+            }
+            return false
+        }
+        let tags = ["\"abc\"", "W/\"abc\"", "\"abc-gz\"", "\"ab\"", "\"\"", "x", ""]
+        let headers: [String?] = [nil, "", "*", " * ", "\"abc\"", "W/\"abc\"", "\"abc-gz\"", "W/\"abc-gz\"",
+                                  "\"x\", \"abc\"", "\"x\",\t\"abc-gz\" ", ",,\"abc\",", "\"abcd\"", "\"ab\"", "-gz\"",
+                                  "\"abc\"\"abc-gz\"", "W/", " , "]
+        for etag in tags {
+            for header in headers {
+                #expect(ETag.matches(header, etag) == matchesAsBefore(header, etag), "\(String(describing: header)) vs \(etag)")
+                if let header {
+                    #expect(ETag.mentionsGzipVariant(header, of: etag) == header.contains(ETag.gzipVariant(of: etag)),
+                            "\(header) mentions the gzip form of \(etag)")
+                }
+            }
+        }
+    }
+
     /// A Public/ folder with a text file, a CSS file big enough to gzip, a hidden file, a nested
     /// index, and a symlink that points outside the folder.
     static func makeRoot() throws -> (root: String, outside: String) {

@@ -378,4 +378,29 @@ import TestSupport
         #expect(settings.cookiesAreSecure)
         #expect(Cookies.set("vt_session", "x", maxAge: 60, secure: true) == "__Host-vt_session=x; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure")
     }
+
+    /// The photo route's one-cookie lookup finds what the full parse finds: the first of a name,
+    /// trimmed, across Cookie fields, only the __Host- form when secure.
+    @Test func oneCookieIsFoundAsTheFullParseFindsIt() {
+        let fields: [[String]] = [
+            [],
+            ["vt_session=abc"],
+            ["a=1; vt_session = abc ;b=2"],
+            ["vt_sessionx=1; xvt_session=2", "vt_session=second"],
+            ["vt_session=first; vt_session=again"],
+            ["__Host-vt_session=hosted; vt_session=plain"],
+            ["vt_session=plain", "__Host-vt_session=hosted"],
+            ["vt_session", "vt_session=; x=1"],
+            ["\tvt_session=a=b\t"],
+        ]
+        for cookies in fields {
+            var headers = HTTPHeaders()
+            for value in cookies { headers.add("Cookie", value) }
+            let request = HTTPRequest(method: "GET", target: "/", headers: headers)
+            for secure in [false, true] {
+                #expect(Cookies.value(Cookies.session, in: request, secure: secure)
+                        == Cookies.parse(request, secure: secure)[Cookies.session], "\(cookies) secure: \(secure)")
+            }
+        }
+    }
 }

@@ -16,7 +16,7 @@ import Testing
         "Zlib": ["CZlib"],
         "HTTPClient": platform.union(["CCurl"]),
         // Sockets and HTTP only, and no Foundation: the server stays small and reusable.
-        "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Log", "Zlib", "CZlib", "WebText"],
+        "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Log", "Zlib", "CZlib", "CEpoll", "WebText"],
         "Postgres": platform.union(["CLibPQ", "Log"]),
         // CTurboJPEG: the never-seen photos of --distinct are cut from JPEGs it encodes.
         "PhotoFixture": platform.union(["HTTPServer", "CTurboJPEG"]),

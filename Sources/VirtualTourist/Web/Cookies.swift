@@ -32,6 +32,28 @@ enum Cookies {
         return cookies
     }
 
+    /// The one cookie `name` (without the prefix) as `parse` would find it: the first wins, and when
+    /// secure only its `__Host-` form counts. No table and no String per other cookie: the photo
+    /// route asks for the session cookie on every request.
+    static func value(_ name: String, in request: HTTPRequest, secure: Bool = false) -> String? {
+        let wanted = secure ? securePrefix + name : name
+        for header in request.headers.values("Cookie") {
+            for pair in header.utf8.split(separator: UInt8(ascii: ";")) {
+                guard let eq = pair.firstIndex(of: UInt8(ascii: "=")) else { continue }
+                guard trimmed(pair[..<eq]).elementsEqual(wanted.utf8) else { continue }
+                return String(decoding: trimmed(pair[pair.index(after: eq)...]), as: UTF8.self)
+            }
+        }
+        return nil
+    }
+
+    private static func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return bytes
+    }
+
     /// HttpOnly and SameSite=Lax always; Secure and the `__Host-` prefix when the site is served over https.
     static func set(_ name: String, _ value: String, maxAge: Int?, secure: Bool) -> String {
         var line = "\(secure ? securePrefix : "")\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"

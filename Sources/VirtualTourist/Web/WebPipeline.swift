@@ -127,10 +127,13 @@ struct WebPipeline: Sendable {
         }
     }
 
+    /// Server-Timing of an answer from memory, the one the photo route gives every time: built once.
+    private static let noRoundTrips = "db;desc=\"round trips\";dur=0"
+
     /// A signed-in GET that may be answered from PhotoAccess without the session's round trip:
     /// `cached` gets the grant the session cookie holds there and answers, or says nil; then (and
     /// without a cached grant) the request runs as a `signedIn` route does. `cached` is first asked
-    /// with `mayBlock` false on the connection's I/O queue (HTTPHandler.respondInline): it then
+    /// with `mayBlock` false on the connection's event loop (HTTPHandler.respondInline): it then
     /// answers only from memory, and says nil for anything that needs the database or the network.
     mutating func signedInCached(_ pattern: String,
                                  cached: @escaping @Sendable (HTTPRequest, PhotoAccess.Grant, _ mayBlock: Bool) throws -> HTTPResponse?,
@@ -138,11 +141,14 @@ struct WebPipeline: Sendable {
         let access = photoAccess, secure = secureCookies, report = reportRoundTrips
         let signedIn = signedInHandler(handler)
         let answer: @Sendable (HTTPRequest, Bool) throws -> HTTPResponse? = { request, mayBlock in
-            guard let access, let token = Cookies.parse(request, secure: secure)[Cookies.session],
+            guard let access, let token = Cookies.value(Cookies.session, in: request, secure: secure),
                   let grant = access.grant(PhotoAccess.key(sessionToken: token)) else { return nil }
             let roundTripsBefore = RoundTrips.onThisThread
             guard var response = try cached(request, grant, mayBlock) else { return nil }
-            if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
+            if report {
+                let trips = RoundTrips.onThisThread - roundTripsBefore
+                response.headers.add("Server-Timing", trips == 0 ? Self.noRoundTrips : "db;desc=\"round trips\";dur=\(trips)")
+            }
             return response
         }
         router.add("GET", pattern, ClosureHandler({ request in
