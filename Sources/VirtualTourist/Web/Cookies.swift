@@ -40,18 +40,11 @@ enum Cookies {
         for header in request.headers.values("Cookie") {
             for pair in header.utf8.split(separator: UInt8(ascii: ";")) {
                 guard let eq = pair.firstIndex(of: UInt8(ascii: "=")) else { continue }
-                guard trimmed(pair[..<eq]).elementsEqual(wanted.utf8) else { continue }
-                return String(decoding: trimmed(pair[pair.index(after: eq)...]), as: UTF8.self)
+                guard pair[..<eq].trimmingSpaces().elementsEqual(wanted.utf8) else { continue }
+                return String(Substring(pair[pair.index(after: eq)...].trimmingSpaces()))
             }
         }
         return nil
-    }
-
-    private static func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
-        var bytes = bytes
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
-        return bytes
     }
 
     /// HttpOnly and SameSite=Lax always; Secure and the `__Host-` prefix when the site is served over https.
