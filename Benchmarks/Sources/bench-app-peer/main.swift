@@ -105,7 +105,7 @@ let accessSQL = """
     """
 
 // Dropping a pin: PinStore.create, then AlbumStore.startCollection(onlyIfNew: true) with its
-// quota check and replaceJob, each a transaction as in the app.
+// quota check and startCollections, each a transaction as in the app.
 let pinLimitSQL = "SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE"
 let createPinSQL = """
     INSERT INTO pins (user_id, lat, lon, place_name)
@@ -121,17 +121,24 @@ let quotaSQL = """
                 AND created_at > now() - interval '1 hour') AS collections
     FROM users u WHERE u.id = $1
     """
+// AlbumStore.startCollections: the new generation, the old photos and job, the new job, one statement.
 let startSQL = """
-    UPDATE pins SET generation = generation + 1, status = 'downloading', error = NULL, updated_at = now()
-    WHERE id = $1 AND user_id = $2 RETURNING generation
+    WITH started AS (
+        UPDATE pins SET generation = generation + 1, status = 'downloading', error = NULL, updated_at = now()
+        WHERE id = ANY($1::bigint[]) AND user_id = $2 RETURNING id, generation
+    ), dropped AS (
+        DELETE FROM photos WHERE pin_id IN (SELECT id FROM started) AND user_id = $2
+    ), cancelled AS (
+        UPDATE album_jobs SET state = 'cancelled', finished_at = now()
+        WHERE pin_id IN (SELECT id FROM started) AND user_id = $2 AND state IN ('queued', 'running')
+        RETURNING id
+    ), queued AS (
+        INSERT INTO album_jobs (pin_id, user_id, generation, kind)
+        SELECT id, $2, generation, 'collection' FROM started WHERE (SELECT count(*) FROM cancelled) >= 0
+    )
+    SELECT id, pg_notify($3, '') FROM started
     """
-let dropPhotosSQL = "DELETE FROM photos WHERE pin_id = $1 AND user_id = $2"
-let cancelJobsSQL = """
-    UPDATE album_jobs SET state = 'cancelled', finished_at = now()
-    WHERE pin_id = $1 AND user_id = $2 AND state IN ('queued', 'running')
-    """
-let insertJobSQL = "INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)"
-let notifySQL = "SELECT pg_notify($1, ''), pg_notify($2, $3)"
+let notifySQL = "SELECT pg_notify($1, $2)"
 
 let regionSQL = """
     INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES ($1, $2, $3, $4)
@@ -732,8 +739,8 @@ router.post("/pins") { request, _ -> Response in
         return nil
     }
     guard let created else { return Response(status: .tooManyRequests) }
-    // startCollection(onlyIfNew: true): the pin's row locked, the quotas, a new generation, the job.
-    trips.count += 7
+    // startCollection(onlyIfNew: true): the pin's row locked, the quotas, the start, the page's event.
+    trips.count += 4
     try await client.withTransaction(logger: quiet) { conn in
         var ids = PostgresBindings()
         ids.append(created.json.id)
@@ -752,18 +759,12 @@ router.post("/pins") { request, _ -> Response in
             let r = row.makeRandomAccess()
             if try r["bytes"].decode(Int64.self) >= r["byte_limit"].decode(Int64.self) { return }
         }
-        var generation = 0
-        for try await row in try await conn.query(PostgresQuery(unsafeSQL: startSQL, binds: ids), logger: quiet) {
-            generation = Int(try row.decode(Int32.self))
-        }
-        try await conn.query(PostgresQuery(unsafeSQL: dropPhotosSQL, binds: ids), logger: quiet)
-        try await conn.query(PostgresQuery(unsafeSQL: cancelJobsSQL, binds: ids), logger: quiet)
-        var job = ids
-        job.append(generation)
-        job.append("collection")
-        try await conn.query(PostgresQuery(unsafeSQL: insertJobSQL, binds: job), logger: quiet)
+        var start = PostgresBindings()
+        start.append("{\(created.json.id)}")
+        start.append(user.id)
+        start.append("album_jobs")
+        try await conn.query(PostgresQuery(unsafeSQL: startSQL, binds: start), logger: quiet)
         var notify = PostgresBindings()
-        notify.append("album_jobs")
         notify.append("album_events")
         notify.append("\(user.id):\(created.json.id)")
         try await conn.query(PostgresQuery(unsafeSQL: notifySQL, binds: notify), logger: quiet)
