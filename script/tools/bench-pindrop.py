@@ -188,45 +188,51 @@ def drop(side, n):
     return state
 
 
+# The table's rows in order: (label, where the time comes from, its key). "page": the page's record;
+# "server": the worker's stage lines; None: worked out from the drop's events in stage_rows.
+STAGES = [
+    ("POST /pins sent (page)", "page", "postStart"),
+    ("POST /pins answered (page)", "page", "saved"),
+    ("  job claimed by a worker (server)", "server", "claimed"),
+    ("  provider search answered (server)", "server", "searched"),
+    ("  placeholders written (server)", "server", "placeholders written"),
+    ("  first image downloaded (server)", "server", "first image downloaded"),
+    ("  first image stored, thumbnails made (server)", "server", "first image stored"),
+    ("  first photo row written + NOTIFY (server)", "server", "first photos written"),
+    ("album page: navigation started", "page", "navStart"),
+    ("album page: HTML answered", "page", "pageResponse"),
+    ("album page: DOMContentLoaded", "page", "domContentLoaded"),
+    ("album page: album.js runs (EventSource made)", "page", "streamCreated"),
+    ("album page: event stream open", "page", "streamOpen"),
+    ("  change event for the first photo", None, "firstPhotoEvent"),
+    ("  album.html with the first photo answered", None, "fragmentAnswered"),
+    ("  <img> inserted", "page", "imgInserted"),
+    ("  GET /photos/:id sent", "page", "photoStart"),
+    ("  GET /photos/:id answered", "page", "photoEnd"),
+    ("  image loaded", "page", "loaded"),
+    ("  the frame after the load (rAF + task)", "page", "framed"),
+    ("first thumbnail painted", None, "end"),
+]
+
+
 def stage_rows(side):
     """label → [ms since the drop], every counted drop of one side, the server's stages from its log."""
     stages = server_stages(side["log"])
-    rows = {}
-
-    def add(label, value):
-        rows.setdefault(label, [])
-        if value is not None:
-            rows[label].append(value)
-
+    rows = {label: [] for label, _, _ in STAGES}
     for s in side["results"]:
-        drop = s["drop"]
-        end = s.get("painted") or s["framed"]
         server = stages.get(int(s["pin"]), {})
-        since = lambda t: None if t is None else t - drop
-        add("POST /pins sent (page)", since(s.get("postStart")))
-        add("POST /pins answered (page)", since(s.get("saved")))
-        add("  job claimed by a worker (server)", since(server.get("claimed")))
-        add("  provider search answered (server)", since(server.get("searched")))
-        add("  placeholders written (server)", since(server.get("placeholders written")))
-        add("  first image downloaded (server)", since(server.get("first image downloaded")))
-        add("  first image stored, thumbnails made (server)", since(server.get("first image stored")))
-        add("  first photo row written + NOTIFY (server)", since(server.get("first photos written")))
-        add("album page: navigation started", since(s.get("navStart")))
-        add("album page: HTML answered", since(s.get("pageResponse")))
-        add("album page: DOMContentLoaded", since(s.get("domContentLoaded")))
-        add("album page: album.js runs (EventSource made)", since(s.get("streamCreated")))
-        add("album page: event stream open", since(s.get("streamOpen")))
-        changes = s.get("changes") or []
-        first_photo_event = next((t for t in changes if server.get("first photos written") and t >= server["first photos written"]), None)
-        add("  change event for the first photo", since(first_photo_event))
+        end = s.get("painted") or s["framed"]
+        written = server.get("first photos written")
         fetched = [f for f in s.get("fragments", []) if f["end"] <= s.get("imgInserted", end)]
-        add("  album.html with the first photo answered", since(fetched[-1]["end"] if fetched else None))
-        add("  <img> inserted", since(s.get("imgInserted")))
-        add("  GET /photos/:id sent", since(s.get("photoStart")))
-        add("  GET /photos/:id answered", since(s.get("photoEnd")))
-        add("  image loaded", since(s.get("loaded")))
-        add("  the frame after the load (rAF + task)", since(s.get("framed")))
-        add("first thumbnail painted", end - drop)
+        worked_out = {
+            "firstPhotoEvent": next((t for t in s.get("changes") or [] if written and t >= written), None),
+            "fragmentAnswered": fetched[-1]["end"] if fetched else None,
+            "end": end,
+        }
+        for label, where, key in STAGES:
+            t = (s if where == "page" else server if where == "server" else worked_out).get(key)
+            if t is not None:
+                rows[label].append(t - s["drop"])
     return rows
 
 
