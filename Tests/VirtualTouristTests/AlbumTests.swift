@@ -225,7 +225,7 @@ import TestSupport
         let ghost = try #require(try store.claimJob(worker: "ghost", leaseSeconds: 1))
         let search = try #require(try store.searchState(ghost))
         let result = try app.app.workers.provider.search(lat: search.lat, lon: search.lon, page: 1)
-        #expect(try store.storeSearchResult(ghost, result))
+        #expect(try store.storeSearchResult(ghost, result)?.count == 30)
         for photo in try store.pendingPhotos(ghost).prefix(5) {
             guard case .success(let (bytes, info)) = app.app.workers.fetchImage(photo.url) else { Issue.record("fetch failed"); continue }
             try store.storeImage(photoID: photo.id, job: ghost, hash: try store.photos.put(bytes), byteSize: bytes.count, info: info)

@@ -79,8 +79,9 @@ public struct AlbumJobQueue: Sendable {
                            shownPages: shown.split(separator: ",").compactMap { Int($0) })
     }
 
-    /// Writes the search result: placeholders, or status empty. False when the job is stale.
-    func storeSearchResult(_ job: AlbumJob, _ result: PhotoSearchPage) throws -> Bool {
+    /// Writes the search result: placeholders (their ids by position, from 0), or status empty.
+    /// Nil when the job is stale.
+    func storeSearchResult(_ job: AlbumJob, _ result: PhotoSearchPage) throws -> [Int: Int64]? {
         try pool.transaction { db in
             let updated = try db.query("""
                 UPDATE pins SET page = $4, total_pages = $5, total_photos = $6,
@@ -88,11 +89,10 @@ public struct AlbumJobQueue: Sendable {
                        status = CASE WHEN $7 THEN \(PinStatus.empty.sql) ELSE status END, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
-            guard updated == 1 else { return false }
+            guard updated == 1 else { return nil }
             // All placeholders and their announcement in one statement: one round trip, not one per photo.
-            try AlbumStore.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
-                                        firstPosition: 0, result.photos, announce: AlbumChange(userID: job.userID, pinID: job.pinID))
-            return true
+            return try AlbumStore.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
+                                                     firstPosition: 0, result.photos, announce: AlbumChange(userID: job.userID, pinID: job.pinID))
         }
     }
 

@@ -341,7 +341,7 @@ public struct AlbumStore: Sendable {
             var added = 0
             for photo in photos {
                 added += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
-                                                     firstPosition: nil, [photo])
+                                                     firstPosition: nil, [photo]).count
             }
             guard added > 0 else { return 0 }
             try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
@@ -369,8 +369,9 @@ public struct AlbumStore: Sendable {
     /// array, values still bound, never in the SQL: one round trip for a whole page of results, and
     /// `announce` rides along in the same statement (delivered at commit, like any NOTIFY).
     @discardableResult
+    /// Returns the rows added, id by position (a photo already on the pin is skipped).
     static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
-                                           firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> Int {
+                                           firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> [Int: Int64] {
         let rows = try placeholderRows(photos)
         // Licences not seen before first, in a statement of their own: the INSERT below then
         // finds them, also one another worker added a moment ago (each statement sees what was
@@ -380,7 +381,7 @@ public struct AlbumStore: Sendable {
             SELECT DISTINCT coalesce(e.p->>'license', ''), coalesce(e.p->>'licenseURL', '') FROM jsonb_array_elements($1::jsonb) AS e(p)
             ON CONFLICT (name, url) DO NOTHING
             """, [rows])
-        return try db.query("""
+        let row = try db.query("""
             WITH placed AS (
                 INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license_id,
                                     page_url, remote_url, date_taken)
@@ -393,11 +394,16 @@ public struct AlbumStore: Sendable {
                 FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
                 ORDER BY e.n
                 ON CONFLICT (pin_id, hashtextextended(provider || ' ' || remote_id, 0)) DO NOTHING
-                RETURNING 1)
-            SELECT (SELECT count(*) FROM placed)::int AS added,
+                RETURNING id, position)
+            SELECT (SELECT coalesce(string_agg(position || ' ' || id, ','), '') FROM placed) AS placed,
                    CASE WHEN $7::text IS NOT NULL THEN pg_notify($6, $7) END AS announced
             """, [pinID, userID, generation, firstPosition, rows, eventsChannel, announce?.payload])[0]
-            .decode("added")
+        var placed: [Int: Int64] = [:]
+        for pair in try row.decode("placed", as: String.self).split(separator: ",") {
+            let parts = pair.split(separator: " ")
+            if parts.count == 2, let position = Int(parts[0]), let id = Int64(parts[1]) { placed[position] = id }
+        }
+        return placed
     }
 
     /// The search result as a JSON array for insertPlaceholders. NUL characters are dropped: jsonb

@@ -19,11 +19,28 @@ final class DownloadPool: Sendable {
     /// Runs `body(0..<count)`, at most `width` at once, on the slots; returns when all have run.
     /// `body` returning false stops the batch (e.g. the album was superseded).
     func run(count: Int, width: Int, _ body: @escaping @Sendable (Int) -> Bool) {
-        guard count > 0 else { return }
+        start(count: count, width: width, body).wait()
+    }
+
+    /// A batch handed to the slots, to be waited for.
+    struct Running {
+        fileprivate let group: DispatchGroup?
+        /// When the pool is stopped (shutting down): the batch runs on the waiting thread instead,
+        /// one at a time, so a body that waits for its caller's work never waits for itself.
+        fileprivate let onCaller: (() -> Void)?
+
+        func wait() {
+            group?.wait()
+            onCaller?()
+        }
+    }
+
+    /// `run` without the wait: the caller does other work while the batch runs (an album writes
+    /// its placeholders while its first images download), then waits.
+    func start(count: Int, width: Int, _ body: @escaping @Sendable (Int) -> Bool) -> Running {
+        guard count > 0 else { return Running(group: nil, onCaller: nil) }
         guard startIfNeeded() else {
-            // Stopped (shutting down): what is left runs on the caller, one at a time.
-            for index in 0..<count where body(index) == false { return }
-            return
+            return Running(group: nil, onCaller: { for index in 0..<count where body(index) == false { return } })
         }
         let next = Mutex((index: 0, stopped: false))
         let group = DispatchGroup()
@@ -42,7 +59,7 @@ final class DownloadPool: Sendable {
                 }
             }
         }
-        group.wait()
+        return Running(group: group, onCaller: nil)
     }
 
     /// Runs `task` on a slot without waiting for it (connection warm-ups).
