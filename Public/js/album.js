@@ -108,7 +108,8 @@ function watchFirst() {
   if (firstShown || firstWatched) return;
   firstWatched = true;
   const shown = () => { firstShown = true; patchHeld(); };
-  const afterFrame = () => requestAnimationFrame(() => setTimeout(shown, 0));
+  // Two frames: the first paints it (its decode and raster follow on other threads).
+  const afterFrame = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(shown, 0)));
   const first = grid.querySelector("img");
   first.addEventListener("load", afterFrame, { once: true });
   first.addEventListener("error", afterFrame, { once: true });
