@@ -43,9 +43,6 @@ function patch(markup) {
     if (li === cursor) cursor = cursor.nextElementSibling;
     else grid.insertBefore(li, cursor);
   }
-  // The shimmer says "nothing yet": once photos arrive, the tiles filling in say it, and the
-  // placeholders rest (29 animated layers cost the first photo 20 ms; script/bench pindrop).
-  grid.classList.toggle("resting", grid.querySelector("img") !== null);
   watchFirst();
   if (focusedLi && focusedLi.isConnected && !focusedLi.contains(document.activeElement)) {
     (focusedIsRemove ? focusedLi.querySelector(".remove button") : focusedLi.querySelector("a"))?.focus();
