@@ -53,6 +53,8 @@ function patch(markup) {
   const pageInfo = document.getElementById("album-page-info");
   if (pageInfo && freshStatus.dataset.pageInfo !== undefined) pageInfo.textContent = freshStatus.dataset.pageInfo;
   if (newCollection) newCollection.disabled = album.dataset.status === "downloading";
+  album.dataset.ready = "true";
+  smallMapWhenFree();
   return true;
 }
 
@@ -71,8 +73,7 @@ async function refresh() {
   held = null;  // what it fetches is newer
   try {
     const response = await fetch(`${base}/album.html`, { credentials: "same-origin" });
-    if (response.ok && patch(await response.text())) album.dataset.ready = "true";
-    smallMapWhenFree();
+    if (response.ok) patch(await response.text());
   } catch { /* the next event or poll tries again */ }
   refreshing = false;
   if (again) { again = false; refresh(); }
@@ -89,9 +90,6 @@ function poll() {
   }, 2000);
 }
 
-// The owner's stream carries the fragment itself (what album.html answers): patched at once, no
-// round trip. A change without it (a share link's stream, a server that could not read the album)
-// is fetched.
 // While the album's first photo arrives, later changes wait until it is painted (at most 300 ms),
 // and only the newest is patched: patching the grid meanwhile (new tiles, their images fetched
 // and decoded) held up its load and paint by 20 ms on a slow machine (script/bench pindrop).
@@ -116,9 +114,11 @@ function patchHeld() {
   if (held === null) return;
   const markup = held;
   held = null;
-  if (patch(markup)) album.dataset.ready = "true";
-  smallMapWhenFree();
+  patch(markup);
 }
+// The owner's stream carries the fragment itself (what album.html answers): patched at once, no
+// round trip. A change without it (a share link's stream, a server that could not read the album)
+// is fetched.
 function changed(event) {
   const fragment = event.data.startsWith("<");
   if (fragment && firstWatched && !firstShown) {
@@ -126,9 +126,7 @@ function changed(event) {
     return;
   }
   held = null;
-  if (fragment && patch(event.data)) album.dataset.ready = "true";
-  else refresh();
-  smallMapWhenFree();
+  if (!(fragment && patch(event.data))) refresh();
 }
 
 if ("EventSource" in window) {
@@ -147,11 +145,12 @@ album.dataset.live = "true";
 // (script/bench pindrop). At the latest after ten seconds.
 const mapCanvas = document.getElementById("album-map");
 let mapDrawn = false;
+const drawWhenLoaded = () => smallMapWhenFree();
 function smallMapWhenFree(force = false) {
   if (!mapCanvas || mapDrawn) return;
   const first = grid.querySelector("img");
   if (!force && album.dataset.status === "downloading" && !(first && first.complete && first.naturalWidth > 0)) {
-    first?.addEventListener("load", () => smallMapWhenFree(), { once: true });
+    first?.addEventListener("load", drawWhenLoaded, { once: true });  // one listener, however many patches ask
     return;
   }
   mapDrawn = true;

@@ -365,11 +365,11 @@ public struct AlbumStore: Sendable {
 
     /// The one photo INSERT: placeholders (status pending, the image still to download) for `photos`,
     /// numbered from `firstPosition` (nil: after the album's last photo). A photo already in the album
-    /// (same provider and remote id) is skipped; returns the rows added. The rows travel as one JSON
-    /// array, values still bound, never in the SQL: one round trip for a whole page of results, and
-    /// `announce` rides along in the same statement (delivered at commit, like any NOTIFY).
+    /// (same provider and remote id) is skipped; returns the rows added, their ids by position. The
+    /// rows travel as one JSON array, values still bound, never in the SQL: one round trip for a
+    /// whole page of results, and `announce` rides along in the same statement (delivered at commit,
+    /// like any NOTIFY).
     @discardableResult
-    /// Returns the rows added, id by position (a photo already on the pin is skipped).
     static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
                                            firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> [Int: Int64] {
         let rows = try placeholderRows(photos)
