@@ -7,17 +7,18 @@
 struct ConnectionRates {
     let rate: Double
     let burst: Double
-    private var buckets: [String: Bucket] = [:]
-
-    private struct Bucket {
-        var tokens: Double
-        var at: ContinuousClock.Instant
-    }
+    private let rule: TokenBuckets<String>.Rule
+    /// Bounded (the oldest dropped first), so however many addresses connect, memory and the cost
+    /// of a connection stay the same.
+    private var buckets = TokenBuckets<String>(limit: 100_000)
+    /// Seconds are counted from the first connection's instant.
+    private var origin: ContinuousClock.Instant?
 
     /// `rate` 0 turns the limit off.
     init(rate: Double, burst: Double) {
         self.rate = rate
         self.burst = max(1, burst)
+        rule = .init(capacity: self.burst, perSecond: rate)
     }
 
     /// Addresses remembered now (those that opened connections lately).
@@ -26,21 +27,19 @@ struct ConnectionRates {
     /// Takes one connection's token for `address` at `now`; false when the address has none left.
     mutating func take(_ address: String, now: ContinuousClock.Instant) -> Bool {
         guard rate > 0 else { return true }
-        var bucket = buckets[address].map { refilled($0, now: now) } ?? Bucket(tokens: burst, at: now)
-        let allowed = bucket.tokens >= 1
-        if allowed { bucket.tokens -= 1 }
-        buckets[address] = bucket
-        return allowed
+        return buckets.take(address, rule, now: seconds(now))
     }
 
     /// Forgets the addresses whose bucket is full again: nothing about them needs remembering, so
     /// memory follows the addresses of the last few seconds, not every address ever seen.
     mutating func forgetRefilled(now: ContinuousClock.Instant) {
-        buckets = buckets.filter { refilled($0.value, now: now).tokens < burst }
+        let now = seconds(now), rule = rule
+        buckets.forget { _, tokens, at in min(rule.capacity, tokens + max(0, now - at) * rule.perSecond) >= rule.capacity }
     }
 
-    private func refilled(_ bucket: Bucket, now: ContinuousClock.Instant) -> Bucket {
-        let seconds = now > bucket.at ? (now - bucket.at) / .seconds(1) : 0
-        return Bucket(tokens: min(burst, bucket.tokens + seconds * rate), at: max(now, bucket.at))
+    private mutating func seconds(_ instant: ContinuousClock.Instant) -> Double {
+        let origin = origin ?? instant
+        self.origin = origin
+        return (instant - origin) / .seconds(1)
     }
 }

@@ -135,7 +135,8 @@ struct Configuration {
         ("S3_REGION", "the region signed into requests (AWS_REGION; us-east-1)", { $0.s3.region = $1 }),
         ("S3_ACCESS_KEY_ID", "the object store's access key (AWS_ACCESS_KEY_ID)", { $0.s3.accessKeyID = $1 }),
         ("S3_SECRET_ACCESS_KEY", "the object store's secret key (AWS_SECRET_ACCESS_KEY)", { $0.s3.secretAccessKey = $1 }),
-        ranged("SHARE_REQUESTS_PER_MINUTE", "requests a minute one address may make to share links (/s/…); one link takes 5 times as many from everyone (300; 0: no limit)", 0...1_000_000) { $0.app.shareLimits.perAddressPerMinute = $1 },
+        ranged("SHARE_REQUESTS_PER_MINUTE", "the former name of SHARE_PAGES_PER_MINUTE, read as it is; SHARE_PAGES_PER_MINUTE wins when both are set", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
+        ranged("SHARE_PAGES_PER_MINUTE", "pages a minute one address may open under share links (/s/…): a link, an album, a photo, a password sent; what those pages go on to load (thumbnails, photos, data) has 20 times as much, and one link 5 times both from everyone (300; 0: no limit)", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
         ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
             c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
         }),

@@ -246,11 +246,7 @@ def ring_visible(driver, where):
 
 def map_at_rest(driver):
     """The view stops changing (a flight or zoom animation has ended)."""
-    def still():
-        first = j.view(driver)
-        time.sleep(0.25)
-        return first == j.view(driver)
-    j.wait(driver, still, message="the map at rest")
+    j.at_rest(driver)
 
 
 def keyboard_journey(driver):
@@ -328,9 +324,14 @@ def keyboard_journey(driver):
     step("remove a photo (focus to the next one)", remove_photo)
 
     def new_collection():
+        before = set(j.album_ids(driver))
         tab_to(driver, "#new-collection", backwards=True)
         keys(driver, Keys.ENTER)
         j.wait(driver, lambda: focused(driver, "#album-status"), message="focus on the album's status")
+        # Focus moves when the POST is answered, before the page has fetched the new collection:
+        # the old one still says "ready" then, and its tiles are about to be replaced (a tile
+        # focused meanwhile is removed, and Enter on it opens nothing). Wait for the new tiles.
+        j.wait(driver, lambda: not set(j.album_ids(driver) or before) & before, message="the new collection's tiles")
         j.wait_album_ready(driver)
     step("New Collection (focus to the status it announces)", new_collection)
 

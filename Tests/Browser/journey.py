@@ -85,6 +85,24 @@ def view(driver):
     return {k: float(data(driver, k)) for k in ("viewLat", "viewLon", "viewZoom")}
 
 
+def drawn(driver):
+    """The last frame drew the map's view as it is now: #map's data-* state (the view, basemap,
+    tiles) is written while a frame draws, so right after a move it still describes the old view."""
+    return driver.execute_script("""
+      const v = window.virtualTourist.map.view, d = document.getElementById('map').dataset;
+      return d.viewLat === v.lat.toFixed(5) && d.viewLon === v.lon.toFixed(5) && d.viewZoom === v.zoom.toFixed(3);
+    """)
+
+
+def at_rest(driver):
+    """The view stops changing (a flight, a glide or a zoom animation has ended)."""
+    def still():
+        first = view(driver)
+        time.sleep(0.25)
+        return first == view(driver) and drawn(driver) and not driver.execute_script("return !!window.virtualTourist.map.animation")
+    wait(driver, still, message="the map at rest")
+
+
 def shot(driver, name):
     driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
 
@@ -183,7 +201,7 @@ def offset_from_center(driver, x, y):
     return x - size["width"] / 2, y - size["height"] / 2
 
 
-def press_and_hold(driver, dx=0, dy=0, hold=0.8):
+def press_and_hold(driver, dx=0, dy=0, hold=1.5):
     canvas = driver.find_element(By.ID, "map-canvas")
     ActionChains(driver).move_to_element_with_offset(canvas, dx, dy).click_and_hold().pause(hold).release().perform()
 
@@ -212,8 +230,7 @@ def desktop_journey(first_email):
             sign_up(d, first_email, "Journey <Tester>")
             assert "Journey &lt;Tester&gt;" in d.page_source or "Journey <Tester>" in d.find_element(By.CSS_SELECTOR, ".who").text
             d.execute_script("window.virtualTourist.map.setView(5, 15, 3)")  # Africa and the Atlantic
-            time.sleep(0.6)
-            wait(d, lambda: data(d, "basemap") == "ready", message="basemap at zoom 3")
+            wait(d, lambda: drawn(d) and data(d, "basemap") == "ready", message="basemap at zoom 3")
             land = pixel(d, *screen_of(d, 8, 22).values())
             sea = pixel(d, *screen_of(d, 0, -25).values())
             assert land[:3] != sea[:3], "land %s and sea %s look the same" % (land, sea)
@@ -225,25 +242,23 @@ def desktop_journey(first_email):
             before = view(d)
             canvas = d.find_element(By.ID, "map-canvas")
             ActionChains(d).move_to_element(canvas).click_and_hold().move_by_offset(60, 10).move_by_offset(60, 10).release().perform()
-            time.sleep(0.8)
-            after = view(d)
-            assert abs(after["viewLon"] - before["viewLon"]) > 5, "drag did not pan: %s → %s" % (before, after)
+            wait(d, lambda: abs(view(d)["viewLon"] - before["viewLon"]) > 5, message="the drag to pan (from %s)" % before)
+            at_rest(d)  # a flick glides on
             zoom = view(d)["viewZoom"]
             ActionChains(d).scroll_from_origin(__import__("selenium.webdriver.common.actions.wheel_input", fromlist=["ScrollOrigin"]).ScrollOrigin.from_element(canvas), 0, -300).perform()
-            time.sleep(0.5)
-            assert view(d)["viewZoom"] > zoom + 0.3, "wheel did not zoom in"
+            wait(d, lambda: view(d)["viewZoom"] > zoom + 0.3, message="the wheel to zoom in")
             canvas.click()
+            at_rest(d)
             zoom = view(d)["viewZoom"]
             canvas.send_keys("+")
-            time.sleep(0.6)
-            assert abs(view(d)["viewZoom"] - (round(zoom) + 1)) < 0.01, "+ did not zoom in"
+            wait(d, lambda: abs(view(d)["viewZoom"] - (round(zoom) + 1)) < 0.01, message="+ to zoom in")
+            at_rest(d)
             canvas.send_keys("-")
-            time.sleep(0.6)
-            assert abs(view(d)["viewZoom"] - round(zoom)) < 0.01, "- did not zoom out"
+            wait(d, lambda: abs(view(d)["viewZoom"] - round(zoom)) < 0.01, message="- to zoom out")
+            at_rest(d)
             lon = view(d)["viewLon"]
             canvas.send_keys(Keys.ARROW_RIGHT)
-            time.sleep(0.3)
-            assert view(d)["viewLon"] > lon, "arrow key did not pan"
+            wait(d, lambda: view(d)["viewLon"] > lon, message="the arrow key to pan")
 
         with Step(d, "3 press and hold drops a pin; a click does not; the card names the place"):
             d.execute_script("window.virtualTourist.map.setView(35.0116, 135.7681, 9)")
@@ -264,7 +279,13 @@ def desktop_journey(first_email):
             shot(d, "desktop-pin-card")
 
         with Step(d, "4 reload: the pin and the view are still there, from the first frame"):
-            time.sleep(1.5)  # the region is saved a moment after the map stops
+            # The region is saved a moment after the map stops (0.8 s, then its POST): wait for it.
+            wait(d, lambda: d.execute_script("""
+              const v = window.virtualTourist.map.view;
+              return document.getElementById('map').dataset.regionSaved ===
+                JSON.stringify({lat: v.lat.toFixed(6), lon: v.lon.toFixed(6), zoom: v.zoom.toFixed(3)});
+            """), message="the region to be saved")
+            at_rest(d)
             before = view(d)
             d.refresh()
             wait(d, lambda: data(d, "frames"), message="the first frame")
@@ -302,7 +323,8 @@ def desktop_journey(first_email):
               new MutationObserver(look).observe(document.getElementById('album'), { childList: true, subtree: true, attributes: true });
             """)
             button.click()
-            wait(d, lambda: d.find_element(By.ID, "album").get_attribute("data-status") == "downloading", message="New Collection to start")
+            # The observer sees the downloading state even when it lasts less than a poll.
+            wait(d, lambda: d.execute_script("return window.__seen.disabled"), message="New Collection to start")
             wait_album_ready(d)
             seen = d.execute_script("return window.__seen")
             saw_placeholders, disabled_while_loading = seen["pending"], seen["disabled"]
@@ -363,7 +385,7 @@ def desktop_journey(first_email):
             wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "#place-suggestions li"), message="suggestions")
             search.send_keys(Keys.ENTER)
             wait(d, lambda: abs(view(d)["viewLat"] - 35.02) < 0.1 and abs(view(d)["viewLon"] - 135.75) < 0.1, message="the map to reach Kyoto")
-            time.sleep(0.5)
+            at_rest(d)  # the flight's last frames: the pin's place on screen is read next
             count = pin_count(d)
             canvas = d.find_element(By.ID, "map-canvas")
             pin = d.execute_script("const p = window.virtualTourist.pins.pins[0]; return window.virtualTourist.map.worldToScreen(p.x, p.y);")
@@ -373,6 +395,8 @@ def desktop_journey(first_email):
             d.find_element(By.XPATH, "//div[@id='pin-card']//button[text()='Delete pin']").click()
             d.find_element(By.XPATH, "//div[@id='pin-card']//button[text()='Delete']").click()
             wait(d, lambda: pin_count(d) == count - 1, message="the pin to go")
+            # The pin leaves the map before its DELETE is answered: reloading sooner races it.
+            wait(d, lambda: "Pin deleted" in d.find_element(By.ID, "map-toast").get_attribute("textContent"), message="the deletion answered")
             d.refresh()
             wait(d, lambda: data(d, "frames"), message="the map")
             assert pin_count(d) == count - 1
@@ -406,7 +430,7 @@ def phone_journey(email):
             cx, cy = left + width / 2, top + height / 2
             count = pin_count(d)
             touch(d, "touchStart", [(cx, cy)])
-            time.sleep(0.8)
+            time.sleep(1.5)  # a long press: well past the page's 500 ms timer, so a busy page still sees it
             touch(d, "touchEnd", [])
             wait(d, lambda: pin_count(d) == count + 1, message="a pin from a long touch")
             zoom = view(d)["viewZoom"]
@@ -415,8 +439,7 @@ def phone_journey(email):
                 touch(d, "touchMove", [(cx - 30 - step * 12, cy), (cx + 30 + step * 12, cy)])
                 time.sleep(0.03)
             touch(d, "touchEnd", [])
-            time.sleep(0.3)
-            assert view(d)["viewZoom"] > zoom + 0.8, "pinch did not zoom: %s → %s" % (zoom, view(d)["viewZoom"])
+            wait(d, lambda: view(d)["viewZoom"] > zoom + 0.8, message="the pinch to zoom (from %s)" % zoom)
             shot(d, "phone-map")
             check_page(d, "phone map page")
         with Step(d, "phone: album, photo and picker pages"):

@@ -9,7 +9,7 @@ import Testing
 /// The attacks from the field, over loopback against a real server: while each runs, a normal
 /// client is still answered quickly (a liveness bound measured by the test's own client, not a
 /// benchmark: script/bench abuse has the figures) and memory stays bounded.
-@Suite(.serialized) struct AbuseTests {
+@Suite(.serialized, .tags(.slow)) struct AbuseTests {
     /// Resident memory of this process (the server runs in it), from /proc.
     static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
@@ -18,10 +18,11 @@ import Testing
         return kb * 1024
     }
 
-    /// The liveness bound: a normal request answered within half a second is served, not starved
-    /// (it takes about a millisecond on an idle machine; 0.1 s failed now and then on a loaded
-    /// two-core one). A starved server would hold it for the whole attack.
-    static let served = 0.5
+    /// The liveness bound: a normal request answered within a second is served, not starved (it
+    /// takes about a millisecond on an idle machine; 0.1 s failed now and then on a loaded two-core
+    /// one, with the other suites running beside it). A starved server would hold it for the whole
+    /// attack.
+    static let served = 1.0
 
     /// A normal client's slowest of `count` requests, in seconds.
     static func slowestNormalRequest(port: Int, count: Int = 40) throws -> Double {

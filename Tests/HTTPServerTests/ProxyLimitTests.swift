@@ -71,7 +71,9 @@ import Testing
         #expect(warnings.first?.contains("set TRUSTED_PROXIES=127.0.0.1") == true)
         // The refusals themselves are summed up at notice, at most once a second.
         let notices = lines.withLock { $0 }.filter { $0.contains(" notice ") && $0.contains("answered") }
-        #expect(!notices.isEmpty && notices.count <= 4, "\(notices)")
+        // Once a second over however long the run took (a busy machine takes longer), and one more
+        // for the second the run ended in.
+        #expect(!notices.isEmpty && notices.count <= Int(elapsed.rounded(.up)) + 2, "\(notices) in \(elapsed) s")
     }
 
     /// Listed as trusted, the same proxy is neither limited nor warned about.

@@ -164,7 +164,7 @@ final class BlackHoleProxy: @unchecked Sendable {
     }
 }
 
-@Suite struct ListenLinkTests {
+@Suite(.tags(.fault)) struct ListenLinkTests {
     /// The test cluster's unix socket and database, from TEST_DATABASE_URL
     /// (postgresql:///NAME?host=DIR&user=postgres).
     static func unixSocketAndDatabase() throws -> (socket: String, database: String) {
@@ -235,7 +235,7 @@ final class BlackHoleProxy: @unchecked Sendable {
         }
         #expect(reconnects.withLock { $0 } >= 1, "pages are told to re-read after the reconnect")
         let recovery = try #require(recovered, "live updates never resumed")
-        #expect(recovery < 5)
+        #expect(recovery < 10, "healthy again within a few health checks, with room for a busy machine")
         print("LISTEN black hole: noticed after \(String(format: "%.2f", noticedAfter))s, "
               + "updates resumed \(String(format: "%.2f", recovery))s after healing, "
               + "longest blocking call \(String(format: "%.3f", longestCall))s")

@@ -259,6 +259,14 @@ import TestSupport
 }
 
 @Suite struct PoolTests {
+    /// Waits until the backends pg_terminate_backend was sent to have exited (it only signals
+    /// them): a fixed pause was too short on a busy machine.
+    static func backendsGone(_ connection: PostgresConnection, _ name: String) -> Bool {
+        eventually(timeout: 10) {
+            (try? connection.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1", [name])[0].decode("n", as: Int.self)) == 0
+        }
+    }
+
     /// Lends the pool's one connection to a thread of its own and returns once it is lent; the
     /// thread keeps it until the returned semaphore is signalled, runs `whileHeld` with it just
     /// before giving it back, and `afterwards` once it has.
@@ -372,7 +380,7 @@ import TestSupport
         waitForLine(pool, 1)
         let killer = try PostgresConnection(url: admin)
         _ = try killer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
-        usleep(100_000)
+        #expect(Self.backendsGone(killer, name))
         release.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(answer.withLock { $0 } == 7)
@@ -424,7 +432,7 @@ import TestSupport
         let killer = try PostgresConnection(url: admin)
         let killed: Int = try killer.query("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1", [name])[0].decode("n")
         #expect(killed == 3)
-        usleep(100_000)
+        #expect(Self.backendsGone(killer, name))
         // Every connection is dead; each query below still succeeds on a fresh one.
         for i in 0..<5 {
             #expect(try pool.query("SELECT $1::int AS v", [i])[0].decode("v", as: Int.self) == i)

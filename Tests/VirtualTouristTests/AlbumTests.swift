@@ -279,9 +279,13 @@ import TestSupport
         let app = try TestApp(workers: true, fixture: options)
         let browser = try app.signedUp()
         let pin = try Self.dropPin(browser)
-        // Open the event stream by hand and read a few events while the album fills.
+        // The first album may be done before a stream opens on a busy machine: let it settle, open
+        // the event stream by hand, then take a New Collection and read its events as it fills.
+        _ = try Self.settled(browser, pin: pin)
         let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
         let client = try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        let token = try #require(try browser.get("/pins/\(pin)").csrfToken)
+        #expect(try browser.post("/pins/\(pin)/collection", form: [("_csrf", token)]).status == 303)
         let text = client.read(until: { $0.components(separatedBy: "event: change").count > 4 }, timeout: 20)
         #expect(text.hasPrefix("HTTP/1.1 200"))
         #expect(text.contains("Content-Type: text/event-stream"))

@@ -12,8 +12,7 @@ import Glibc
 /// says why once, /readyz says the store is full, nothing half-written stays behind, the photos
 /// wait as pending, and the album completes by itself once space returns. Mounting needs root
 /// (script/test runs as root in CI and in the container).
-@Suite(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
-struct DiskFullTests {
+@Suite(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"), .tags(.fault)) struct DiskFullTests {
     @Test func aFullDiskKeepsPhotosPendingAndTheAlbumCompletesWhenSpaceReturns() throws {
         let mount = TestApp.scratchDirectory("full-disk")
         try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)

@@ -9,7 +9,7 @@ import TestSupport
 /// each with a status below 500 and keeps serving. A trap here (an overflow, a conversion of NaN)
 /// would take the test process with it, so this test cannot pass by accident. Both providers,
 /// because each does its own arithmetic on the page number.
-@Suite(.serialized) struct ExtremeInputTests {
+@Suite(.serialized, .tags(.slow)) struct ExtremeInputTests {
     static let extremes = ["9223372036854775807", "-9223372036854775808", "99999999999999999999999", "-1", "0",
                            "1e308", "-1e308", "NaN", "inf", "", "0x10", "1.5", "２"]
     static let numberFields = ["page", "lat", "lon", "zoom", "w", "bbox", "limit", "q", "place"]

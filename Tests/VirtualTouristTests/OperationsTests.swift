@@ -11,7 +11,7 @@ import Glibc
 
 /// What an administrator relies on: health, readiness, metrics, several instances on one
 /// database, backups.
-@Suite struct OperationsTests {
+@Suite(.tags(.slow)) struct OperationsTests {
     @Test func healthReadinessAndMetrics() throws {
         let app = try TestApp(workers: true) { $0.metricsToken = "s3cret" }
         let browser = try app.signedUp()

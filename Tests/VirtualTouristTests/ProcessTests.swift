@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// The real executable, started and killed like an administrator (or the kernel) would.
-@Suite struct ProcessTests {
+@Suite(.tags(.fault)) struct ProcessTests {
     static var binary: String { TestApp.repositoryRoot + "/.build/debug/virtual-tourist" }
 
     static func environment(database: String, fixture: PhotoFixture) -> [String: String] {

@@ -10,7 +10,7 @@ import TestSupport
 /// Retry button. The fixture's switches make the outage (setSearchFault); the app's time is
 /// scaled 1:100 through its settings — the first wait 0.02 s for 2 s, at most 6 s for 600 s —
 /// so three seconds here are five minutes of the real service's outage, and no test sleeps minutes.
-@Suite struct ProviderOutageTests {
+@Suite(.tags(.fault)) struct ProviderOutageTests {
     static let scale = 100.0
 
     static func app(horizon: Double = 3600, fixture: PhotoFixture.Options = PhotoFixture.Options()) throws -> TestApp {

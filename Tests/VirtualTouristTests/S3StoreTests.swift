@@ -18,7 +18,7 @@ import TestSupport
 ///
 /// S3 keeps LastModified and cannot be told to backdate it, so "old" here means written a few
 /// seconds ago and collected with a grace period of one second.
-@Suite(.serialized) struct S3StoreTests {
+@Suite(.serialized, .tags(.fault)) struct S3StoreTests {
     static func moto() throws -> MotoServer { try MotoServer.shared.get() }
 
     /// An app on a fresh bucket with one finished album: the app, its S3Store and a collector over it.

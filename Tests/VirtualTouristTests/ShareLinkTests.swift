@@ -37,7 +37,7 @@ import TestSupport
 
     /// An owner with a pin at Lyon holding two ready photos (bytes in the row, no thumbnails: every
     /// width is the original with its metadata).
-    static func album(_ app: TestApp, email: String = "sharer-\(UUID().uuidString.prefix(6))@example.org") throws -> Album {
+    static func album(_ app: TestApp, email: String = "sharer-\(UUID().uuidString.prefix(6))@example.org", photos count: Int = 2) throws -> Album {
         let owner = try app.signedUp(email: email, name: "Sam Sharer")
         let token = try #require(try owner.get("/").csrfToken)
         let created = try owner.post("/pins", form: [("_csrf", token), ("lat", String(lat)), ("lon", String(lon))],
@@ -45,7 +45,7 @@ import TestSupport
         let pin = try #require((try JSONSerialization.jsonObject(with: Data(created.body.utf8)) as? [String: Any])?["id"] as? Int)
         try app.pool.query("UPDATE pins SET place_name = $2, status = 'ready' WHERE id = $1", [pin, placeName])
         var photos: [Int64] = []
-        for position in 0..<2 {
+        for position in 0..<count {
             photos.append(try app.pool.query("""
                 INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, content_type, bytes,
                                     width, height, title, owner_name)
@@ -130,7 +130,8 @@ import TestSupport
     }
 
     @Test func wrongRevokedAndExpiredLinksGetTheirPageAndNoPhotoBytes() throws {
-        let app = try TestApp()
+        // Forty guesses from one address: past what the limiter lets one address guess.
+        let app = try TestApp(configure: { $0.shareLimits.missesPerAddressPerHour = 0 })
         let album = try Self.album(app)
         let link = try Self.share(album.owner, path: "/pins/\(album.pin)/shares")
         let token = String(link.dropFirst(3))
@@ -351,7 +352,7 @@ import TestSupport
 
     @Test func visitsAreRateLimitedPerAddressAndPasswordTriesPerLink() throws {
         let app = try TestApp(configure: {
-            $0.shareLimits.perAddressPerMinute = 6
+            $0.shareLimits.pagesPerAddressPerMinute = 6
             $0.shareLimits.passwordTriesPer10Minutes = 2
         })
         let album = try Self.album(app)
@@ -368,6 +369,66 @@ import TestSupport
         let refused = try visitor.get(link)
         #expect(refused.status == 429 && refused.body.contains("Wait a minute") && refused.header("Retry-After") == "60")
         #expect(!Self.isImage(try visitor.get(link + "/photos/\(album.photos[0])")))
+    }
+
+    /// The limiter's table stays bounded whatever number of addresses come, and what it forgets
+    /// first is the address seen longest ago.
+    @Test func theLimitersTableStaysBoundedUnderAHundredThousandAddresses() {
+        var limits = ShareRateLimit.Limits()
+        limits.tableLimit = 50_000
+        let limit = ShareRateLimit(limits)
+        var refused = 0
+        for n in 0..<100_000 where !limit.allowVisit(.load, from: "10.\(n >> 16).\((n >> 8) & 255).\(n & 255)", now: 0) { refused += 1 }
+        #expect(refused == 0 && limit.count == 50_000)
+        // A fresh bucket for an address dropped long ago: full again.
+        #expect(limit.allowVisit(.load, from: "10.0.0.0", now: 0))
+    }
+}
+
+/// The share limits with their defaults, over loopback: what a household gets, what a crawler
+/// gets. Hundreds of requests each (tens of seconds in a debug build), so tagged slow.
+@Suite(.tags(.slow)) struct ShareLimitTests {
+    /// A household behind one router, with the default limits: six people each open the three
+    /// albums a friend shared (30 thumbnails each, the data the page loads, a photo, a reload)
+    /// within the minute. Visits are counted, not the thumbnails they bring: nobody is refused.
+    @Test func sixPeopleBehindOneAddressOpeningThreeAlbumsOfThirtyAreNeverRefused() throws {
+        // The test's client opens a connection a request where a browser keeps a few open: the
+        // connection rate (NEW_CONNECTIONS_PER_SECOND) is not what is measured here.
+        let app = try TestApp(server: { $0.newConnectionsPerSecond = 0 })
+        let albums = try (0..<3).map { _ in try ShareLinkTests.album(app, photos: 30) }
+        let links = try albums.map { try ShareLinkTests.share($0.owner, path: "/pins/\($0.pin)/shares") }
+        var statuses: [Int: Int] = [:]
+        for _ in 0..<6 {
+            let visitor = app.browser()
+            for (album, link) in zip(albums, links) {
+                var urls = [link, link + "/album.json", link + "/album.html"]
+                urls += album.photos.map { link + "/photos/\($0)?w=256" }
+                urls += [link + "/photos/\(album.photos[3])/view", link + "/photos/\(album.photos[3])", link]
+                for url in urls { statuses[try visitor.get(url).status, default: 0] += 1 }
+                statuses[try visitor.request("HEAD", link + "/events").status, default: 0] += 1
+            }
+        }
+        #expect(statuses == [200: 6 * 3 * 37], "\(statuses)")
+    }
+
+    /// A crawler guessing tokens from one address: a few dozen guesses reach the database, then
+    /// every guess is refused before the lookup, and a real link from that address too.
+    @Test func aCrawlerGuessingTokensIsRefusedAfterAFewDozen() throws {
+        // A connection a request, faster than NEW_CONNECTIONS_PER_SECOND: that limit is off, so
+        // what refuses the crawler here is the share limit alone.
+        let app = try TestApp(server: { $0.newConnectionsPerSecond = 0 })
+        let album = try ShareLinkTests.album(app)
+        let link = try ShareLinkTests.share(album.owner, path: "/pins/\(album.pin)/shares")
+        let crawler = app.browser()
+        var statuses: [Int] = []
+        for n in 0..<1000 {
+            statuses.append(try crawler.get(n % 2 == 0 ? "/s/" + Tokens.make() : "/s/\(Tokens.make())/photos/\(n)").status)
+        }
+        let misses = statuses.filter { $0 == 404 }.count
+        #expect(misses == ShareRateLimit.Limits().missesPerAddressPerHour, "\(misses) guesses reached the database")
+        #expect(statuses.dropFirst(misses).allSatisfy { $0 == 429 } && statuses.count == 1000,
+                "\(Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +)), first refusal at \(statuses.firstIndex(of: 429) ?? -1)")
+        #expect(try crawler.get(link).status == 429, "the guessing address is refused on real links too")
     }
 }
 

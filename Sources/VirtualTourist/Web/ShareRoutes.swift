@@ -63,7 +63,7 @@ extension WebPipeline {
 
         // The album (an album link) or the list of places (a map link), or the password form.
         page("GET", "/s/:token") { context in
-            let (token, link) = try gate.open(context.request)
+            let (token, link) = try gate.open(context.request, .page)
             guard gate.unlocked(context.request, token: token, link: link) else {
                 return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: nil), status: .forbidden))
             }
@@ -80,7 +80,7 @@ extension WebPipeline {
         }
 
         page("POST", "/s/:token") { context in
-            let (token, link) = try gate.open(context.request)
+            let (token, link) = try gate.open(context.request, .page)
             guard link.hasPassword else { return .redirect(to: "/s/" + token) }
             guard gate.limit.allow([.passwordTries(link: link.id), .passwordTriesFrom(context.request.remoteNetwork, link: link.id)]) else {
                 throw HTTPError(.tooManyRequests, "Too many wrong passwords for this link. Wait ten minutes and try again.",
@@ -98,7 +98,7 @@ extension WebPipeline {
 
         // A map link's albums: /s/TOKEN/pins/ID is the album's page.
         page("GET", "/s/:token/pins/:id") { context in
-            let (token, link, pinID) = try gate.openAlbum(context.request)
+            let (token, link, pinID) = try gate.openAlbum(context.request, .page)
             guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
                                                             view: .visitor(token: token, pinID: pinID, hideLocation: link.hideLocation),
@@ -107,14 +107,14 @@ extension WebPipeline {
 
         for prefix in ["/s/:token", "/s/:token/pins/:id"] {
             page("GET", prefix + "/album.json") { context in
-                let (_, link, pinID) = try gate.openAlbum(context.request)
+                let (_, link, pinID) = try gate.openAlbum(context.request, .load)
                 guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
                 var response = HTTPResponse.jsonValue(AlbumJSON(album))
                 response.headers.set("Cache-Control", "private, no-cache")
                 return ShareGate.visitor(ETag.conditional(context.request, response))
             }
             page("GET", prefix + "/album.html") { context in
-                let (token, link, pinID) = try gate.openAlbum(context.request)
+                let (token, link, pinID) = try gate.openAlbum(context.request, .load)
                 guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
                 let view = AlbumView.visitor(token: token, pinID: link.pinID == nil ? pinID : nil, hideLocation: link.hideLocation)
                 var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: "", view: view))
@@ -123,7 +123,7 @@ extension WebPipeline {
             }
             let tooManyStreams = HTTPError(.tooManyRequests, "Many people have this album open right now. The page updates when reloaded.")
             page("GET", prefix + "/events") { context in
-                let (_, link, pinID) = try gate.openAlbum(context.request)
+                let (_, link, pinID) = try gate.openAlbum(context.request, .load)
                 guard !streams.isFull(link.id) else { throw tooManyStreams }
                 // A map link names the album in the URL: one of the owner's, or nothing to watch.
                 if link.pinID == nil, try albums.album(pinID: pinID, userID: link.userID) == nil { throw HTTPError.notFound }
@@ -142,14 +142,14 @@ extension WebPipeline {
         }
 
         page("GET", "/s/:token/photos/:id") { context in
-            let (_, link) = try gate.openUnlocked(context.request)
+            let (_, link) = try gate.openUnlocked(context.request, .load)
             guard let id = Self.pinID(context.request), try links.photo(id, of: link) != nil else { throw HTTPError.notFound }
             let width = ShareGate.width(context.request.queryValue("w"))
             return ShareGate.visitor(try Self.image(id, width: width, link: link, albums: albums, request: context.request))
         }
 
         page("GET", "/s/:token/photos/:id/view") { context in
-            let (token, link) = try gate.openUnlocked(context.request)
+            let (token, link) = try gate.openUnlocked(context.request, .page)
             guard let id = Self.pinID(context.request), let pinID = try links.photo(id, of: link),
                   let album = try albums.album(pinID: pinID, userID: link.userID),
                   let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
@@ -166,7 +166,7 @@ extension WebPipeline {
         // The one image a link preview may fetch without a cookie: the album's first photo as a
         // thumbnail. Links with a password have none (their pages carry no preview tags either).
         page("GET", "/s/:token/preview.jpg") { context in
-            let (_, link) = try gate.open(context.request)
+            let (_, link) = try gate.open(context.request, .load)
             guard !link.hasPassword, let id = try links.firstPhoto(of: link) else { throw HTTPError.notFound }
             return ShareGate.visitor(try Self.image(id, width: 512, link: link, albums: albums, request: context.request))
         }
@@ -234,27 +234,31 @@ struct ShareGate: Sendable {
 
     static let unknown = HTTPError(.notFound, "This share link does not exist. Check that the whole link was copied.")
 
-    /// The token's link, open and within its rates.
-    func open(_ request: HTTPRequest) throws -> (token: String, link: ShareLink) {
+    /// The token's link, open and within its rates. `visit` says how the request is counted: a
+    /// page a person opens, or something a page goes on to load (ShareRateLimit).
+    func open(_ request: HTTPRequest, _ visit: ShareRateLimit.Visit) throws -> (token: String, link: ShareLink) {
         let tooMany = HTTPError(.tooManyRequests, "This shared album is being opened very often right now. Wait a minute, then reload the page.",
                                 headers: ["Retry-After": "60"])
-        guard limit.allow([.address(request.remoteNetwork)]) else { throw tooMany }
+        let address = request.remoteNetwork
+        guard limit.allowVisit(visit, from: address) else { throw tooMany }
         let token = request.parameters["token"] ?? ""
         switch try links.lookup(token: token) {
-        case .notFound: throw Self.unknown
+        case .notFound:
+            limit.missed(from: address)
+            throw Self.unknown
         case .revoked:
             throw HTTPError(.gone, "This share link was withdrawn by the person who made it. Ask them for a new one if you still need it.")
         case .expired:
             throw HTTPError(.gone, "This share link has expired. Ask the person who sent it for a new one.")
         case .open(let link):
-            guard limit.allow([.link(link.id)]) else { throw tooMany }
+            guard limit.allowVisit(visit, to: link.id) else { throw tooMany }
             return (token, link)
         }
     }
 
     /// As `open`, and refused without the password's cookie.
-    func openUnlocked(_ request: HTTPRequest) throws -> (token: String, link: ShareLink) {
-        let (token, link) = try open(request)
+    func openUnlocked(_ request: HTTPRequest, _ visit: ShareRateLimit.Visit) throws -> (token: String, link: ShareLink) {
+        let (token, link) = try open(request, visit)
         guard unlocked(request, token: token, link: link) else {
             throw HTTPError(.forbidden, "This shared album has a password. Open the link itself and type the password first.")
         }
@@ -262,8 +266,8 @@ struct ShareGate: Sendable {
     }
 
     /// The album a URL names: an album link's own, or for a map link one of the owner's (:id).
-    func openAlbum(_ request: HTTPRequest) throws -> (token: String, link: ShareLink, pinID: Int64) {
-        let (token, link) = try openUnlocked(request)
+    func openAlbum(_ request: HTTPRequest, _ visit: ShareRateLimit.Visit) throws -> (token: String, link: ShareLink, pinID: Int64) {
+        let (token, link) = try openUnlocked(request, visit)
         if let pinID = link.pinID {
             guard request.parameters["id"] == nil else { throw HTTPError.notFound }
             return (token, link, pinID)
