@@ -44,15 +44,17 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "Log"),
+        // The least-recently-used order every bounded table uses (caches, rate limiters).
+        .target(name: "LRU"),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
         // gzip for whoever needs it: static files (HTTPServer) and the places file (VirtualTourist).
         .target(name: "Zlib", dependencies: ["CZlib"]),
         // Text written into responses: the one HTML escaper (the app's views and the server's own
         // error page) and integers as digits (pages and JSON).
         .target(name: "WebText"),
-        .target(name: "HTTPServer", dependencies: ["CEpoll", "Zlib", "Log", "WebText"]),
+        .target(name: "HTTPServer", dependencies: ["CEpoll", "Zlib", "Log", "WebText", "LRU"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer", "CTurboJPEG"], exclude: ["Photos"]),

@@ -216,7 +216,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         guard let accessLog = server.configuration.accessLog else { return }
         let now = ContinuousClock.now
         let seconds = now > record.started ? (now - record.started) / .seconds(1) : 0
-        accessLog(AccessLogEntry(method: record.method, path: record.path, status: record.status,
+        accessLog(AccessLogEntry(method: record.method, path: server.configuration.loggedPath(record.path), status: record.status,
                                  bytes: record.bytes, seconds: seconds,
                                  remoteAddress: record.client.isEmpty ? machine.settings.remoteAddress : record.client))
     }

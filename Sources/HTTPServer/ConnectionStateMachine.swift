@@ -21,6 +21,11 @@ struct ConnectionStateMachine {
         var requestReadTimeout: Duration = .seconds(10)
         var idleTimeout: Duration = .seconds(60)
         var writeTimeout: Duration = .seconds(30)
+        /// The slowest a client may take what it was sent while a response waits on it: below
+        /// `minimumSendRate` bytes a second over `sendRateWindow`, it is cut. The write timeout
+        /// alone let a client that reads a few bytes now and then hold a download slot for ever.
+        var minimumSendRate = 16 * 1024
+        var sendRateWindow: Duration = .seconds(30)
         /// Pipelined requests parsed ahead of the one being answered, before reading pauses.
         var maxPending = 16
         /// A stream's unsent bytes past which its client is taken to have stopped reading.
@@ -40,6 +45,8 @@ struct ConnectionStateMachine {
             requestReadTimeout = Self.duration(configuration.requestReadTimeout)
             idleTimeout = Self.duration(configuration.idleTimeout)
             writeTimeout = Self.duration(configuration.writeTimeout)
+            minimumSendRate = max(0, configuration.minimumSendRate)
+            sendRateWindow = Self.duration(configuration.sendRateWindow)
             maxStreamLifetime = Self.duration(configuration.maxStreamLifetime)
             errorPage = configuration.errorPage
             self.remoteAddress = remoteAddress
@@ -128,6 +135,9 @@ struct ConnectionStateMachine {
     /// Set while the kernel's send buffer is full: when it was found full, or the last progress since.
     /// Non-nil exactly while the driver waits for the socket to become writable.
     private(set) var writeBlockedSince: ContinuousClock.Instant?
+    /// While output waits unsent: since when, and how much the client has taken since then
+    /// (the send-rate floor, `Settings.minimumSendRate`).
+    private var sendWindow: (since: ContinuousClock.Instant, taken: Int)?
     /// When the request now arriving began (or the connection opened, before its first byte).
     private var readStarted: ContinuousClock.Instant?
     private var lastActivity: ContinuousClock.Instant
@@ -241,6 +251,7 @@ struct ConnectionStateMachine {
         guard !isClosed else { return actions }
         var taken = min(count, unsentCount)
         unsentCount -= taken
+        if let window = sendWindow { sendWindow = (window.since, window.taken + taken) }
         while taken > 0, !output.isEmpty {
             let left = output[0].count - outputOffset
             if taken < left {
@@ -263,6 +274,7 @@ struct ConnectionStateMachine {
             if writeBlockedSince != nil { writeBlockedSince = now }
             return actions
         }
+        sendWindow = nil
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         lastPieceIsOurs = false
@@ -287,6 +299,7 @@ struct ConnectionStateMachine {
         var actions = ConnectionActions()
         guard !isClosed, writeBlockedSince == nil else { return actions }
         writeBlockedSince = now
+        if sendWindow == nil { sendWindow = (now, 0) }
         actions.writable = .wait
         return actions
     }
@@ -416,6 +429,17 @@ struct ConnectionStateMachine {
         if let blocked = writeBlockedSince, elapsed(blocked) > settings.writeTimeout {
             close(&actions)
             return actions
+        }
+        // A client that takes what it is sent slower than the floor, over a whole window: cut,
+        // so it frees what it holds (a zip slot, a handler, a descriptor). Judged per window, so
+        // a pause between bursts is forgiven as long as the window's total is enough.
+        if let window = sendWindow, settings.minimumSendRate > 0, elapsed(window.since) >= settings.sendRateWindow {
+            let seconds = elapsed(window.since) / .seconds(1)
+            if Double(window.taken) < Double(settings.minimumSendRate) * seconds {
+                close(&actions)
+                return actions
+            }
+            sendWindow = (now, 0)
         }
         // Only event streams (those with a heartbeat) have a lifetime: EventSource reconnects, but a
         // download cut short is a broken file. A download's client that stops reading is closed by

@@ -260,14 +260,14 @@ public final class HTTPServer: Sendable {
     /// Whether a forwarding header from an untrusted peer was logged (once per process).
     private let warnedAboutForwarding = Atomic<Bool>(false)
 
-    /// Says once, at warning, that a peer not in TRUSTED_PROXIES sends X-Forwarded-For or
-    /// Forwarded: the header is ignored, so everyone behind that peer counts as one address (one
+    /// Says once, at warning, that a peer not in TRUSTED_PROXIES sends X-Forwarded-For: the
+    /// header is ignored, so everyone behind that peer counts as one address (one
     /// address's connections, rate and sign-in attempts for all of them). Nothing else would tell
     /// the operator why, under Compose, every visitor shares the bridge gateway's address.
     func noteForwardingHeaders(_ request: HTTPRequest, peer: String) {
         guard !warnedAboutForwarding.load(ordering: .relaxed) else { return }
-        let header = request.headers["X-Forwarded-For"] != nil ? "X-Forwarded-For" : request.headers["Forwarded"] != nil ? "Forwarded" : nil
-        guard let header, !configuration.trustedProxies.trusts(peer),
+        let header = "X-Forwarded-For"
+        guard request.headers[header] != nil, !configuration.trustedProxies.trusts(peer),
               warnedAboutForwarding.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         serverLogger.warning("""
             port \(port): \(peer) sent \(header) but is not a trusted proxy, so the header is ignored and every client \
@@ -328,7 +328,7 @@ public final class HTTPServer: Sendable {
         } catch let error as any HTTPResponseError {
             return errorResponse(error, request: request)
         } catch {
-            serverLogger.error("\(request.method) \(request.path): \(error)")
+            serverLogger.error("\(request.method) \(configuration.loggedPath(request.path)): \(error)")
             return configuration.errorPage(.internalServerError, "Something went wrong on our side. Please try again.", request)
         }
     }

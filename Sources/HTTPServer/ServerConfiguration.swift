@@ -11,6 +11,11 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Double = 60
     /// How long a response may wait for a client that stopped reading.
     public var writeTimeout: Double = 30
+    /// Bytes a second a client must take, over each `sendRateWindow` seconds, while a response
+    /// waits on it (0: no floor): below it the response is cut and the connection closed, so a
+    /// client reading a few bytes now and then cannot keep a download slot.
+    public var minimumSendRate = 16 * 1024
+    public var sendRateWindow: Double = 30
     /// Open connections at once. When the table is full an idle keep-alive connection is closed to
     /// make room; only when none is idle is the newcomer answered 503 and closed.
     public var maxConnections = 4096
@@ -52,6 +57,10 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies = TrustedProxies()
     /// Called once per response; nil to log nothing.
     public var accessLog: (@Sendable (AccessLogEntry) -> Void)? = AccessLogEntry.standardLogger
+    /// How a request's path is written in every line the server logs about it (the access log,
+    /// a handler's error): an app whose paths carry secrets (share links' tokens) cuts them out
+    /// here, once. Query strings are never logged.
+    public var loggedPath: @Sendable (String) -> String = { $0 }
     public var listenBacklog: Int32 = 1024
     /// Seconds before a new connection's first byte is read: the cost of a TCP + TLS handshake,
     /// simulated by test fixtures (photo-fixture --connect-latency). 0 in production.
@@ -68,10 +77,13 @@ public struct AccessLogEntry: Sendable {
     public let seconds: Double
     public let remoteAddress: String
 
-    /// The same entry with another path: an app whose paths carry secrets (share links' tokens)
-    /// logs them without.
-    public func with(path: String) -> AccessLogEntry {
-        AccessLogEntry(method: method, path: path, status: status, bytes: bytes, seconds: seconds, remoteAddress: remoteAddress)
+    public init(method: String, path: String, status: Int, bytes: Int, seconds: Double, remoteAddress: String) {
+        self.method = method
+        self.path = path
+        self.status = status
+        self.bytes = bytes
+        self.seconds = seconds
+        self.remoteAddress = remoteAddress
     }
 
     public var line: String {

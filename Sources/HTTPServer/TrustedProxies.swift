@@ -30,24 +30,15 @@ public struct TrustedProxies: Sendable, Equatable {
         return ranges.contains { $0.contains(bytes) }
     }
 
-    /// The client's address for a request that arrived from `peer`.
+    /// The client's address for a request that arrived from `peer`: from `X-Forwarded-For` alone.
+    /// RFC 7239 `Forwarded` is never read: the proxies people run (nginx, Caddy, Traefik, HAProxy)
+    /// write X-Forwarded-For but pass a client's own `Forwarded` through untouched, so reading it
+    /// let any client choose the address every per-address limit counts (docs/admin.md).
     public func clientAddress(peer: String, headers: HTTPHeaders) -> String {
         guard !ranges.isEmpty, trusts(peer) else { return peer }
         var hops: [String] = []
-        // RFC 7239 Forwarded first (for=…), else the de-facto X-Forwarded-For.
-        for value in headers.values("Forwarded") {
-            for element in value.split(separator: ",") {
-                for pair in element.split(separator: ";") {
-                    let kv = pair.split(separator: "=", maxSplits: 1)
-                    guard kv.count == 2, kv[0].trimmingCharacters(in: " \t").lowercased() == "for" else { continue }
-                    hops.append(Self.unquoteNode(kv[1].trimmingCharacters(in: " \t")))
-                }
-            }
-        }
-        if hops.isEmpty {
-            for value in headers.values("X-Forwarded-For") {
-                hops += value.split(separator: ",").map { $0.trimmingCharacters(in: " \t") }
-            }
+        for value in headers.values("X-Forwarded-For") {
+            hops += value.split(separator: ",").map { $0.trimmingCharacters(in: " \t") }
         }
         var client = peer
         for hop in hops.reversed().prefix(32) {
@@ -56,18 +47,6 @@ public struct TrustedProxies: Sendable, Equatable {
             if !trusts(hop) { return hop }
         }
         return client
-    }
-
-    /// `"[2001:db8::1]:4711"` → `2001:db8::1`; `192.0.2.1:80` → `192.0.2.1` (RFC 7239 §6).
-    static func unquoteNode(_ node: String) -> String {
-        var text = Substring(node)
-        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return String(text) }
-            return String(text[text.index(after: text.startIndex)..<close])
-        }
-        if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") { return String(text[..<colon]) }
-        return String(text)
     }
 }
 

@@ -149,7 +149,7 @@ struct Configuration {
             guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
             c.app.signUp = mode
         }),
-        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12), or gateway (this host's default gateway: the Docker host under Compose): only their X-Forwarded-For / Forwarded headers say who the client is", { c, v in
+        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12), or gateway (this host's default gateway: the Docker host under Compose): only their X-Forwarded-For says who the client is (Forwarded is never read)", { c, v in
             let text = try Self.resolvingGateway(v)
             guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
             c.trustedProxies = proxies

@@ -105,6 +105,19 @@ func serve(_ configuration: Configuration) -> Never {
             if let problem = store.problem() { log.warning("photo store: \(problem)") }
         }
     }
+    // A new instance with SIGN_UP=invite or closed: the first account needs a code only the
+    // operator can read, here. (Whoever reached the page first used to take the instance.)
+    do {
+        if let code = try AccountStore(pool: pool).setupCode(mode: settings.signUp) {
+            log.warning("""
+                nobody has an account yet: the first one needs this setup code: \(code) \
+                (open \(settings.publicURL ?? "the site")/sign-up and enter it; single use; a new one at each start). \
+                Or: virtual-tourist admin create-person --email E --name N
+                """)
+        }
+    } catch {
+        log.warning("could not make a setup code for the first account (\(error)); make it with virtual-tourist admin create-person instead")
+    }
     do {
         try app.startBackgroundWork()
     } catch {

@@ -7,9 +7,12 @@ Standard library only.
   visit.py BASE_URL STATE_FILE again    with the saved cookie: still signed in, the pin, the album and the
                                         same photo bytes are there
 
+SETUP_CODE, when set, is sent with the sign-up: the first account of an instance whose SIGN_UP is
+invite or closed needs the code the app wrote in its log at start.
+
 Each step prints one line; any failure exits 1 with the reason.
 """
-import hashlib, http.cookiejar, json, re, sys, time, urllib.error, urllib.parse, urllib.request
+import hashlib, http.cookiejar, json, os, re, sys, time, urllib.error, urllib.parse, urllib.request
 
 BASE, STATE, MODE = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
 EMAIL, PASSWORD = "compose@example.org", "a long compose password"
@@ -76,9 +79,11 @@ def photo(photo_id):
 
 if MODE == "first":
     token = csrf("/sign-up")
-    status, headers, _ = request("POST", "/sign-up", {
-        "_csrf": token, "email": EMAIL, "display_name": "Compose", "password": PASSWORD,
-        "password_confirmation": PASSWORD})
+    form = {"_csrf": token, "email": EMAIL, "display_name": "Compose", "password": PASSWORD,
+            "password_confirmation": PASSWORD}
+    if os.environ.get("SETUP_CODE"):
+        form["invite"] = os.environ["SETUP_CODE"]
+    status, headers, _ = request("POST", "/sign-up", form)
     if status != 303 or not any(c.name.endswith("vt_session") for c in jar):
         fail(f"sign-up answered {status}, cookies {[c.name for c in jar]}")
     print("signed up as", EMAIL, flush=True)

@@ -434,7 +434,7 @@ func statuses(_ text: String) -> [String] {
     }
 
     @Test func aSlowReaderIsClosedOnceTheWriteStallsPastItsLimit() {
-        var wire = Wire()
+        var wire = Wire { $0.minimumSendRate = 0 }  // the write timeout alone (the floor is below)
         wire.room = 1000
         wire.read(get("/big"))
         wire.respond(HTTPResponse(body: Array(repeating: 0x61, count: 10_000)))
@@ -448,6 +448,39 @@ func statuses(_ text: String) -> [String] {
         #expect(!wire.closed)
         wire.timer(after: 2)
         #expect(wire.closed)
+    }
+
+    /// A client that takes a little now and then (1 KiB a second) never lets the write stall for
+    /// 30 s, but falls below the floor (16 KiB/s over 30 s): cut after one window, slot freed. One
+    /// that reads at 20 KiB/s, in bursts with pauses, is not.
+    @Test func aReaderBelowTheSendRateFloorIsCutAfterOneWindow() {
+        let body = Array(repeating: UInt8(0x61), count: 4 * 1024 * 1024)
+        var slow = Wire()
+        slow.room = 0
+        slow.read(get("/pins/1/album.zip"))
+        slow.respond(HTTPResponse(body: body))
+        for _ in 0..<29 {
+            slow.room = 1024
+            slow.flush()
+            slow.timer(after: 1)
+            #expect(!slow.closed)
+        }
+        slow.room = 1024
+        slow.flush()
+        slow.timer(after: 1.5)
+        #expect(slow.closed, "30 KiB in 30 s is below 16 KiB/s")
+
+        var fast = Wire()
+        fast.room = 0
+        fast.read(get("/pins/1/album.zip"))
+        fast.respond(HTTPResponse(body: body))
+        for second in 0..<90 {
+            if second % 3 == 0 { fast.room = 60 * 1024; fast.flush() }  // 60 KiB every 3 s, then nothing
+            fast.timer(after: 1)
+        }
+        #expect(!fast.closed)
+        fast.writable()
+        #expect(fast.take().count > body.count)
     }
 
     @Test func peerHalfCloseStillAnswersEveryPendingRequest() {

@@ -40,11 +40,12 @@ import Testing
         #expect(TrustedProxies().clientAddress(peer: "127.0.0.1", headers: headers(("X-Forwarded-For", "1.2.3.4"))) == "127.0.0.1")
     }
 
-    @Test func forwardedHeaderOfRFC7239() throws {
+    /// RFC 7239 Forwarded is never read, even from a trusted proxy: nginx and Caddy pass a
+    /// client's own through untouched, so it would let the client pick its address.
+    @Test func aForwardedHeaderIsNeverRead() throws {
         let proxies = try #require(TrustedProxies(parsing: "127.0.0.1"))
-        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", "for=192.0.2.60;proto=https;by=203.0.113.43"))) == "192.0.2.60")
-        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", #"for="[2001:db8:cafe::17]:4711""#))) == "2001:db8:cafe::17")
-        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", "for=198.51.100.1:80, for=192.0.2.43"))) == "192.0.2.43")
-        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", "for=unknown"))) == "127.0.0.1")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", "for=192.0.2.60;proto=https"))) == "127.0.0.1")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", headers: headers(("Forwarded", "for=198.51.100.7"), ("X-Forwarded-For", "203.0.113.5")))
+                == "203.0.113.5")
     }
 }

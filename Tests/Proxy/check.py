@@ -140,6 +140,23 @@ check(any(line.rstrip().endswith(" 127.0.0.2") and "POST /sign-in 303" in line f
       "and Alice's sign-in from 127.0.0.2")
 check("not a trusted proxy" not in log, "no warning about forwarding headers (the proxy is trusted)")
 
+# Mallory tries again naming Alice in RFC 7239 Forwarded, which neither proxy removes: the app reads
+# X-Forwarded-For alone, so the guesses still count against 127.0.0.3 and Alice still signs in.
+logged = len(log)
+token = mallory.csrf("/sign-in")
+for attempt in range(6):
+    mallory.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": f"again {attempt}"},
+                    headers={"Forwarded": "for=127.0.0.2", "X-Forwarded-For": "127.0.0.2"})
+alice.cookies.clear()
+token = alice.csrf("/sign-in")
+status, _, _ = alice.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": password})
+check(status == 303, f"a spoofed Forwarded header gets nobody else throttled: Alice signs in at once ({status})")
+with open(app_log, encoding="utf-8", errors="replace") as f:
+    log = f.read()
+spoofed = [line for line in log[logged:].splitlines() if "POST /sign-in 4" in line]
+check(len(spoofed) == 6 and all(line.rstrip().endswith(" 127.0.0.3") for line in spoofed),
+      f"the app logged Mallory's address, not the one her Forwarded header named ({len(spoofed)} lines)")
+
 # -- a file to import (up to 5 MB) passes the proxy's body limit, which is 1 MiB elsewhere ---------
 token = alice.csrf("/import")
 boundary = "----VirtualTouristProxyCheck"

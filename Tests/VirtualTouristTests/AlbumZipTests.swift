@@ -265,6 +265,38 @@ import Glibc
         #expect(eventually { app.app.downloadSlots.inUse == 0 })
     }
 
+    /// A client that reads 1 KiB a second keeps the write from ever stalling for the write
+    /// timeout, but falls below the send-rate floor: cut within a window (2 s here, 30 by default)
+    /// and its download slot freed, where before it held the slot for as long as it liked.
+    @Test func aZipReaderAtOneKiBASecondIsCutAndItsSlotFreed() throws {
+        let app = try TestApp(server: { $0.sendRateWindow = 2 })
+        let browser = try app.signedUp(email: "zip-trickle@example.org")
+        let user = try Self.userID(app, "zip-trickle@example.org")
+        var generator = SystemRandomNumberGenerator()
+        let blob = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        // 30 MB: more than the kernel's loopback buffers hold, so the server waits on the reader.
+        let pin = try Self.album(app, user: user, titles: (1...150).map { "P\($0)" }, blobs: [blob])
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let fd = try connectLoopback(port: app.port, receiveTimeout: 5)
+        defer { close(fd) }
+        let head = Array("GET /pins/\(pin)/album.zip HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n".utf8)
+        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #expect(eventually { app.app.downloadSlots.inUse == 1 })
+        let started = Date()
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        var cut: Double?
+        // Drain what the kernel's buffers already hold at 1 KiB a second would take hours: read
+        // 1 KiB, wait a second, and watch the slot.
+        while Date().timeIntervalSince(started) < 60 {
+            _ = recv(fd, &buffer, buffer.count, 0)
+            if app.app.downloadSlots.inUse == 0 { cut = Date().timeIntervalSince(started); break }
+            usleep(1_000_000)
+        }
+        let seconds = try #require(cut, "the trickling reader still held its slot after 60 s")
+        #expect(seconds < 30, "cut after \(seconds) s (window 2 s)")
+        print("zip trickle: cut and slot freed after \(String(format: "%.1f", seconds)) s at 1 KiB/s (window 2 s, floor 16 KiB/s)")
+    }
+
     /// VmRSS of this process (the server runs in it), in bytes.
     static func residentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),

@@ -13,10 +13,11 @@ import Testing
     static let allowed: [String: Set<String>] = [
         "Log": ["Glibc", "Darwin", "Synchronization"],
         "WebText": [],
+        "LRU": [],
         "Zlib": ["CZlib"],
         "HTTPClient": platform.union(["CCurl"]),
         // Sockets and HTTP only, and no Foundation: the server stays small and reusable.
-        "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Log", "Zlib", "CZlib", "CEpoll", "WebText"],
+        "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Log", "Zlib", "CZlib", "CEpoll", "WebText", "LRU"],
         "Postgres": platform.union(["CLibPQ", "Log"]),
         // CTurboJPEG: the never-seen photos of --distinct are cut from JPEGs it encodes.
         "PhotoFixture": platform.union(["HTTPServer", "CTurboJPEG"]),
@@ -29,7 +30,7 @@ import Testing
         // Pages and JSON are written from values: no database, no HTTP, no threads.
         "VirtualTourist/Views": ["Foundation", "WebText"],
         "VirtualTourist/JSON": ["Foundation", "WebText"],
-        "VirtualTourist/Caching": platform,
+        "VirtualTourist/Caching": platform.union(["LRU"]),
         // The domain: SQL and outbound HTTP, never the server's types.
         "VirtualTourist/Accounts": platform.union(["Postgres", "CCrypt"]),
         "VirtualTourist/Map": platform.union(["Postgres"]),

@@ -14,8 +14,47 @@ import Glibc
 
     static func environment(database: String, fixture: PhotoFixture) -> [String: String] {
         ["DATABASE_URL": database, "PORT": "0", "PHOTO_PROVIDER": "fixture", "FLICKR_API_URL": fixture.apiURL,
-         "WORKERS": "1", "ALBUM_LEASE_SECONDS": "2", "LOG_LEVEL": "warning",
+         "WORKERS": "1", "ALBUM_LEASE_SECONDS": "2", "LOG_LEVEL": "warning", "SIGN_UP": "open",
          "PUBLIC_DIR": TestApp.repositoryRoot + "/Public", "MIGRATIONS_DIR": TestApp.repositoryRoot + "/migrations"]
+    }
+
+    /// `serve` on an empty instance with SIGN_UP=invite (the default) writes a setup code to its
+    /// log; the first account needs it, and a restart makes a new one that replaces it.
+    @Test func theFirstAccountNeedsTheSetupCodeTheServerLogs() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the app first (script/test does)")
+        let fixture = try PhotoFixture()
+        defer { fixture.stop() }
+        let database = try TestDatabase.migrated("setup")
+        var environment = Self.environment(database: database, fixture: fixture)
+        environment["SIGN_UP"] = nil
+        environment["PORT"] = String(OperationsTests.freePort())
+        let port = Int(environment["PORT"]!)!
+        func start() throws -> (ChildProcess, String) {
+            let log = NSTemporaryDirectory() + "vt-setup-\(UUID().uuidString).log"
+            let server = try ChildProcess([Self.binary, "serve"], environment: environment, logPath: log)
+            #expect(eventually(timeout: 20) { (try? Browser(port: port).get("/readyz").status) == 200 })
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return (server, text.firstMatch(of: /setup code: ([A-Za-z0-9_-]{43})/).map { String($0.1) } ?? "")
+        }
+        var (server, first) = try start()
+        #expect(first.count == 43, "the log names no setup code")
+        server.kill(SIGTERM)
+        _ = server.wait()
+        let second: String
+        (server, second) = try start()
+        defer { server.kill(SIGTERM) }
+        #expect(second.count == 43 && second != first, "a new code at each start")
+        func signUp(_ code: String?) throws -> Int {
+            let browser = Browser(port: port)
+            let form = try browser.get("/sign-up")
+            var fields = [("_csrf", form.csrfToken ?? ""), ("email", "first@example.org"), ("display_name", "First"),
+                          ("password", "a long password"), ("password_confirmation", "a long password")]
+            if let code { fields.append(("invite", code)) }
+            return try browser.post("/sign-up", form: fields).status
+        }
+        #expect(try signUp(nil) == 403, "whoever finds the page first does not take the instance")
+        #expect(try signUp(first) == 403, "the earlier start's code is gone")
+        #expect(try signUp(second) == 303)
     }
 
     @Test func aKilledWorkerProcessLeavesNothingHalfDoneAfterARestart() throws {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import PhotoFixture
+import Log
+import Postgres
 import TestSupport
 @testable import VirtualTourist
 
@@ -265,6 +267,63 @@ import TestSupport
         }
     }
 
+    /// `admin disable` closes every link of that person at once, photos included, and `enable`
+    /// opens them again; deleting the person deletes them.
+    @Test func aDisabledPersonsLinksStopAnsweringUntilEnabled() throws {
+        let app = try TestApp()
+        let album = try Self.album(app, email: "Sam.Sharer@example.org")
+        let albumLink = try Self.share(album.owner, path: "/pins/\(album.pin)/shares")
+        let mapLink = try Self.share(album.owner, path: "/shares")
+        let urls = Self.resources(albumLink, photo: album.photos[0]) + [mapLink, mapLink + "/pins/\(album.pin)/album.json"]
+        let visitor = app.browser()
+        for url in urls { #expect(try visitor.get(url).status == 200, "\(url)") }
+        let people = PeopleAdmin(pool: app.pool)
+        try people.disable(email: "sam.sharer@EXAMPLE.org")
+        for url in urls {
+            let page = try visitor.get(url)
+            #expect(page.status == 404 && page.body.contains("account that made it is disabled") && !Self.isImage(page), "\(url): \(page.status)")
+        }
+        try people.enable(email: "SAM.SHARER@example.org")
+        for url in urls { #expect(try visitor.get(url).status == 200, "\(url)") }
+        try people.delete(email: "sam.sharer@example.org")
+        #expect(try visitor.get(albumLink).status == 404)
+        #expect(try app.count("SELECT count(*) FROM share_links") == 0)
+    }
+
+    /// An imported pin is named by its file: a hidden link shows none of that name anywhere under
+    /// the link (album and map links, every page, the preview tags), only the country our place
+    /// index puts it in, or the label the owner wrote for an album link.
+    @Test func hideLocationShowsNoNameTheOwnerDidNotWriteForTheLink() throws {
+        let app = try TestApp(configure: { $0.publicURL = "https://photos.example.org" })
+        let album = try Self.album(app)
+        let fileName = "Grandma's house Rue Mercière"
+        try app.pool.query("UPDATE pins SET place_name = $2 WHERE id = $1", [album.pin, fileName])
+        let albumLink = try Self.share(album.owner, path: "/pins/\(album.pin)/shares", hide: true)
+        let mapLink = try Self.share(album.owner, path: "/shares", hide: true)
+        let labelled = try Self.share(album.owner, path: "/pins/\(album.pin)/shares", hide: true, label: "Summer 2026")
+        let visitor = app.browser()
+        let photo = album.photos[0]
+        var urls = Self.resources(albumLink, photo: photo).filter { !$0.contains("/photos/\(photo)?") && !$0.hasSuffix("/photos/\(photo)") && !$0.hasSuffix(".jpg") }
+        urls += [mapLink, mapLink + "/pins/\(album.pin)", mapLink + "/pins/\(album.pin)/album.json", mapLink + "/pins/\(album.pin)/album.html",
+                 labelled, labelled + "/photos/\(photo)/view"]
+        for url in urls {
+            let page = try visitor.get(url)
+            #expect(page.status == 200, "\(url)")
+            let text = page.body + page.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+            for secret in ["Grandma", "Mercière", "Merci&#232;re", "Rue", "house"] + Self.coordinateTexts {
+                #expect(!text.contains(secret), "\(url) shows \(secret)")
+            }
+        }
+        let page = try visitor.get(albumLink).body
+        #expect(page.contains("<h1>France</h1>") && page.contains("og:title\" content=\"France\""), "the country from the place index")
+        #expect(try visitor.get(mapLink).body.contains(">France</a>"))
+        let named = try visitor.get(labelled).body
+        #expect(named.contains("<h1>Summer 2026</h1>"), "the owner's label for the link")
+        // Without hiding, the owner's name for the place is the album's title, as before.
+        let open = try Self.share(album.owner, path: "/pins/\(album.pin)/shares")
+        #expect(try visitor.get(open).body.contains("Grandma&#39;s house") || (try visitor.get(open).body.contains("Grandma&#x27;s house")))
+    }
+
     @Test func metadataStrippingKeepsTheImage() throws {
         let stripped = try #require(ImageMetadata.strippedJPEG(Self.jpegWithMetadata))
         let plain = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg")))
@@ -524,5 +583,43 @@ import TestSupport
         #expect(!logged.contains { $0.contains(String(token.prefix(8))) })
         #expect(logged.contains { $0.contains("/pins/\(album.pin)/shares") }, "other paths as they are")
         #expect(ShareLinks.loggedPath("/s/ab") == "/s/ab" && ShareLinks.loggedPath("/sign-in") == "/sign-in")
+    }
+}
+
+/// Every line the server logs about share requests that fail, errors and outages included, keeps
+/// the token cut as the access log does (one redaction: `ServerConfiguration.loggedPath`).
+@Suite(.tags(.fault)) struct SecretsInLogsTests {
+    @Test func noLogLineCarriesAShareTokenAfterA500OrADatabaseOutage() throws {
+        let cluster = try TemporaryCluster()
+        let connection = try PostgresConnection(url: cluster.url)
+        _ = try Migrator(directory: TestDatabase.migrationsDirectory).migrate(connection)
+        connection.close()
+        let lines = ShareLinkLogTests.Lines()
+        let stop = Logger.observe { lines.add($0) }
+        defer { stop() }
+        let app = try TestApp(database: cluster.url, server: { $0.accessLog = { lines.add($0.line) } })
+        let album = try ShareLinkTests.album(app)
+        let link = try ShareLinkTests.share(album.owner, path: "/pins/\(album.pin)/shares")
+        let token = String(link.dropFirst(3))
+        let visitor = app.browser()
+
+        // A photo whose blob is missing from the store: a 500, logged as an error.
+        try app.pool.query("UPDATE photos SET bytes = NULL, hash = decode(repeat('ab', 32), 'hex') WHERE id = $1", [album.photos[0]])
+        let broken = try visitor.get(link + "/photos/\(album.photos[0])")
+        #expect(broken.status >= 500, "\(broken.status)")
+        // The database away: every share request 503, each logged.
+        try cluster.stop()
+        for url in [link, link + "/album.json", link + "/photos/\(album.photos[1])"] {
+            #expect(try visitor.get(url).status == 503, "\(url)")
+        }
+        try cluster.start()
+        #expect(eventually(timeout: 30) { (try? visitor.get(link).status) == 200 })
+
+        let logged = lines.all
+        #expect(logged.contains { $0.contains("/s/\(token.prefix(4))…/photos/\(album.photos[0])") && !$0.contains(" 500 ") },
+                "the error itself is logged, with the token cut: \(logged.suffix(20))")
+        #expect(logged.contains { $0.contains("503") && $0.contains("/s/\(token.prefix(4))…") }, "\(logged.suffix(20))")
+        let leaks = logged.filter { $0.contains(String(token.prefix(8))) }
+        #expect(leaks.isEmpty, "\(leaks)")
     }
 }

@@ -26,14 +26,28 @@ import TestSupport
         return try browser.post("/sign-up", form: fields)
     }
 
-    @Test func closedLetsOnlyTheFirstAccountIn() throws {
+    /// The first account of an empty instance, which `serve` asks for in its log: without the
+    /// setup code nobody takes it (whoever found the page first used to), with it one person does.
+    static func setupCode(_ app: TestApp) throws -> String {
+        try #require(try app.app.accounts.setupCode(mode: app.app.signUpMode))
+    }
+
+    @Test func closedLetsOnlyTheFirstAccountInWithTheSetupCode() throws {
         let app = try TestApp { $0.signUp = .closed }
+        let code = try Self.setupCode(app)
         let empty = try app.browser().get("/sign-up")
         #expect(empty.status == 200)
-        #expect(empty.body.contains("id=\"sign-up-first\""))
-        #expect(!empty.body.contains("name=\"invite\""))
-        let first = try Self.signUp(app, email: "owner@example.org")
+        #expect(empty.body.contains("id=\"sign-up-first\"") && empty.body.contains("setup code"))
+        #expect(empty.body.contains("name=\"invite\""), "the setup code's field")
+        let without = try Self.signUp(app, email: "early@example.org")
+        #expect(without.status == 403 && without.body.contains("Enter the setup code"), "\(without)")
+        let wrong = try Self.signUp(app, email: "early@example.org", invitation: "not-the-code-not-the-code-not-the-code-00000")
+        #expect(wrong.status == 403 && wrong.body.contains("not the setup code"))
+        #expect(try app.count("SELECT count(*) FROM users") == 0)
+        let first = try Self.signUp(app, email: "owner@example.org", invitation: code)
         #expect(first.status == 303, "\(first)")
+        // Used: it opens nothing again, nor does any other setup code (they are deleted).
+        #expect(try app.count("SELECT count(*) FROM invitations") == 0)
 
         let page = try app.browser().get("/sign-up")
         #expect(page.status == 200)
@@ -43,22 +57,40 @@ import TestSupport
         #expect(refused.status == 403)
         #expect(refused.body.contains("Sign-up is closed"))
         // An invitation does not open a closed instance.
-        let code = try app.app.accounts.createInvitation()
-        #expect(try Self.signUp(app, email: "stranger@example.org", invitation: code).status == 403)
+        let invitation = try app.app.accounts.createInvitation()
+        #expect(try Self.signUp(app, email: "stranger@example.org", invitation: invitation).status == 403)
         // Nor does it say whether an email has an account.
         let taken = try Self.signUp(app, email: "owner@example.org")
         #expect(taken.status == 403)
         #expect(!taken.body.contains("already exists"))
         #expect(try app.count("SELECT count(*) FROM users") == 1)
-        #expect(try app.count("SELECT count(*) FROM invitations WHERE used_at IS NOT NULL") == 0)
+        #expect(try app.count("SELECT count(*) FROM invitations") == 1, "the setup code is gone; the invitation above stays unused")
+        // Nothing to make once someone has an account.
+        #expect(try app.app.accounts.setupCode(mode: .closed) == nil)
+    }
+
+    /// Each start makes a new code and drops the earlier ones; with SIGN_UP=open there is none.
+    @Test func aNewSetupCodeAtEachStartAndNoneWhenOpen() throws {
+        let app = try TestApp { $0.signUp = .invite }
+        let old = try Self.setupCode(app)
+        let new = try Self.setupCode(app)
+        #expect(old != new)
+        #expect(try Self.signUp(app, email: "owner@example.org", invitation: old).status == 403)
+        #expect(try Self.signUp(app, email: "owner@example.org", invitation: new).status == 303)
+        #expect(try app.app.accounts.setupCode(mode: .open) == nil)
+        // Every account deleted: the next start asks for a code again.
+        try app.pool.query("DELETE FROM users")
+        #expect(try Self.signUp(app, email: "squatter@example.org").status == 403)
+        #expect(try app.app.accounts.setupCode(mode: .invite) != nil)
     }
 
     @Test func inviteNeedsAValidInvitationAndUsesItOnce() throws {
         let app = try TestApp { $0.signUp = .invite }
-        // The first account needs none.
+        // The first account needs the setup code, not an invitation.
         let first = try app.browser().get("/sign-up")
         #expect(first.body.contains("id=\"sign-up-first\""))
-        #expect(try Self.signUp(app, email: "owner@example.org").status == 303)
+        #expect(try Self.signUp(app, email: "owner@example.org").status == 403)
+        #expect(try Self.signUp(app, email: "owner@example.org", invitation: try Self.setupCode(app)).status == 303)
 
         let page = try app.browser().get("/sign-up")
         #expect(page.status == 200)
@@ -98,7 +130,7 @@ import TestSupport
 
     @Test func anExpiredInvitationIsRefused() throws {
         let app = try TestApp { $0.signUp = .invite }
-        #expect(try Self.signUp(app, email: "owner@example.org").status == 303)
+        _ = try app.app.accounts.createUser(email: "owner@example.org", displayName: "Owner", password: Self.password)
         let code = try app.app.accounts.createInvitation(days: 1)
         try app.pool.query("UPDATE invitations SET expires_at = now() - interval '1 second'")
         let refused = try Self.signUp(app, email: "late@example.org", invitation: code)
@@ -112,7 +144,7 @@ import TestSupport
     /// address): one account.
     @Test func simultaneousUsesOfOneInvitationMakeOneAccount() throws {
         let app = try TestApp { $0.signUp = .invite }
-        #expect(try Self.signUp(app, email: "owner@example.org").status == 303)
+        _ = try app.app.accounts.createUser(email: "owner@example.org", displayName: "Owner", password: Self.password)
         let code = try app.app.accounts.createInvitation()
         let statuses = Mutex<[Int]>([]), port = app.port
         DispatchQueue.concurrentPerform(iterations: 8) { i in
@@ -124,12 +156,14 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM users") == 2)
     }
 
-    /// Two people signing up on an empty closed instance at once: only one is the first.
+    /// Eight people signing up with the setup code on an empty closed instance at once: only one
+    /// is the first.
     @Test func onlyOneFirstAccount() throws {
         let app = try TestApp { $0.signUp = .closed }
+        let code = try Self.setupCode(app)
         let statuses = Mutex<[Int]>([]), port = app.port
         DispatchQueue.concurrentPerform(iterations: 8) { i in
-            let status = (try? Self.signUp(port: port, email: "first\(i)@example.org").status) ?? 0
+            let status = (try? Self.signUp(port: port, email: "first\(i)@example.org", invitation: code).status) ?? 0
             statuses.withLock { $0.append(status) }
         }
         #expect(statuses.withLock { $0.filter { $0 == 303 }.count } == 1)
@@ -150,13 +184,16 @@ import TestSupport
         let pages = try PageTests.Pages()
         let hostile = PageTests.markup
         let closed = try TestApp { $0.signUp = .closed }
+        let closedCode = try Self.setupCode(closed)
         pages.save(try closed.browser().get("/sign-up"), "closed, first account", expect: ["yours will be the first"], forms: 1)
-        #expect(try Self.signUp(closed, email: "owner@example.org").status == 303)
+        pages.save(try Self.signUp(closed, email: hostile, invitation: hostile), "closed, first account, wrong code", status: 403,
+                   expect: [hostile, "not the setup code"], forms: 1)
+        #expect(try Self.signUp(closed, email: "owner@example.org", invitation: closedCode).status == 303)
         pages.save(try closed.browser().get("/sign-up"), "closed", expect: ["Sign-up is closed"])
         pages.save(try Self.signUp(closed, email: "x@example.org"), "closed, refused", status: 403, expect: ["Sign-up is closed"])
 
         let invite = try TestApp { $0.signUp = .invite }
-        #expect(try Self.signUp(invite, email: "owner@example.org").status == 303)
+        _ = try invite.app.accounts.createUser(email: "owner@example.org", displayName: "Owner", password: Self.password)
         pages.save(try invite.browser().get("/sign-up"), "invite", expect: ["by invitation"], forms: 1)
         let link = "/sign-up?invite=" + hostile.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         pages.save(try invite.browser().get(link), "invite, hostile code in the link", expect: [hostile, "cannot be used"], forms: 1)

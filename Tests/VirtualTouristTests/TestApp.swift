@@ -86,10 +86,13 @@ final class TestApp {
                   password: String = "correct horse battery") throws -> Browser {
         let browser = browser()
         let form = try browser.get("/sign-up")
-        let page = try browser.post("/sign-up", form: [
-            ("_csrf", form.csrfToken ?? ""), ("email", email), ("display_name", name),
-            ("password", password), ("password_confirmation", password),
-        ])
+        var fields = [("_csrf", form.csrfToken ?? ""), ("email", email), ("display_name", name),
+                      ("password", password), ("password_confirmation", password)]
+        // The first account of an instance that is not open needs the setup code its start logs.
+        if form.body.contains("id=\"sign-up-first\""), let code = try app.accounts.setupCode(mode: app.signUpMode) {
+            fields.append(("invite", code))
+        }
+        let page = try browser.post("/sign-up", form: fields)
         guard page.status == 303 else { throw Browser.Failure(description: "sign-up failed: \(page)") }
         return browser
     }

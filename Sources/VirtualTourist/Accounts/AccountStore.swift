@@ -41,6 +41,9 @@ public struct AccountStore: Sendable {
         case invitationNeeded
         /// The code is unknown, used or expired (which one is not said: the page offers no oracle).
         case invitationNotValid
+        /// SIGN_UP=invite or closed, nobody has an account yet, and the setup code was not given
+        /// (or is not valid).
+        case setupCodeNeeded
     }
 
     /// Makes an account with no gate at all: the admin CLI and tests. Sign-up from the web goes
@@ -51,15 +54,19 @@ public struct AccountStore: Sendable {
 
     /// Makes an account if `mode` lets this sign-up in: always with `.open`; with `.invite` only
     /// with a valid invitation, which it uses up; with `.closed` never — except the first account
-    /// of an empty instance, which any mode lets in (someone has to be first, and an operator who
-    /// has just installed it should not need psql for that).
+    /// of an empty instance, which needs the setup code the server logs at start (`setupCode`):
+    /// whoever reaches a new instance first must not be the one who takes it.
     public func signUp(email: String, displayName: String, password: String, mode: SignUpMode, invitation: String?) throws -> User {
         let code = invitation.flatMap { $0.isEmpty ? nil : $0 }
         // A refused gate and a taken email are answered before the (deliberately slow) hash is
         // computed; the transaction below checks the gate again, under the lock. The gate first:
         // someone without an invitation learns nothing about which emails have accounts.
-        if mode != .open, try signUpGate(mode: mode, invitation: code) == .refused {
-            throw mode == .closed ? SignUpError.closed : code == nil ? SignUpError.invitationNeeded : SignUpError.invitationNotValid
+        if mode != .open {
+            switch try signUpGate(mode: mode, invitation: code) {
+            case .refused: throw mode == .closed ? SignUpError.closed : code == nil ? SignUpError.invitationNeeded : SignUpError.invitationNotValid
+            case .setupCodeNeeded: throw SignUpError.setupCodeNeeded
+            case .open, .firstAccount, .invited: break
+            }
         }
         if try !pool.query("SELECT 1 FROM users WHERE lower(email) = lower($1)", [email]).isEmpty {
             throw SignUpError.emailTaken
@@ -72,18 +79,22 @@ public struct AccountStore: Sendable {
                     // One gated sign-up at a time, so two people on an empty instance cannot both
                     // be "the first account" (the lock ends with the transaction).
                     try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
-                    if try !db.query("SELECT 1 FROM users LIMIT 1").isEmpty {
-                        guard mode == .invite else { throw SignUpError.closed }
-                        guard let code else { throw SignUpError.invitationNeeded }
-                        // The row lock makes the use single: a second use of the same code waits for
-                        // this one and then finds used_at set.
-                        let used = try db.query("""
-                            UPDATE invitations SET used_at = now()
-                            WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()
-                            RETURNING id
-                            """, [code])
-                        guard let row = used.first else { throw SignUpError.invitationNotValid }
-                        invitationID = try row.decode("id")
+                    let first = try db.query("SELECT 1 FROM users LIMIT 1").isEmpty
+                    guard first || mode == .invite else { throw SignUpError.closed }
+                    guard let code else { throw first ? SignUpError.setupCodeNeeded : SignUpError.invitationNeeded }
+                    // The row lock makes the use single: a second use of the same code waits for
+                    // this one and then finds used_at set. The first account's setup code is an
+                    // invitation too (then deleted with any other setup codes).
+                    let used = try db.query("""
+                        UPDATE invitations SET used_at = now()
+                        WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()
+                        RETURNING id
+                        """, [code])
+                    guard let row = used.first else { throw first ? SignUpError.setupCodeNeeded : SignUpError.invitationNotValid }
+                    invitationID = try row.decode("id")
+                    // The setup codes have done their work: none is left to list or to use.
+                    if first, try !db.query("DELETE FROM invitations WHERE note = $1 RETURNING id", [Self.setupCodeNote]).isEmpty {
+                        invitationID = try db.query("SELECT id FROM invitations WHERE id = $1", [invitationID]).first?.decode("id")
                     }
                 }
                 let row = try db.query("""
@@ -104,8 +115,10 @@ public struct AccountStore: Sendable {
     public enum SignUpGate: Sendable, Equatable {
         /// Anyone may sign up (SIGN_UP=open).
         case open
-        /// Nobody has an account yet: this one may be made whatever the mode.
+        /// Nobody has an account yet, and the setup code given is valid: this one may be made.
         case firstAccount
+        /// Nobody has an account yet: the first needs the setup code from the server's log.
+        case setupCodeNeeded
         /// SIGN_UP=invite and the code given (if any) is valid now.
         case invited
         /// Closed, or an invitation is needed and the one given (if any) is not valid.
@@ -120,7 +133,8 @@ public struct AccountStore: Sendable {
                    EXISTS (SELECT 1 FROM invitations
                            WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()) AS valid
             """, [invitation ?? ""])[0]
-        if try !row.decode("anyone", as: Bool.self) { return .firstAccount }
+        let valid = try invitation != nil && row.decode("valid", as: Bool.self)
+        if try !row.decode("anyone", as: Bool.self) { return valid ? .firstAccount : .setupCodeNeeded }
         if mode == .invite, invitation != nil, try row.decode("valid", as: Bool.self) { return .invited }
         return .refused
     }
@@ -129,6 +143,27 @@ public struct AccountStore: Sendable {
 
     /// How long an invitation works unless the administrator says otherwise.
     public static let invitationDays = 7
+
+    /// The note of the setup codes `setupCode` makes (admin list shows them as invitations).
+    static let setupCodeNote = "setup code for the first account"
+
+    /// With SIGN_UP=invite or closed and nobody signed up yet: a new single-use code for the first
+    /// account, for the server to write in its log at start (each start makes a new one and
+    /// drops the earlier ones; they all go once the first account exists). nil when not needed.
+    public func setupCode(mode: SignUpMode) throws -> String? {
+        guard mode != .open else { return nil }
+        return try pool.transaction { db in
+            try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
+            try db.query("DELETE FROM invitations WHERE note = $1 AND used_at IS NULL", [Self.setupCodeNote])
+            guard try db.query("SELECT 1 FROM users LIMIT 1").isEmpty else { return nil }
+            let code = Tokens.make()
+            try db.query("""
+                INSERT INTO invitations (code_hash, expires_at, note)
+                VALUES (sha256(convert_to($1, 'UTF8')), now() + interval '30 days', $2)
+                """, [code, Self.setupCodeNote])
+            return code
+        }
+    }
 
     /// Makes a single-use invitation valid for `days`; returns its code (256 random bits, stored
     /// only as its SHA-256), to be sent as PUBLIC_URL/sign-up?invite=CODE.

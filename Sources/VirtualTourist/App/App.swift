@@ -13,6 +13,8 @@ public final class App: Sendable {
     public let routes: [Router.Route]
     public let handler: any HTTPHandler
     public let accounts: AccountStore
+    /// SIGN_UP: who may make an account (the first one of an empty instance needs a setup code).
+    public let signUpMode: SignUpMode
     public let albums: AlbumStore
     public let workers: AlbumWorkers
     public let events: AlbumEvents
@@ -39,6 +41,7 @@ public final class App: Sendable {
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
+        signUpMode = settings.signUp
         secureCookies = settings.cookiesAreSecure
         let photoStore: any PhotoStore
         if let s3 = settings.s3 {
@@ -136,7 +139,8 @@ public final class App: Sendable {
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                            downloads: downloadSlots)
         web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
-                           provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL)
+                           provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL,
+                           places: { PlaceIndex.shared(path: placesPath) })
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
@@ -180,8 +184,9 @@ public final class App: Sendable {
         let metrics = metrics, log = configuration.accessLog
         configuration.accessLog = { entry in
             metrics.recordResponse(status: entry.status, seconds: entry.seconds)
-            log?(entry.with(path: ShareLinks.loggedPath(entry.path)))
+            log?(entry)
         }
+        configuration.loggedPath = ShareLinks.loggedPath
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
         // the error page must never wait for either. Not for 429 either: a refusal has to cost

@@ -25,6 +25,8 @@ public enum ShareLookup: Sendable, Equatable {
     case notFound
     case revoked
     case expired
+    /// The owner's account is disabled: closed until it is enabled again.
+    case suspended
     case open(ShareLink)
 }
 
@@ -100,14 +102,19 @@ public struct ShareLinks: Sendable {
     /// What a token opens, checked on every request (revocation and expiry take effect at once).
     public func lookup(token: String) throws -> ShareLookup {
         guard Tokens.isWellFormed(token) else { return .notFound }
+        // The owner's row in the same statement: a disabled person's links close at once (and
+        // open again on enable); a deleted person's links are deleted with them.
         let rows = try pool.query("""
-            SELECT \(Self.columns), expires_at IS NOT NULL AND expires_at <= now() AS expired
-            FROM share_links WHERE token_hash = sha256(convert_to($1, 'UTF8'))
+            SELECT \(Self.columns("s.")), s.expires_at IS NOT NULL AND s.expires_at <= now() AS expired,
+                   u.disabled_at IS NOT NULL AS suspended
+            FROM share_links s JOIN users u ON u.id = s.user_id
+            WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))
             """, [token])
         guard let row = rows.first else { return .notFound }
         let link = try Self.link(row)
         if link.revokedAt != nil { return .revoked }
         if try row.decode("expired", as: Bool.self) { return .expired }
+        if try row.decode("suspended", as: Bool.self) { return .suspended }
         return .open(link)
     }
 

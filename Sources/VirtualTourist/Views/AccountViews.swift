@@ -30,8 +30,13 @@ enum AccountViews {
         }
         let gate: HTML
         switch form.gate {
-        case .firstAccount:
-            gate = "<p class=\"flash\" id=\"sign-up-first\">Nobody has an account here yet: yours will be the first, and needs no invitation.</p>"
+        case .firstAccount, .setupCodeNeeded:
+            gate = """
+                <p class="flash" id="sign-up-first">Nobody has an account here yet: yours will be the first. It needs the \
+                setup code the server wrote in its log when it started (the line with “setup code”; with Docker Compose: \
+                <code>docker compose logs app | grep "setup code"</code>). Or make the account on the server with \
+                <code>virtual-tourist admin create-person</code>.</p>
+                """
         case .invited, .refused:
             gate = """
                 <p class="flash" id="sign-up-invite">Sign-up on this site is by invitation. Ask the person who runs it for an invitation link.</p>
@@ -39,7 +44,11 @@ enum AccountViews {
         case .open:
             gate = .empty
         }
-        let invitationField: HTML = form.mode == .invite && form.gate != .firstAccount
+        let first = form.gate == .firstAccount || form.gate == .setupCodeNeeded
+        let invitationField: HTML = first
+            ? field("invite", label: "Setup code", type: "text", value: form.invitation ?? "", autocomplete: "off",
+                    error: form.errors["invite"], hint: "From the server's log: the line that says “setup code”.")
+            : form.mode == .invite
             ? field("invite", label: "Invitation code", type: "text", value: form.invitation ?? "", autocomplete: "off",
                     error: form.errors["invite"], hint: "Filled in for you when you follow an invitation link.")
             : .empty

@@ -2,8 +2,8 @@ import Foundation
 
 /// Who an album page is drawn for, and so where its links point and what it may show: the owner
 /// (/pins/ID, /photos/ID, every control) or a share link's visitor (/s/TOKEN/…, read-only, and
-/// with a link that hides the location no coordinates, no small map and only the country of the
-/// place name). One album view, two modes: the visitor's page is the owner's with less in it.
+/// with a link that hides the location no coordinates, no small map and no name but the link's
+/// label or the country). One album view, two modes: the visitor's page is the owner's with less in it.
 struct AlbumView: Sendable {
     /// The album's own URLs (the page, album.html, events): "/pins/12" or "/s/TOKEN[/pins/12]".
     var base: String
@@ -13,27 +13,22 @@ struct AlbumView: Sendable {
     var hideLocation = false
     /// The breadcrumb above the album (nil: none).
     var back: (href: String, label: String)? = ("/", "← Your map")
+    /// What a link that hides the location calls a place (`ShareRoutes.hiddenName`).
+    var hiddenName: @Sendable (Pin) -> String = { _ in "A shared album" }
 
     static func owner(_ pinID: Int64) -> AlbumView { AlbumView(base: "/pins/\(pinID)", photos: "/photos") }
 
-    static func visitor(token: String, pinID: Int64?, hideLocation: Bool) -> AlbumView {
+    static func visitor(token: String, pinID: Int64?, hideLocation: Bool,
+                        hiddenName: @escaping @Sendable (Pin) -> String = { _ in "A shared album" }) -> AlbumView {
         let root = "/s/" + token
         return AlbumView(base: pinID.map { root + "/pins/\($0)" } ?? root, photos: root + "/photos", readOnly: true,
-                         hideLocation: hideLocation, back: pinID == nil ? nil : (root, "← All places"))
+                         hideLocation: hideLocation, back: pinID == nil ? nil : (root, "← All places"), hiddenName: hiddenName)
     }
 
-    /// The pin's name as this page may show it: with the location hidden, only the last part of
-    /// the place name (its country), and no coordinates at all.
+    /// The pin's name as this page may show it: with the location hidden, never the pin's own
+    /// text (an imported pin is named by its file) and no coordinates at all.
     func title(_ pin: Pin) -> String {
-        guard hideLocation else { return pin.title }
-        return Self.coarsePlace(pin.placeName) ?? "A shared album"
-    }
-
-    static func coarsePlace(_ placeName: String?) -> String? {
-        guard let last = placeName?.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty else { return nil }
-        // A place name is made of names; anything with a digit could be a coordinate.
-        guard !last.contains(where: \.isNumber) else { return nil }
-        return last
+        hideLocation ? hiddenName(pin) : pin.title
     }
 
     func photoURL(_ id: Int64) -> String { photos + "/\(id)" }

@@ -39,8 +39,8 @@ enum SharePages {
     }
 
     /// A link to someone's whole map: their places as a list, each opening its album read-only.
-    static func map(_ pins: [Pin], token: String, hideLocation: Bool, chrome: Layout.Chrome, extraHead: HTML) -> HTML {
-        let view = AlbumView.visitor(token: token, pinID: nil, hideLocation: hideLocation)
+    static func map(_ pins: [Pin], token: String, view: AlbumView, chrome: Layout.Chrome, extraHead: HTML) -> HTML {
+        let hideLocation = view.hideLocation
         let items = HTML.each(pins) { pin in
             let count = pin.photoCount == 1 ? "1 photo" : "\(pin.photoCount) photos"
             let place: HTML = hideLocation ? .empty : " <span class=\"muted\">\(text: pin.coordinates)</span>"

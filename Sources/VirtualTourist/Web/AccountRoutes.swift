@@ -14,6 +14,7 @@ extension WebPipeline {
             if form.gate == .refused, mode == .invite, form.invitation != nil {
                 form.errors["invite"] = Self.invitationNotValid
             }
+            if form.gate == .setupCodeNeeded, form.invitation != nil { form.errors["invite"] = Self.setupCodeNotValid }
             return .page(AccountViews.signUp(form, chrome: context.chrome))
         }
 
@@ -30,6 +31,10 @@ extension WebPipeline {
                 if mode == .invite {
                     form.errors["invite"] = form.invitation == nil ? "Enter the invitation code from your invitation link." : Self.invitationNotValid
                 }
+                return .page(AccountViews.signUp(form, chrome: context.chrome), status: .forbidden)
+            }
+            if form.gate == .setupCodeNeeded {
+                form.errors["invite"] = form.invitation == nil ? Self.setupCodeNeeded : Self.setupCodeNotValid
                 return .page(AccountViews.signUp(form, chrome: context.chrome), status: .forbidden)
             }
             let password = request.formValue("password") ?? ""
@@ -57,8 +62,13 @@ extension WebPipeline {
                     form.errors["email"] = "An account with this email already exists. Sign in instead?"
                 } catch let refusal as AccountStore.SignUpError {
                     // Someone else used the invitation (or made the first account) meanwhile.
-                    form.gate = .refused
-                    if refusal != .closed { form.errors["invite"] = Self.invitationNotValid }
+                    form.gate = try accounts.signUpGate(mode: mode, invitation: nil)
+                    if form.gate == .setupCodeNeeded {
+                        form.errors["invite"] = Self.setupCodeNotValid
+                    } else if refusal != .closed {
+                        form.gate = .refused
+                        form.errors["invite"] = Self.invitationNotValid
+                    }
                     return .page(AccountViews.signUp(form, chrome: context.chrome), status: .forbidden)
                 }
             }
@@ -110,6 +120,8 @@ extension WebPipeline {
     }
 
     static let invitationNotValid = "This invitation cannot be used: it has expired or has been used already. Ask for a new one."
+    static let setupCodeNeeded = "Enter the setup code from the server's log."
+    static let setupCodeNotValid = "This is not the setup code the server wrote in its log at its last start. Copy it again, or restart the server for a new one."
 
     /// An invitation code as typed or linked: trimmed, nil when empty; at most 200 bytes (ours are
     /// 43), so a pasted essay is not hashed and looked up.

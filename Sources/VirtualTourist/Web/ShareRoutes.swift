@@ -7,7 +7,8 @@ import HTTPServer
 /// docs/architecture.md, "Share links".
 extension WebPipeline {
     mutating func addShareRoutes(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents,
-                                 provider: any PhotoProvider, limits: ShareRateLimit.Limits, publicURL: String?) {
+                                 provider: any PhotoProvider, limits: ShareRateLimit.Limits, publicURL: String?,
+                                 places: @escaping @Sendable () -> PlaceIndex) {
         let secure = secureCookies
         let gate = ShareGate(links: links, limit: ShareRateLimit(limits), secure: secure)
         let streams = StreamQuota(perPerson: ShareGate.streamsPerLink)
@@ -68,14 +69,15 @@ extension WebPipeline {
                 return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: nil), status: .forbidden))
             }
             guard let pinID = link.pinID else {
-                let places = try pins.pins(of: link.userID, after: 0, limit: 1000)
-                return ShareGate.visitor(.page(SharePages.map(places, token: token, hideLocation: link.hideLocation, chrome: gate.chrome(context),
-                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base))))
+                let mapPins = try pins.pins(of: link.userID, after: 0, limit: 1000)
+                let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
+                return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
+                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base, places: places))))
             }
             guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.unknown }
-            let head = Self.previewHead(link, token: token, album: album, base: base)
+            let head = Self.previewHead(link, token: token, album: album, base: base, places: places)
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                            view: .visitor(token: token, pinID: nil, hideLocation: link.hideLocation),
+                                                            view: Self.visitorView(token: token, pinID: nil, link: link, places: places),
                                                             extraHead: SharePages.noindex + head)))
         }
 
@@ -101,7 +103,7 @@ extension WebPipeline {
             let (token, link, pinID) = try gate.openAlbum(context.request, .page)
             guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                            view: .visitor(token: token, pinID: pinID, hideLocation: link.hideLocation),
+                                                            view: Self.visitorView(token: token, pinID: pinID, link: link, places: places),
                                                             extraHead: SharePages.noindex)))
         }
 
@@ -116,7 +118,7 @@ extension WebPipeline {
             page("GET", prefix + "/album.html") { context in
                 let (token, link, pinID) = try gate.openAlbum(context.request, .load)
                 guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
-                let view = AlbumView.visitor(token: token, pinID: link.pinID == nil ? pinID : nil, hideLocation: link.hideLocation)
+                let view = Self.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
                 var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: "", view: view))
                 response.headers.set("Cache-Control", "private, no-cache")
                 return ShareGate.visitor(ETag.conditional(context.request, response))
@@ -155,7 +157,7 @@ extension WebPipeline {
                   let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
             let shown = album.photos.filter { $0.status == .ready }
             let index = shown.firstIndex { $0.id == id } ?? 0
-            let view = AlbumView.visitor(token: token, pinID: link.pinID == nil ? pinID : nil, hideLocation: link.hideLocation)
+            let view = Self.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
             return ShareGate.visitor(.page(AlbumPages.photoPage(photo, pin: album.pin,
                                                                 previous: index > 0 ? shown[index - 1].id : nil,
                                                                 next: index + 1 < shown.count ? shown[index + 1].id : nil,
@@ -172,15 +174,31 @@ extension WebPipeline {
         }
     }
 
+    /// The visitor's view of an album under `link`. With the location hidden a place is called by
+    /// what the owner wrote for the link (an album link's label), else by the country our own place
+    /// index puts its coordinates in: never by the pin's name, which for an imported pin is the
+    /// file's text ("Grandma's house Rue Mercière").
+    static func visitorView(token: String, pinID: Int64?, link: ShareLink, places: @escaping @Sendable () -> PlaceIndex) -> AlbumView {
+        let label = link.pinID != nil && !link.label.isEmpty ? link.label : nil
+        return AlbumView.visitor(token: token, pinID: pinID, hideLocation: link.hideLocation) { pin in
+            label ?? Self.country(of: pin, places: places()) ?? "A shared album"
+        }
+    }
+
+    /// The country whose place lies nearest a pin (within the index's 300 km), from our own index.
+    static func country(of pin: Pin, places: PlaceIndex) -> String? {
+        places.nearest(lat: pin.lat, lon: pin.lon).map(\.place.country).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// og: tags for an open link without a password.
     /// The preview image is the album's first ready photo, as /s/TOKEN/preview.jpg serves it.
-    static func previewHead(_ link: ShareLink, token: String, album: Album?, base: String?) -> HTML {
+    static func previewHead(_ link: ShareLink, token: String, album: Album?, base: String?, places: @escaping @Sendable () -> PlaceIndex) -> HTML {
         guard !link.hasPassword else { return .empty }
         guard let album else {
             return SharePages.previewTags(title: link.label.isEmpty ? "Shared places" : link.label,
                                           description: "Places and their photos, shared from Virtual Tourist.", image: nil)
         }
-        let view = AlbumView.visitor(token: token, pinID: nil, hideLocation: link.hideLocation)
+        let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
         let place = view.title(album.pin)
         let ready = album.readyCount
         let hasImage = album.photos.contains { $0.status == .ready }
@@ -250,6 +268,8 @@ struct ShareGate: Sendable {
             throw HTTPError(.gone, "This share link was withdrawn by the person who made it. Ask them for a new one if you still need it.")
         case .expired:
             throw HTTPError(.gone, "This share link has expired. Ask the person who sent it for a new one.")
+        case .suspended:
+            throw HTTPError(.notFound, "This share link is closed for now: the account that made it is disabled. Ask the person who sent it.")
         case .open(let link):
             guard limit.allowVisit(visit, to: link.id) else { throw tooMany }
             return (token, link)
