@@ -9,7 +9,7 @@ import Glibc
 
 /// GET /pins/:id/album.zip over loopback with a real PostgreSQL and the file store. The archive is
 /// read by tools that are not ours: Debian's `unzip -t` and Python's zipfile.
-@Suite(.serialized) struct AlbumZipTests {
+@Suite(.serialized, .tags(.slow)) struct AlbumZipTests {
     /// Titles a careless writer would turn into paths, controls, formulas or clashes.
     static let hostileTitles = [
         "../../etc/passwd", "..", "a/b\\c:d", "C:\\Windows\\evil", "ctrl\u{1}\u{7}\n\r\t\u{7F}end", "\u{202E}gpj.exe",
