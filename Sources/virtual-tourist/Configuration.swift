@@ -61,6 +61,18 @@ struct Configuration {
 
     typealias Setting = (name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)
 
+    /// A yes/no setting: every one takes the same words (1, true, yes, on / 0, false, no, off, in
+    /// any letter case) and refuses others at start, where `on` used to mean off, silently.
+    static func flag(_ name: String, _ help: String, _ set: @escaping @Sendable (inout Configuration, Bool) -> Void) -> Setting {
+        (name, help, { configuration, value in
+            switch value.lowercased() {
+            case "1", "true", "yes", "on": set(&configuration, true)
+            case "0", "false", "no", "off": set(&configuration, false)
+            default: throw Invalid(description: "\(name) must be 1, true, yes or on, or 0, false, no or off, not \(value)")
+            }
+        })
+    }
+
     /// A number setting that must lie in `range`. Every ranged setting is parsed here, so each
     /// refuses a wrong value in the same words ("PORT must be 0–65535, not 70000"; `expected`
     /// replaces the bounds where people think of the value otherwise, "a number of days"), and
@@ -92,7 +104,7 @@ struct Configuration {
         ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.app.migrationsDirectory = $1 }),
         ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
         ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.app.publicURL = $1 }),
-        ("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)", { c, v in c.app.secureCookies = ["1", "true", "yes"].contains(v.lowercased()) }),
+        flag("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)") { $0.app.secureCookies = $1 },
         ranged("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(AppSettings.defaultDatabaseConnections) here)", 1...500) { $0.databasePoolSize = $1 },
         ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
         ("TILES_FILE", "a PMTiles archive (vector or raster) to serve the map from, e.g. /data/region.pmtiles; wins over TILE_URL", { $0.app.tilesFile = $1 }),
@@ -137,9 +149,7 @@ struct Configuration {
         ("S3_SECRET_ACCESS_KEY", "the object store's secret key (AWS_SECRET_ACCESS_KEY)", { $0.s3.secretAccessKey = $1 }),
         ranged("SHARE_REQUESTS_PER_MINUTE", "the former name of SHARE_PAGES_PER_MINUTE, read as it is; SHARE_PAGES_PER_MINUTE wins when both are set", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
         ranged("SHARE_PAGES_PER_MINUTE", "pages a minute one address may open under share links (/s/…): a link, an album, a photo, a password sent; what those pages go on to load (thumbnails, photos, data) has 20 times as much, and one link 5 times both from everyone (300; 0: no limit)", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
-        ("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)", { c, v in
-            c.app.serverTiming = ["1", "true", "yes"].contains(v.lowercased())
-        }),
+        flag("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)") { $0.app.serverTiming = $1 },
         ("METRICS_TOKEN", "serves /metrics on the public port to requests with Authorization: Bearer TOKEN (unset: not there)", { $0.app.metricsToken = $1 }),
         ranged("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", 1...65_535) { $0.metricsPort = $1 },
         ranged("QUOTA_PINS", "pins per person, unless users.max_pins says otherwise (5000)", 0...10_000_000) { $0.app.quotas.pins = $1 },
@@ -218,11 +228,13 @@ struct Configuration {
 
     static var usage: String {
         var text = """
-            usage: virtual-tourist [serve | migrate | admin <command>] [--name value …]
+            usage: virtual-tourist [serve | migrate | admin <command> | healthcheck | help] [--name value …]
 
-            serve     migrate the database, then serve HTTP (the default)
-            migrate   apply pending migrations and exit
-            admin     people and invitations: `virtual-tourist admin --help`
+            serve        migrate the database, then serve HTTP (the default)
+            migrate      apply pending migrations and exit
+            admin        people and invitations: `virtual-tourist admin --help`
+            healthcheck  exit 0 when this host's server on PORT answers /healthz (Docker's HEALTHCHECK)
+            help         this text (also -h, --help)
 
             settings (environment variable, or --lowercase-with-dashes flag):
 

@@ -258,7 +258,8 @@ import TestSupport
                       ("CONNECTIONS_PER_ADDRESS", "0", "CONNECTIONS_PER_ADDRESS must be"),
                       ("NEW_CONNECTIONS_PER_SECOND", "lots", "NEW_CONNECTIONS_PER_SECOND must be"),
                       ("NEW_CONNECTION_BURST", "0", "NEW_CONNECTION_BURST must be"),
-                      ("OVER_SHARE_HOLD_SECONDS", "-1", "OVER_SHARE_HOLD_SECONDS must be")])
+                      ("OVER_SHARE_HOLD_SECONDS", "-1", "OVER_SHARE_HOLD_SECONDS must be"),
+                      ("SECURE_COOKIES", "maybe", "SECURE_COOKIES must be 1, true, yes or on, or 0, false, no or off")])
     func badSettingsStopTheBinary(name: String, value: String, message: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
         let (status, output) = try runProcess(["/usr/bin/env", "\(name)=\(value)", ProcessTests.binary, "migrate"])
