@@ -111,7 +111,7 @@ func serve(_ configuration: Configuration) -> Never {
         if let code = try AccountStore(pool: pool).setupCode(mode: settings.signUp) {
             log.warning("""
                 nobody has an account yet: the first one needs this setup code: \(code) \
-                (open \(settings.publicURL ?? "the site")/sign-up and enter it; single use; a new one at each start). \
+                (enter it on \(settings.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "")/sign-up; single use; a new one at each start). \
                 Or: virtual-tourist admin create-person --email E --name N
                 """)
         }
