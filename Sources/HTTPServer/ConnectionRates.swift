@@ -5,8 +5,7 @@
 /// Why: a client that reconnects whenever it is refused makes its refusals the load; past its
 /// rate, an address is told so (see `AdmissionStateMachine`).
 struct ConnectionRates {
-    let rate: Double
-    let burst: Double
+    /// `burst` at once, `rate` a second after that.
     private let rule: TokenBuckets<String>.Rule
     /// Bounded (the oldest dropped first), so however many addresses connect, memory and the cost
     /// of a connection stay the same.
@@ -16,9 +15,7 @@ struct ConnectionRates {
 
     /// `rate` 0 turns the limit off.
     init(rate: Double, burst: Double) {
-        self.rate = rate
-        self.burst = max(1, burst)
-        rule = .init(capacity: self.burst, perSecond: rate)
+        rule = .init(capacity: burst, perSecond: rate)
     }
 
     /// Addresses remembered now (those that opened connections lately).
@@ -26,15 +23,14 @@ struct ConnectionRates {
 
     /// Takes one connection's token for `address` at `now`; false when the address has none left.
     mutating func take(_ address: String, now: ContinuousClock.Instant) -> Bool {
-        guard rate > 0 else { return true }
+        guard rule.perSecond > 0 else { return true }
         return buckets.take(address, rule, now: seconds(now))
     }
 
     /// Forgets the addresses whose bucket is full again: nothing about them needs remembering, so
     /// memory follows the addresses of the last few seconds, not every address ever seen.
     mutating func forgetRefilled(now: ContinuousClock.Instant) {
-        let now = seconds(now), rule = rule
-        buckets.forget { _, tokens, at in min(rule.capacity, tokens + max(0, now - at) * rule.perSecond) >= rule.capacity }
+        buckets.forgetRefilled(rule, now: seconds(now))
     }
 
     private mutating func seconds(_ instant: ContinuousClock.Instant) -> Double {

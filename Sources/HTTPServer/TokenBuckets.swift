@@ -40,8 +40,7 @@ public struct TokenBuckets<Key: Hashable> {
 
     /// Tokens `key` has at `now` (the bucket counts as used: a refused client stays remembered).
     public mutating func tokens(_ key: Key, _ rule: Rule, now: Double) -> Double {
-        guard let bucket = buckets.get(key) else { return rule.capacity }
-        return min(rule.capacity, bucket.tokens + max(0, now - bucket.at) * rule.perSecond)
+        Self.refilled(buckets.get(key), rule, now: now).tokens
     }
 
     /// Takes one token from `key`'s bucket; false (and nothing taken) when it has less than one.
@@ -52,26 +51,38 @@ public struct TokenBuckets<Key: Hashable> {
     /// Takes one token from every key's bucket, or from none of them when any has less than one.
     /// Each key's bucket is marked used either way.
     public mutating func take(_ keys: [(Key, Rule)], now: Double) -> Bool {
-        let held = keys.map { tokens($0.0, $0.1, now: now) }
-        let allowed = held.allSatisfy { $0 >= 1 }
-        for ((key, _), tokens) in zip(keys, held) { store(key, tokens: tokens - (allowed ? 1 : 0), now: now) }
+        let refilled = keys.map { Self.refilled(buckets.get($0.0), $0.1, now: now) }
+        let allowed = refilled.allSatisfy { $0.tokens >= 1 }
+        for ((key, _), var bucket) in zip(keys, refilled) {
+            if allowed { bucket.tokens -= 1 }
+            keep(key, bucket)
+        }
         return allowed
     }
 
     /// Takes `amount` tokens from `key`'s bucket whatever it holds (down to zero): charges for
     /// something found out after the request was let in (a token that does not exist).
     public mutating func charge(_ key: Key, _ rule: Rule, amount: Double = 1, now: Double) {
-        store(key, tokens: max(0, tokens(key, rule, now: now) - amount), now: now)
+        var bucket = Self.refilled(buckets.get(key), rule, now: now)
+        bucket.tokens = max(0, bucket.tokens - amount)
+        keep(key, bucket)
     }
 
-    /// Drops the buckets `isDone` says need no remembering (full again, say); O(count).
-    public mutating func forget(where isDone: (Key, _ tokens: Double, _ at: Double) -> Bool) {
-        buckets.removeAll { key, bucket in isDone(key, bucket.tokens, bucket.at) }
+    /// Drops the buckets that are full again by `now`: they say nothing a new one would not, so
+    /// memory follows the keys of the last while, not every key ever seen. O(count).
+    public mutating func forgetRefilled(_ rule: Rule, now: Double) {
+        buckets.removeAll { _, bucket in Self.refilled(bucket, rule, now: now).tokens >= rule.capacity }
     }
 
-    private mutating func store(_ key: Key, tokens: Double, now: Double) {
-        let at = max(now, buckets.get(key)?.at ?? now)
-        buckets.put(key, Bucket(tokens: tokens, at: at), cost: 0)
+    /// A bucket as it stands at `now`: refilled at the rule's rate since it was last used, never
+    /// above its capacity; a key with none has a full one.
+    private static func refilled(_ bucket: Bucket?, _ rule: Rule, now: Double) -> Bucket {
+        guard let bucket else { return Bucket(tokens: rule.capacity, at: now) }
+        return Bucket(tokens: min(rule.capacity, bucket.tokens + max(0, now - bucket.at) * rule.perSecond), at: max(now, bucket.at))
+    }
+
+    private mutating func keep(_ key: Key, _ bucket: Bucket) {
+        buckets.put(key, bucket, cost: 0)
         buckets.evict(maxCount: limit, maxCost: .max)
     }
 }

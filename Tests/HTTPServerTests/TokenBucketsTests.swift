@@ -40,15 +40,16 @@ import Testing
         #expect(buckets.count == 3)
     }
 
-    @Test func forgottenBucketsFreeTheirPlaces() {
+    @Test func refilledBucketsAreForgottenAndFreeTheirPlaces() {
         var buckets = TokenBuckets<String>(limit: 4)
         for key in ["a", "b", "c", "d"] { _ = buckets.take(key, rule, now: 0) }
         _ = buckets.take("a", rule, now: 0)
-        buckets.forget { key, _, _ in key != "a" }
+        // A second later b, c and d are full again (2 + 1), a is not (1 + 1).
+        buckets.forgetRefilled(rule, now: 1)
         #expect(buckets.count == 1)
-        for key in ["e", "f", "g"] { _ = buckets.take(key, rule, now: 0) }
+        for key in ["e", "f", "g"] { _ = buckets.take(key, rule, now: 1) }
         #expect(buckets.count == 4, "the freed places were taken again, nothing dropped")
-        _ = buckets.take("h", rule, now: 0)
-        #expect(buckets.count == 4 && buckets.tokens("a", rule, now: 0) == 3, "then a, the oldest, was dropped for h")
+        _ = buckets.take("h", rule, now: 1)
+        #expect(buckets.count == 4 && buckets.tokens("a", rule, now: 1) == 3, "then a, the oldest, was dropped for h")
     }
 }

@@ -80,8 +80,14 @@ public final class ShareRateLimit: Sendable {
     /// An address's visit, before its token is looked up: false when the address is past its
     /// pages or loads, or has guessed too many tokens that do not exist.
     func allowVisit(_ visit: Visit, from address: String, now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
-        if let misses = rule(.misses(address)), buckets.withLock({ $0.tokens(.misses(address), misses, now: now) }) < 1 { return false }
-        return allow([visit == .page ? .pages(address) : .loads(address)], now: now)
+        let key: Key = visit == .page ? .pages(address) : .loads(address)
+        let misses = rule(.misses(address)), visits = rule(key)
+        // Every share request passes here, thumbnails included: one lock for both buckets.
+        return buckets.withLock { buckets in
+            if let misses, buckets.tokens(.misses(address), misses, now: now) < 1 { return false }
+            guard let visits else { return true }
+            return buckets.take(key, visits, now: now)
+        }
     }
 
     /// A link's share of a visit, once the token is known to be open.
