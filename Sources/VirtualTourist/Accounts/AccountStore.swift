@@ -76,25 +76,27 @@ public struct AccountStore: Sendable {
             return try pool.transaction { db in
                 var invitationID: Int64?
                 if mode != .open {
-                    // One gated sign-up at a time, so two people on an empty instance cannot both
-                    // be "the first account" (the lock ends with the transaction).
-                    try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
-                    let first = try db.query("SELECT 1 FROM users LIMIT 1").isEmpty
+                    try Self.lockSignUps(db)
+                    let first = try Self.nobodySignedUp(db)
                     guard first || mode == .invite else { throw SignUpError.closed }
                     guard let code else { throw first ? SignUpError.setupCodeNeeded : SignUpError.invitationNeeded }
                     // The row lock makes the use single: a second use of the same code waits for
                     // this one and then finds used_at set. The first account's setup code is an
                     // invitation too (then deleted with any other setup codes).
-                    let used = try db.query("""
+                    let rows = try db.query("""
                         UPDATE invitations SET used_at = now()
                         WHERE code_hash = sha256(convert_to($1, 'UTF8')) AND used_at IS NULL AND expires_at > now()
                         RETURNING id
                         """, [code])
-                    guard let row = used.first else { throw first ? SignUpError.setupCodeNeeded : SignUpError.invitationNotValid }
-                    invitationID = try row.decode("id")
-                    // The setup codes have done their work: none is left to list or to use.
-                    if first, try !db.query("DELETE FROM invitations WHERE note = $1 RETURNING id", [Self.setupCodeNote]).isEmpty {
-                        invitationID = try db.query("SELECT id FROM invitations WHERE id = $1", [invitationID]).first?.decode("id")
+                    guard let row = rows.first else { throw first ? SignUpError.setupCodeNeeded : SignUpError.invitationNotValid }
+                    let used: Int64 = try row.decode("id")
+                    invitationID = used
+                    // The setup codes have done their work: none is left to list or to use (the
+                    // one just used among them, when it was one).
+                    if first {
+                        let deleted: [Int64] = try db.query("DELETE FROM invitations WHERE note = $1 RETURNING id", [Self.setupCodeNote])
+                            .map { try $0.decode("id") }
+                        if deleted.contains(used) { invitationID = nil }
                     }
                 }
                 let row = try db.query("""
@@ -135,7 +137,7 @@ public struct AccountStore: Sendable {
             """, [invitation ?? ""])[0]
         let valid = try invitation != nil && row.decode("valid", as: Bool.self)
         if try !row.decode("anyone", as: Bool.self) { return valid ? .firstAccount : .setupCodeNeeded }
-        if mode == .invite, invitation != nil, try row.decode("valid", as: Bool.self) { return .invited }
+        if mode == .invite, valid { return .invited }
         return .refused
     }
 
@@ -143,6 +145,16 @@ public struct AccountStore: Sendable {
 
     /// How long an invitation works unless the administrator says otherwise.
     public static let invitationDays = 7
+
+    /// One gated sign-up (or setup code) at a time, so two people on an empty instance cannot both
+    /// be "the first account"; the lock ends with the transaction.
+    private static func lockSignUps(_ db: PostgresConnection) throws {
+        try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
+    }
+
+    private static func nobodySignedUp(_ db: PostgresConnection) throws -> Bool {
+        try db.query("SELECT 1 FROM users LIMIT 1").isEmpty
+    }
 
     /// The note of the setup codes `setupCode` makes (admin list shows them as invitations).
     static let setupCodeNote = "setup code for the first account"
@@ -153,9 +165,9 @@ public struct AccountStore: Sendable {
     public func setupCode(mode: SignUpMode) throws -> String? {
         guard mode != .open else { return nil }
         return try pool.transaction { db in
-            try db.query("SELECT pg_advisory_xact_lock(hashtextextended('virtual-tourist sign-up', 0))")
+            try Self.lockSignUps(db)
             try db.query("DELETE FROM invitations WHERE note = $1 AND used_at IS NULL", [Self.setupCodeNote])
-            guard try db.query("SELECT 1 FROM users LIMIT 1").isEmpty else { return nil }
+            guard try Self.nobodySignedUp(db) else { return nil }
             let code = Tokens.make()
             try db.query("""
                 INSERT INTO invitations (code_hash, expires_at, note)
