@@ -13,13 +13,15 @@ struct AlbumView: Sendable {
     var hideLocation = false
     /// The breadcrumb above the album (nil: none).
     var back: (href: String, label: String)? = ("/", "← Your map")
-    /// What a link that hides the location calls a place (`ShareRoutes.hiddenName`).
-    var hiddenName: @Sendable (Pin) -> String = { _ in "A shared album" }
+    /// What a link that hides the location calls a place (`WebPipeline.visitorView`).
+    var hiddenName: @Sendable (Pin) -> String = { _ in AlbumView.unnamedPlace }
+    /// A hidden place with no label and no country to go by.
+    static let unnamedPlace = "A shared album"
 
     static func owner(_ pinID: Int64) -> AlbumView { AlbumView(base: "/pins/\(pinID)", photos: "/photos") }
 
     static func visitor(token: String, pinID: Int64?, hideLocation: Bool,
-                        hiddenName: @escaping @Sendable (Pin) -> String = { _ in "A shared album" }) -> AlbumView {
+                        hiddenName: @escaping @Sendable (Pin) -> String) -> AlbumView {
         let root = "/s/" + token
         return AlbumView(base: pinID.map { root + "/pins/\($0)" } ?? root, photos: root + "/photos", readOnly: true,
                          hideLocation: hideLocation, back: pinID == nil ? nil : (root, "← All places"), hiddenName: hiddenName)

@@ -72,13 +72,13 @@ extension WebPipeline {
                 let mapPins = try pins.pins(of: link.userID, after: 0, limit: 1000)
                 let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
                 return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
-                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base, places: places))))
+                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base, view: view))))
             }
             guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.unknown }
-            let head = Self.previewHead(link, token: token, album: album, base: base, places: places)
+            let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
+            let head = Self.previewHead(link, token: token, album: album, base: base, view: view)
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                            view: Self.visitorView(token: token, pinID: nil, link: link, places: places),
-                                                            extraHead: SharePages.noindex + head)))
+                                                            view: view, extraHead: SharePages.noindex + head)))
         }
 
         page("POST", "/s/:token") { context in
@@ -181,7 +181,7 @@ extension WebPipeline {
     static func visitorView(token: String, pinID: Int64?, link: ShareLink, places: @escaping @Sendable () -> PlaceIndex) -> AlbumView {
         let label = link.pinID != nil && !link.label.isEmpty ? link.label : nil
         return AlbumView.visitor(token: token, pinID: pinID, hideLocation: link.hideLocation) { pin in
-            label ?? Self.country(of: pin, places: places()) ?? "A shared album"
+            label ?? Self.country(of: pin, places: places()) ?? AlbumView.unnamedPlace
         }
     }
 
@@ -192,13 +192,12 @@ extension WebPipeline {
 
     /// og: tags for an open link without a password.
     /// The preview image is the album's first ready photo, as /s/TOKEN/preview.jpg serves it.
-    static func previewHead(_ link: ShareLink, token: String, album: Album?, base: String?, places: @escaping @Sendable () -> PlaceIndex) -> HTML {
+    static func previewHead(_ link: ShareLink, token: String, album: Album?, base: String?, view: AlbumView) -> HTML {
         guard !link.hasPassword else { return .empty }
         guard let album else {
             return SharePages.previewTags(title: link.label.isEmpty ? "Shared places" : link.label,
                                           description: "Places and their photos, shared from Virtual Tourist.", image: nil)
         }
-        let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
         let place = view.title(album.pin)
         let ready = album.readyCount
         let hasImage = album.photos.contains { $0.status == .ready }
