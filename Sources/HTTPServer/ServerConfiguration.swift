@@ -77,15 +77,6 @@ public struct AccessLogEntry: Sendable {
     public let seconds: Double
     public let remoteAddress: String
 
-    public init(method: String, path: String, status: Int, bytes: Int, seconds: Double, remoteAddress: String) {
-        self.method = method
-        self.path = path
-        self.status = status
-        self.bytes = bytes
-        self.seconds = seconds
-        self.remoteAddress = remoteAddress
-    }
-
     public var line: String {
         let ms = (seconds * 10_000).rounded() / 10
         return "\(method) \(path) \(status) \(bytes)B \(ms)ms \(remoteAddress)"

@@ -118,24 +118,36 @@ check(headers.get("Strict-Transport-Security") is not None, "HSTS on the signed-
 # Mallory, at 127.0.0.3, guesses Alice's password and names Alice's address in X-Forwarded-For
 # to get her throttled instead. The app must count the guesses against 127.0.0.3.
 mallory = Client("127.0.0.3")
-statuses = []
-# One form's token for every guess (a double-submit cookie: it stays valid). The sixth is refused
-# only within 2 s of the fifth failure: a page load between guesses, on a busy machine, used some.
-token = mallory.csrf("/sign-in")
-for attempt in range(6):
-    status, _, _ = mallory.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": f"guess {attempt}"},
-                                   headers={"X-Forwarded-For": "127.0.0.2"})
-    statuses.append(status)
+
+
+def guesses(word, headers):
+    """Six wrong passwords for Alice from Mallory, all with one form's token (a double-submit
+    cookie: it stays valid). The sixth is refused only within 2 s of the fifth failure: a page load
+    between guesses, on a busy machine, used some of that."""
+    token = mallory.csrf("/sign-in")
+    return [mallory.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": f"{word} {attempt}"},
+                            headers=headers)[0] for attempt in range(6)]
+
+
+def alice_signs_in():
+    alice.cookies.clear()
+    token = alice.csrf("/sign-in")
+    return alice.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": password})[0]
+
+
+def app_log_text():
+    with open(app_log, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+statuses = guesses("guess", {"X-Forwarded-For": "127.0.0.2"})
 check(statuses == [422] * 5 + [429], f"the guesser is slowed after five failures: {statuses}")
-alice.cookies.clear()
-token = alice.csrf("/sign-in")
-status, _, _ = alice.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": password})
+status = alice_signs_in()
 check(status == 303, f"Alice, from her own address, signs in at once ({status}): throttling is per client, not per proxy")
-with open(app_log, encoding="utf-8", errors="replace") as f:
-    log = f.read()
-guesses = [line for line in log.splitlines() if "POST /sign-in 4" in line]
-check(guesses and all(line.rstrip().endswith(" 127.0.0.3") for line in guesses),
-      f"the app logged the guesses from 127.0.0.3 ({len(guesses)} lines, e.g. {guesses[-1].split(' http: ')[-1] if guesses else ''})")
+log = app_log_text()
+guessed = [line for line in log.splitlines() if "POST /sign-in 4" in line]
+check(guessed and all(line.rstrip().endswith(" 127.0.0.3") for line in guessed),
+      f"the app logged the guesses from 127.0.0.3 ({len(guessed)} lines, e.g. {guessed[-1].split(' http: ')[-1] if guessed else ''})")
 check(any(line.rstrip().endswith(" 127.0.0.2") and "POST /sign-in 303" in line for line in log.splitlines()),
       "and Alice's sign-in from 127.0.0.2")
 check("not a trusted proxy" not in log, "no warning about forwarding headers (the proxy is trusted)")
@@ -143,17 +155,10 @@ check("not a trusted proxy" not in log, "no warning about forwarding headers (th
 # Mallory tries again naming Alice in RFC 7239 Forwarded, which neither proxy removes: the app reads
 # X-Forwarded-For alone, so the guesses still count against 127.0.0.3 and Alice still signs in.
 logged = len(log)
-token = mallory.csrf("/sign-in")
-for attempt in range(6):
-    mallory.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": f"again {attempt}"},
-                    headers={"Forwarded": "for=127.0.0.2", "X-Forwarded-For": "127.0.0.2"})
-alice.cookies.clear()
-token = alice.csrf("/sign-in")
-status, _, _ = alice.request("POST", "/sign-in", form={"_csrf": token, "email": alice_email, "password": password})
+guesses("again", {"Forwarded": "for=127.0.0.2", "X-Forwarded-For": "127.0.0.2"})
+status = alice_signs_in()
 check(status == 303, f"a spoofed Forwarded header gets nobody else throttled: Alice signs in at once ({status})")
-with open(app_log, encoding="utf-8", errors="replace") as f:
-    log = f.read()
-spoofed = [line for line in log[logged:].splitlines() if "POST /sign-in 4" in line]
+spoofed = [line for line in app_log_text()[logged:].splitlines() if "POST /sign-in 4" in line]
 check(len(spoofed) == 6 and all(line.rstrip().endswith(" 127.0.0.3") for line in spoofed),
       f"the app logged Mallory's address, not the one her Forwarded header named ({len(spoofed)} lines)")
 

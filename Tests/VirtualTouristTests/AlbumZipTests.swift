@@ -212,22 +212,37 @@ import Glibc
 
     /// A download holds a handler slot while its client reads: a third of one person's at once
     /// is 429, and the slot comes back when a client hangs up.
-    @Test func aPersonsConcurrentDownloadsAreCapped() throws {
-        let app = try TestApp()
-        let browser = try app.signedUp(email: "zip-slots@example.org")
-        let user = try Self.userID(app, "zip-slots@example.org")
-        var generator = SystemRandomNumberGenerator()
-        let blob = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        // 30 MB: more than the kernel's loopback buffers take, so a client that does not read
-        // keeps its writer waiting.
-        let pin = try Self.album(app, user: user, titles: (1...150).map { "P\($0)" }, blobs: [blob])
-        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
-        func open() throws -> Int32 {
-            let fd = try connectLoopback(port: app.port, receiveTimeout: 10)
+    /// A person with an album of 150 photos of 200 KB, a 30 MB zip: more than the kernel's loopback
+    /// buffers take, so a client that does not read (or reads slowly) keeps its writer waiting.
+    struct LargeAlbum {
+        let browser: Browser
+        let pin: Int64
+        let cookie: String
+        let port: Int
+
+        init(_ app: TestApp, email: String) throws {
+            browser = try app.signedUp(email: email)
+            var generator = SystemRandomNumberGenerator()
+            let blob = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            pin = try AlbumZipTests.album(app, user: try AlbumZipTests.userID(app, email), titles: (1...150).map { "P\($0)" }, blobs: [blob])
+            cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+            port = app.port
+        }
+
+        /// A download of the zip started on a raw socket, which the test reads as it likes.
+        func openDownload(receiveTimeout: Double) throws -> Int32 {
+            let fd = try connectLoopback(port: port, receiveTimeout: receiveTimeout)
             let head = Array("GET /pins/\(pin)/album.zip HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n".utf8)
             _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             return fd
         }
+    }
+
+    @Test func aPersonsConcurrentDownloadsAreCapped() throws {
+        let app = try TestApp()
+        let large = try LargeAlbum(app, email: "zip-slots@example.org")
+        let browser = large.browser, pin = large.pin
+        func open() throws -> Int32 { try large.openDownload(receiveTimeout: 10) }
         func status(_ fd: Int32) -> String {
             var buffer = [UInt8](repeating: 0, count: 12)
             let n = recv(fd, &buffer, 12, Int32(MSG_WAITALL))
@@ -270,17 +285,8 @@ import Glibc
     /// and its download slot freed, where before it held the slot for as long as it liked.
     @Test func aZipReaderAtOneKiBASecondIsCutAndItsSlotFreed() throws {
         let app = try TestApp(server: { $0.sendRateWindow = 2 })
-        let browser = try app.signedUp(email: "zip-trickle@example.org")
-        let user = try Self.userID(app, "zip-trickle@example.org")
-        var generator = SystemRandomNumberGenerator()
-        let blob = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        // 30 MB: more than the kernel's loopback buffers hold, so the server waits on the reader.
-        let pin = try Self.album(app, user: user, titles: (1...150).map { "P\($0)" }, blobs: [blob])
-        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
-        let fd = try connectLoopback(port: app.port, receiveTimeout: 5)
+        let fd = try LargeAlbum(app, email: "zip-trickle@example.org").openDownload(receiveTimeout: 5)
         defer { close(fd) }
-        let head = Array("GET /pins/\(pin)/album.zip HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n".utf8)
-        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         #expect(eventually { app.app.downloadSlots.inUse == 1 })
         let started = Date()
         var buffer = [UInt8](repeating: 0, count: 1024)

@@ -451,9 +451,9 @@ import TestSupport
     /// albums a friend shared (30 thumbnails each, the data the page loads, a photo, a reload)
     /// within the minute. Visits are counted, not the thumbnails they bring: nobody is refused.
     @Test func sixPeopleBehindOneAddressOpeningThreeAlbumsOfThirtyAreNeverRefused() throws {
-        // The test's client opens a connection a request where a browser keeps a few open: the
-        // connection rate (NEW_CONNECTIONS_PER_SECOND) is not what is measured here.
-        let app = try TestApp(server: { $0.newConnectionsPerSecond = 0 })
+        // TestApp has the connection rate off (its client opens a connection a request where a
+        // browser keeps a few): only the share limits are measured here.
+        let app = try TestApp()
         let albums = try (0..<3).map { _ in try ShareLinkTests.album(app, photos: 30) }
         let links = try albums.map { try ShareLinkTests.share($0.owner, path: "/pins/\($0.pin)/shares") }
         var statuses: [Int: Int] = [:]
@@ -473,9 +473,8 @@ import TestSupport
     /// A crawler guessing tokens from one address: a few dozen guesses reach the database, then
     /// every guess is refused before the lookup, and a real link from that address too.
     @Test func aCrawlerGuessingTokensIsRefusedAfterAFewDozen() throws {
-        // A connection a request, faster than NEW_CONNECTIONS_PER_SECOND: that limit is off, so
-        // what refuses the crawler here is the share limit alone.
-        let app = try TestApp(server: { $0.newConnectionsPerSecond = 0 })
+        // TestApp has the connection rate off: what refuses the crawler here is the share limit alone.
+        let app = try TestApp()
         let album = try ShareLinkTests.album(app)
         let link = try ShareLinkTests.share(album.owner, path: "/pins/\(album.pin)/shares")
         let crawler = app.browser()
