@@ -115,17 +115,26 @@ public final class HTTPClient: @unchecked Sendable {
     /// signed with AWS SigV4. Redirects are not followed (the response is returned: an object
     /// store's 301 names a wrong region, nothing to chase). The same guards as get(): http and
     /// https only, the response size cap, the timeouts, the per-host cap and the address guard
-    /// (an internal address only for an origin in `internalOrigins`).
+    /// (an internal address only for an origin in `internalOrigins`). `timeout` replaces
+    /// `options.totalTimeout` for this request; the wait for a per-host slot counts into it, and a
+    /// request that found no slot in time throws `timedOut` like one the server did not answer.
     public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
-                     sigV4: AWSSigV4? = nil) throws -> HTTPClientResponse {
+                     sigV4: AWSSigV4? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = parsed.host, !host.isEmpty else {
             throw HTTPClientError.unsupportedURL(url)
         }
         guard method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }), !method.isEmpty else { throw HTTPClientError.unsupportedURL("\(method) \(url)") }
-        return try hosts.withSlot(host.lowercased(), limit: options.perHostConcurrency) {
-            try perform(url, method: method, headers: headers, body: body, sigV4: sigV4)
+        let total = timeout ?? options.totalTimeout
+        let deadline = Self.now() &+ UInt64(total * 1e9)
+        let slot = try hosts.withSlot(host.lowercased(), limit: options.perHostConcurrency, deadline: deadline) {
+            // What the wait for the slot left of the request's time, at least a millisecond
+            // (CURLOPT_TIMEOUT_MS 0 would mean no limit).
+            let left = max(0.001, Double(Int64(bitPattern: deadline &- Self.now())) / 1e9)
+            return try perform(url, method: method, headers: headers, body: body, sigV4: sigV4, timeout: min(total, left))
         }
+        guard let response = slot else { throw HTTPClientError.timedOut(url) }
+        return response
     }
 
     /// Opens a connection to `origin` ahead of need (a HEAD of "/", answer ignored), so the next
@@ -146,7 +155,7 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     private func perform(_ url: String, method: String, headers: [String: String], body: [UInt8]? = nil,
-                         sigV4: AWSSigV4? = nil) throws -> HTTPClientResponse {
+                         sigV4: AWSSigV4? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         let (handle, share) = try takeHandle()
         var reusable = true
         defer { giveBack(handle, reusable: reusable) }
@@ -195,7 +204,7 @@ public final class HTTPClient: @unchecked Sendable {
             }
             vt_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)  // threads: no SIGALRM for DNS timeouts
             vt_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
-            vt_curl_set_long(curl, CURLOPT_TIMEOUT_MS, Int(options.totalTimeout * 1000))
+            vt_curl_set_long(curl, CURLOPT_TIMEOUT_MS, max(1, Int((timeout ?? options.totalTimeout) * 1000)))
             // Redirects are followed by get(), which checks each hop against the host policy.
             vt_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
             // http and https only (no file://, gopher://…); get() checks redirect targets too.
@@ -292,7 +301,7 @@ public final class HTTPClient: @unchecked Sendable {
         if let orphanedShare { vt_curl_share_destroy(orphanedShare.pointer) }
     }
 
-    private static func now() -> UInt64 {
+    fileprivate static func now() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
@@ -390,8 +399,18 @@ private final class HostSlots: Sendable {
     private let condition = NSCondition()
 
     func withSlot<T>(_ host: String, limit: Int, _ body: () throws -> T) throws -> T {
+        try withSlot(host, limit: limit, deadline: nil, body)!
+    }
+
+    /// nil when no slot came free before `deadline` (CLOCK_MONOTONIC nanoseconds).
+    func withSlot<T>(_ host: String, limit: Int, deadline: UInt64?, _ body: () throws -> T) throws -> T? {
         condition.lock()
-        while counts.withLock({ $0[host, default: 0] }) >= limit { condition.wait() }
+        while counts.withLock({ $0[host, default: 0] }) >= limit {
+            guard let deadline else { condition.wait(); continue }
+            let now = HTTPClient.now()
+            guard now < deadline else { condition.unlock(); return nil }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9))
+        }
         counts.withLock { $0[host, default: 0] += 1 }
         condition.unlock()
         defer {

@@ -97,7 +97,7 @@ func serve(_ configuration: Configuration) -> Never {
         log.warning("set CONTACT_EMAIL (or PUBLIC_URL): Wikimedia's User-Agent policy asks clients to say how to reach their operator")
     }
     let app = App(pool: pool, settings: settings)
-    if let s3 = settings.s3, let store = app.albums.photos as? S3Store {
+    if let s3 = settings.s3, let store = app.albums.photos.base as? S3Store {
         log.notice("photos in the object store: bucket \(s3.bucket)\(s3.prefix.isEmpty ? "" : ", prefix \(s3.prefix)/") at \(s3.endpoint)")
         // Said at start rather than at the first album; the server starts anyway (the store may
         // only be slow to come up).

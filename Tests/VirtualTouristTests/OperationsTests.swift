@@ -27,7 +27,8 @@ import Glibc
         for series in ["vt_http_requests_total{status=\"200\"}", "vt_http_requests_total{status=\"404\"}",
                        "vt_http_request_duration_seconds_bucket{le=\"+Inf\"}", "vt_http_open_connections",
                        "vt_db_pool_connections{state=\"in_use\"}", "vt_db_pool_waiting", "vt_album_jobs{state=\"done\"} 1",
-                       "vt_photo_downloads_total{result=\"ok\"} 30"] {
+                       "vt_photo_downloads_total{result=\"ok\"} 30", "vt_photo_store_available 1",
+                       "vt_photo_store_breaker{state=\"closed\"} 1", "vt_photo_store_refused_total 0"] {
             #expect(metrics.body.contains(series), "\(series) missing")
         }
         // A migration not yet applied: not ready.
@@ -197,7 +198,7 @@ import Glibc
         #expect(restored.status == 0, "\(restored.output)")
 
         // The photo store is restored alongside (docs/admin.md, Backups): the same directory here.
-        let photos = (app.app.albums.photos as! FileStore).root
+        let photos = (app.app.albums.photos.base as! FileStore).root
         let second = try TestApp(database: restoredURL) { $0.photoStore = photos }
         let visitor = second.browser()
         let form = try visitor.get("/sign-in")

@@ -27,7 +27,7 @@ import TestSupport
 
     /// Another instance on the same database and photo store.
     static func secondInstance(of first: TestApp) throws -> TestApp {
-        let root = try #require(first.app.albums.photos as? FileStore).root
+        let root = try #require(first.app.albums.photos.base as? FileStore).root
         return try TestApp(workers: true, database: first.pool.url) {
             $0.serverTiming = true
             $0.photoStore = root
@@ -44,7 +44,7 @@ import TestSupport
     /// The blob's file in the app's file store, by the ETag's hash.
     static func storedFile(_ app: TestApp, etag: String?) throws -> [UInt8] {
         let hash = try #require(etag?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
-        let store = try #require(app.app.albums.photos as? FileStore)
+        let store = try #require(app.app.albums.photos.base as? FileStore)
         return try #require(FileManager.default.contents(atPath: store.path(hash).file).map { Array($0) })
     }
 

@@ -83,7 +83,7 @@ import TestSupport
             let bytes = try #require(try store.get(hash))
             try app.pool.query("UPDATE photos SET bytes = $2, hash = NULL, byte_size = NULL WHERE id = $1", [try row.decode("id", as: Int64.self), bytes])
         }
-        try FileManager.default.removeItem(atPath: (store as! FileStore).root)
+        try FileManager.default.removeItem(atPath: (store.base as! FileStore).root)
         for id in album.ids { #expect(try browser.get("/photos/\(id)").bodyBytes == original[id]) }
 
         // One batch, then the process "dies".
@@ -106,7 +106,7 @@ import TestSupport
         let browser = try first.signedUp()
         let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
         #expect(album.count("ready") == 30)
-        let store = first.app.albums.photos as! FileStore
+        let store = first.app.albums.photos.base as! FileStore
         var original: [Int: [UInt8]] = [:]
         for id in album.ids { original[id] = try browser.get("/photos/\(id)").bodyBytes }
         for row in try first.pool.query("SELECT id, encode(hash, 'hex') AS hash FROM photos") {
@@ -175,7 +175,7 @@ import TestSupport
         let browser = try app.signedUp()
         let pin = try AlbumTests.dropPin(browser)
         _ = try AlbumTests.settled(browser, pin: pin)
-        let store = app.app.albums.photos as! FileStore
+        let store = app.app.albums.photos.base as! FileStore
         let collector = PhotoCollector(pool: app.pool, store: store)
         let orphan = try store.put(Array("not named by any row".utf8))
         // Young: kept however unreferenced.
@@ -195,7 +195,7 @@ import TestSupport
         let app = try TestApp(workers: true)
         let browser = try app.signedUp()
         _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
-        let store = app.app.albums.photos as! FileStore
+        let store = app.app.albums.photos.base as! FileStore
         let collector = PhotoCollector(pool: app.pool, store: store)
         let id: Int64 = try app.pool.query("SELECT id FROM photos ORDER BY id LIMIT 1")[0].decode("id")
         let blob = Array("downloaded again \(UUID())".utf8)
@@ -219,7 +219,7 @@ import TestSupport
         let browser = try app.signedUp()
         let pin = try AlbumTests.dropPin(browser)
         _ = try AlbumTests.settled(browser, pin: pin)
-        let store = app.app.albums.photos as! FileStore
+        let store = app.app.albums.photos.base as! FileStore
         let collector = PhotoCollector(pool: app.pool, store: store)
         let ids: [Int64] = try app.pool.query("SELECT id FROM photos ORDER BY id").map { try $0.decode("id") }
         let blobs = (0..<ids.count).map { i in Array("blob \(i) \(UUID())".utf8) }

@@ -38,20 +38,32 @@ public final class App: Sendable {
     /// The place index (pin names, place search), read in the background at start.
     private let placesPath: String
     private let memoryTrim: MemoryTrim
+    /// The store's state for /readyz and /metrics.
+    private let storeCheck: StoreCheck
+    /// The photo store as every part of the app uses it (its `base` is the store itself).
+    public let storeBreaker: StoreBreaker
 
     public init(pool: PostgresPool, settings: AppSettings) {
         accounts = AccountStore(pool: pool)
         signUpMode = settings.signUp
         secureCookies = settings.cookiesAreSecure
-        let photoStore: any PhotoStore
+        let bareStore: any PhotoStore
         if let s3 = settings.s3 {
             // Its advisory locks (put vs the collector, across instances) on a pool of their own:
             // a store that hangs can hold these, never the connections pages need.
-            photoStore = S3Store(settings: s3, locks: PostgresPool(url: pool.url, maxConnections: 4, options: pool.options),
-                                 client: settings.httpClient)
+            bareStore = S3Store(settings: s3, locks: PostgresPool(url: pool.url, maxConnections: 4, options: pool.options),
+                                client: settings.httpClient)
         } else {
-            photoStore = FileStore(root: settings.photoStore)
+            bareStore = FileStore(root: settings.photoStore)
         }
+        var breakerSettings = StoreBreakerStateMachine.Settings()
+        breakerSettings.coolDown = .milliseconds(Int(settings.photoStoreCoolDown * 1000))
+        breakerSettings.maxCoolDown = .milliseconds(Int(max(settings.photoStoreCoolDown, settings.photoStoreMaxCoolDown) * 1000))
+        breakerSettings.readSlots = max(1, settings.photoStoreReadSlots)
+        breakerSettings.readSlotWait = .milliseconds(Int(settings.photoStoreReadSlotWait * 1000))
+        // Everything reaches the store through the breaker: pages, workers, upkeep.
+        let photoStore = StoreBreaker(bareStore, settings: breakerSettings)
+        storeBreaker = photoStore
         let listener = PostgresListener(url: pool.url)
         photoAccess = PhotoAccess(linkUp: { listener.isConnected })
         var albumStore = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
@@ -87,22 +99,24 @@ public final class App: Sendable {
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.photoAccess = photoAccess
         web.plain("/healthz") { _ in .text("ok") }
-        // Ready for traffic: the database answers and every migration is applied.
+        // Ready for traffic: the database answers and every migration is applied. Pages need
+        // nothing else, so a photo store outage (shared by every instance) is reported here as
+        // degraded, never as a 503 that would take every instance out of the balancer.
         let migrations = settings.migrationsDirectory
         let storeCheck = StoreCheck(store: photoStore)
+        self.storeCheck = storeCheck
         web.plain("/readyz") { _ in
             do {
                 let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
                 guard upToDate else { return .text("not ready: migrations are pending", status: .serviceUnavailable) }
-                // The photo store is a dependency like the database: albums wait while it is down.
+                var text = "ready"
                 if let problem = storeCheck.problem() {
-                    var response = HTTPResponse.text("not ready: the photo store: \(problem)", status: .serviceUnavailable)
-                    response.headers.set("Retry-After", "10")
-                    return response
+                    let photos = storeCheck.breaker?.status.reads == false ? "photos answer 503" : "photos are served"
+                    text += " (degraded)\nphoto store \(storeCheck.name): \(problem); \(photos), albums wait for it"
                 }
                 // A provider's trouble does not make the instance unready, but the operator reads it here.
-                let note = interactive.budget?.recentProblem().map { "\n\(interactive.name): \($0)" } ?? ""
-                return .text("ready" + note)
+                if let note = interactive.budget?.recentProblem() { text += "\n\(interactive.name): \(note)" }
+                return .text(text)
             } catch let error as PostgresError {
                 var response = HTTPResponse.text("not ready: the database cannot be reached: \(error.unavailableReason)",
                                                  status: .serviceUnavailable)
@@ -113,7 +127,9 @@ public final class App: Sendable {
             }
         }
         let token = settings.metricsToken, counter = connectionCount
-        let render: @Sendable () throws -> HTTPResponse = { try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read()) }
+        let render: @Sendable () throws -> HTTPResponse = {
+            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: storeCheck)
+        }
         // On the public port only with the token: behind a reverse proxy every request comes from
         // the proxy's (local) address, so no address can stand in for it. Without a token it is
         // served on METRICS_PORT alone (metricsHandler).
@@ -159,12 +175,13 @@ public final class App: Sendable {
     }
 
     /// /metrics as Prometheus text: counters, the pool, and album jobs by state.
-    static func metricsResponse(pool: PostgresPool, metrics: Metrics, openConnections: Int) throws -> HTTPResponse {
+    static func metricsResponse(pool: PostgresPool, metrics: Metrics, openConnections: Int, store: StoreCheck) throws -> HTTPResponse {
         var jobs: [String: Int] = [:]
         for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
             jobs[try row.decode("state")] = try row.decode("n")
         }
-        let text = metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs)
+        let text = metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs,
+                                  store: (store.breaker?.status, store.problem()))
         var response = HTTPResponse.text(text)
         response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return response
@@ -174,8 +191,8 @@ public final class App: Sendable {
     /// only what can reach that port (loopback by default, or a private network) can ask.
     public func metricsHandler(pool: PostgresPool) -> any HTTPHandler {
         var router = Router()
-        let metrics = metrics, counter = connectionCount
-        router.get("/metrics") { _ in try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read()) }
+        let metrics = metrics, counter = connectionCount, store = storeCheck
+        router.get("/metrics") { _ in try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: store) }
         return router
     }
 

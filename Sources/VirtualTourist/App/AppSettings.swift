@@ -44,6 +44,15 @@ public struct AppSettings: Sendable {
     public var s3: S3Settings?
     /// Blobs no row names are removed only once this old (a download may be about to name one).
     public var photoStoreGraceSeconds: Double = 3600
+    /// The store's circuit breaker (StoreBreaker): how long the store is skipped after an outage
+    /// before one call probes it (doubling while it stays down, at most `photoStoreMaxCoolDown`),
+    /// how many photo reads may wait on the store at once (of the handler slots past the database
+    /// connections: `handlerSlots` keeps 8), and how long a read waits for one of those before the
+    /// store counts as hanging.
+    public var photoStoreCoolDown: Double = 5
+    public var photoStoreMaxCoolDown: Double = 60
+    public var photoStoreReadSlots = 6
+    public var photoStoreReadSlotWait: Double = 2
     /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.
     public var photoStoreUpkeepDelay: Double = 1
     public var httpClient = HTTPClient.Options()

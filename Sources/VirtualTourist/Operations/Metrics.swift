@@ -35,7 +35,8 @@ public final class Metrics: Sendable {
     }
 
     /// The exposition; `gauges` adds what is read at scrape time (connections, pool, jobs).
-    public func render(openConnections: Int, pool: PostgresPool.Statistics, jobs: [String: Int]) -> String {
+    public func render(openConnections: Int, pool: PostgresPool.Statistics, jobs: [String: Int],
+                       store: (breaker: StoreBreaker.Status?, problem: String?) = (nil, nil)) -> String {
         let s = state.withLock { $0 }
         var out = ""
         out += "# HELP vt_http_requests_total HTTP responses by status code.\n# TYPE vt_http_requests_total counter\n"
@@ -61,6 +62,16 @@ public final class Metrics: Sendable {
         }
         out += "# HELP vt_photo_downloads_total Image downloads by this instance by result.\n# TYPE vt_photo_downloads_total counter\n"
         out += "vt_photo_downloads_total{result=\"ok\"} \(s.downloadsOK)\nvt_photo_downloads_total{result=\"failed\"} \(s.downloadsFailed)\n"
+        if let breaker = store.breaker {
+            out += "# HELP vt_photo_store_available 1 while the photo store is used (its breaker closed and no problem reported), else 0.\n"
+            out += "# TYPE vt_photo_store_available gauge\nvt_photo_store_available \(breaker.available && store.problem == nil ? 1 : 0)\n"
+            out += "# HELP vt_photo_store_breaker The photo store's circuit breaker: 1 for its state now.\n# TYPE vt_photo_store_breaker gauge\n"
+            for state in ["closed", "open", "probing"] {
+                out += "vt_photo_store_breaker{state=\"\(state)\"} \(breaker.state == state ? 1 : 0)\n"
+            }
+            out += "# HELP vt_photo_store_refused_total Store calls answered by the breaker without asking the store.\n"
+            out += "# TYPE vt_photo_store_refused_total counter\nvt_photo_store_refused_total \(breaker.refused)\n"
+        }
         return out
     }
 }

@@ -19,6 +19,9 @@ public protocol PhotoStore: Sendable {
     func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool
     /// Why the store cannot take writes now, or nil (/readyz).
     func problem() -> String?
+    /// The store itself, under any wrapper (StoreBreaker): what routes ask to reach the file
+    /// store's files directly.
+    var base: any PhotoStore { get }
 }
 
 public struct PhotoStoreError: Error, CustomStringConvertible {
@@ -30,21 +33,42 @@ public struct PhotoStoreError: Error, CustomStringConvertible {
     /// its side (5xx), or has no room left. Albums keep such photos pending and wait for the
     /// store (AlbumWorkers) instead of failing them.
     public var outage = false
+    /// An outage of writes only: the store still reads (a full disk or quota, a file system
+    /// remounted read-only), so photos are still served.
+    public var writesOnly = false
+    /// Set when the breaker refused the call without asking the store (StoreBreaker): seconds
+    /// until it tries the store again, for Retry-After.
+    public var retryAfter: Int?
 
-    public init(description: String, unavailable: Bool = false, outage: Bool = false) {
+    public init(description: String, unavailable: Bool = false, outage: Bool = false, writesOnly: Bool = false, retryAfter: Int? = nil) {
         self.description = description
         self.unavailable = unavailable || outage
         self.outage = outage
+        self.writesOnly = outage && writesOnly
+        self.retryAfter = retryAfter
     }
 
-    /// A file system error: a full disk or quota is an outage that space coming back ends.
+    /// Errors of the file system rather than of one file: a full disk or quota, an I/O error (a
+    /// failing disk, a shut-down file system), a file system remounted read-only (ext4 does so
+    /// after an error), permissions lost on the directory. Each ends when the operator fixes the
+    /// disk, so albums wait for it.
+    static let outageErrors: Set<Int32> = [ENOSPC, EDQUOT, EIO, EROFS, EACCES]
+
     static func file(_ text: String, errno code: Int32) -> PhotoStoreError {
-        PhotoStoreError(description: "\(text): \(String(cString: strerror(code)))", outage: code == ENOSPC || code == EDQUOT)
+        PhotoStoreError(description: "\(text): \(String(cString: strerror(code)))", outage: outageErrors.contains(code),
+                        writesOnly: [ENOSPC, EDQUOT, EROFS].contains(code))
+    }
+
+    /// A call the breaker refused: the store is known to be down.
+    static func refused(retryAfter: Int, reason: String?) -> PhotoStoreError {
+        PhotoStoreError(description: "the photo store is skipped for \(retryAfter) s after an outage (\(reason ?? "no answer"))",
+                        outage: true, retryAfter: retryAfter)
     }
 }
 
 extension PhotoStore {
     public func problem() -> String? { nil }
+    public var base: any PhotoStore { self }
 }
 
 /// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path
@@ -135,10 +159,25 @@ public struct FileStore: PhotoStore {
         return try withLock(LOCK_SH) { utimensat(AT_FDCWD, file, nil, 0) == 0 }
     }
 
+    /// Read with open/read rather than FileManager, whose nil cannot tell a missing blob from a
+    /// disk that fails (EIO is an outage, ENOENT is not).
     public func get(_ hash: String) throws -> [UInt8]? {
         guard isPhotoHash(hash) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path(hash).file) else { return nil }
-        return [UInt8](data)
+        let file = path(hash).file
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw PhotoStoreError.file("cannot open \(file)", errno: errno)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw PhotoStoreError.file("cannot read \(file)", errno: errno) }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
     }
 
     public func list() throws -> [(hash: String, modified: Date)] {
@@ -181,7 +220,7 @@ public struct FileStore: PhotoStore {
         guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(root)/.lock", errno: errno) }
         defer { close(fd) }
         while flock(fd, operation) != 0 {
-            guard errno == EINTR else { throw PhotoStoreError(description: "cannot lock \(root)/.lock: \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw PhotoStoreError.file("cannot lock \(root)/.lock", errno: errno) }
         }
         return try body()
     }

@@ -102,6 +102,10 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
     var pageSize = 1000
     /// Pause before each retry of a transient failure.
     var retryDelays: [Double] = [0.2, 0.6]
+    /// The whole time a read (GET, the bucket check) may take, waiting for a connection included:
+    /// a person's photo request holds a handler slot meanwhile, where a write only holds a
+    /// download slot (the client's total timeout, up to 20 s).
+    var readTimeout: Double = 5
 
     /// The namespace of the advisory locks (two-int4 form: never collides with the bigint keys the
     /// migrator and the rate limits use). "VTS3".
@@ -176,7 +180,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
 
     public func get(_ hash: String) throws -> [UInt8]? {
         guard isPhotoHash(hash) else { return nil }
-        let response = try send("GET", key: key(hash))
+        let response = try send("GET", key: key(hash), timeout: readTimeout)
         if response.status == 404 && errorCode(response) != "NoSuchBucket" { return nil }
         try expect(response, [200], "GET of \(key(hash))")
         return response.body
@@ -235,7 +239,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
     /// One signed request with retries of transient failures. `payloadHash` is the body's SHA-256
     /// (the empty body's when there is none).
     func send(_ method: String, key: String?, query: [(String, String)] = [], headers: [String: String] = [:],
-              body: [UInt8]? = nil, payloadHash: String? = nil) throws -> HTTPClientResponse {
+              body: [UInt8]? = nil, payloadHash: String? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         var url = settings.endpoint + "/" + settings.bucket
         if let key { url += "/" + key }
         if !query.isEmpty {
@@ -248,12 +252,14 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
         var attempt = 0
         while true {
             do {
-                let response = try client.send(method, url, headers: headers, body: body, sigV4: signing)
+                let response = try client.send(method, url, headers: headers, body: body, sigV4: signing, timeout: timeout)
                 guard [500, 502, 503, 504].contains(response.status), attempt < retryDelays.count else { return response }
             } catch let error as HTTPClientError {
                 switch error {
                 case .transport where attempt < retryDelays.count: break
                 case .transport, .timedOut:
+                    // timedOut: no answer in time, or no connection of the client's came free in
+                    // time (the requests ahead of it hang).
                     throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", outage: true)  // url names the bucket
                 default: throw PhotoStoreError(description: "S3 \(method) \(url): \(error)", unavailable: true)
                 }
@@ -301,11 +307,13 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
             text += " (refused: check S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_REGION and the key's permissions)"
         default: break
         }
-        // 5xx (SlowDown included) after the retries, or an answer that no request can pass (no
-        // bucket, keys it does not know): the store is down or misconfigured, not refusing this
-        // write, and albums wait for the operator. AccessDenied may be a policy on some keys only.
-        let storeWide = ["NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch"].contains(code ?? "")
-        return PhotoStoreError(description: text, unavailable: true, outage: response.status >= 500 || storeWide)
+        // 5xx (SlowDown included) after the retries, throttling (429, SlowDown and RequestTimeout
+        // also come as 400/503 with their code), or an answer that no request can pass (no
+        // bucket, keys it does not know): the store is down, overloaded or misconfigured, not
+        // refusing this write, and albums wait for it. AccessDenied may be a policy on some keys only.
+        let storeWide = ["NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch", "RequestTimeout", "SlowDown",
+                         "ServiceUnavailable", "InternalError", "TooManyRequests"].contains(code ?? "")
+        return PhotoStoreError(description: text, unavailable: true, outage: response.status >= 500 || response.status == 429 || storeWide)
     }
 
     private func errorCode(_ response: HTTPClientResponse) -> String? {
@@ -339,7 +347,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
     /// Whether the bucket answers with these credentials (HEAD bucket): nil when it does, or why not.
     public func problem() -> String? {
         do {
-            let response = try send("HEAD", key: nil)
+            let response = try send("HEAD", key: nil, timeout: readTimeout)
             switch response.status {
             case 200: return nil
             case 403: return "S3 bucket \(settings.bucket) at \(settings.endpoint): access denied (HTTP 403; check the credentials, S3_REGION and the key's permissions)"

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPServer
 import Log
 
@@ -10,12 +13,15 @@ private let photoBytesLogger = Logger(label: "photo-store")
 extension WebPipeline {
     mutating func addPhotoBytesRoute(albums: AlbumStore) {
         let access = albums.access
+        let breaker = albums.photos as? StoreBreaker
         signedInCached("/photos/:id", cached: { request, grant, mayBlock in
             guard let access, let id = Self.pinID(request) else { throw HTTPError.notFound }
+            // The store is known to be down: answered on the event loop, no slot, no store call.
+            if let seconds = breaker?.refusal() { return Self.storeUnavailable(retryAfter: seconds) }
             let width = Self.photoWidth(request)
             if case .allowed(let photo) = access.photo(id, for: grant) {
                 // Inline only from the file store: another store's get is a network call.
-                guard mayBlock || albums.photos is FileStore else { return nil }
+                guard mayBlock || albums.photos.base is FileStore else { return nil }
                 return try Self.photoResponse(request, photo, width: width, store: albums.photos)
             }
             guard mayBlock else { return nil }
@@ -34,6 +40,7 @@ extension WebPipeline {
             }
         }) { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            if let seconds = breaker?.refusal() { return Self.storeUnavailable(retryAfter: seconds) }
             let width = Self.photoWidth(context.request)
             let mark = access?.mark()
             switch try albums.accessPhoto(id, userID: context.user.id) {
@@ -80,10 +87,23 @@ extension WebPipeline {
             return HTTPResponse(status: .notModified, headers: ["ETag": etag, "Cache-Control": photoCaching])
         }
         let headers: HTTPHeaders = ["ETag": etag, "Cache-Control": photoCaching, "Content-Type": blob.contentType]
-        if let files = store as? FileStore {
-            guard isPhotoHash(blob.hash), let file = OpenBlobs.shared.file(at: files.path(blob.hash).file) else {
-                throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
+        let breaker = store as? StoreBreaker
+        if let files = store.base as? FileStore {
+            guard isPhotoHash(blob.hash) else { throw PhotoStoreError(description: "blob \(blob.hash) is not a blob's name") }
+            let path = files.path(blob.hash).file
+            guard let file = OpenBlobs.shared.file(at: path) else {
+                let code = errno
+                guard code != ENOENT && code != ENOTDIR else {
+                    throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
+                }
+                // A disk that fails (EIO) or lost its permissions: the breaker hears of it as of a get.
+                let error = PhotoStoreError.file("cannot open \(path)", errno: code)
+                breaker?.seen(error)
+                photoBytesLogger.warning("photo not served: \(error)")
+                guard error.outage else { throw error }
+                return storeUnavailable(retryAfter: breaker?.refusal() ?? 10)
             }
+            breaker?.seen(nil)
             return HTTPResponse(status: .ok, headers: headers, body: .file(file))
         }
         do {
@@ -93,10 +113,19 @@ extension WebPipeline {
             return HTTPResponse(status: .ok, headers: headers, body: bytes)
         } catch let error as PhotoStoreError where error.unavailable {
             // The object store is down or refuses us: this image fails with a 503 the browser
-            // may retry; the page and every other route carry on.
-            photoBytesLogger.warning("photo not served: \(error)")
-            throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
-                            headers: ["Retry-After": "10"])
+            // may retry; the page and every other route carry on. Refusals by the breaker are
+            // counted in /metrics, not logged one by one.
+            if error.retryAfter == nil { photoBytesLogger.warning("photo not served: \(error)") }
+            return storeUnavailable(retryAfter: error.retryAfter ?? breaker?.refusal() ?? 10)
         }
+    }
+
+    /// A photo the store cannot give now: the page and every other route carry on, and the browser
+    /// may ask again after `retryAfter` seconds.
+    static func storeUnavailable(retryAfter seconds: Int) -> HTTPResponse {
+        var response = HTTPResponse.text("This photo cannot be loaded right now. Please try again in a moment.", status: .serviceUnavailable)
+        response.headers.set("Retry-After", String(seconds))
+        response.headers.set("Cache-Control", "no-store")
+        return response
     }
 }

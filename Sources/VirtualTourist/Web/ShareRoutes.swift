@@ -218,7 +218,7 @@ extension WebPipeline {
             }
         } catch let error as PhotoStoreError where error.unavailable {
             throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
-                            headers: ["Retry-After": "10"])
+                            headers: ["Retry-After": String(error.retryAfter ?? 10)])
         }
         guard var image = found else { throw HTTPError.notFound }
         if link.hideLocation {

@@ -1,0 +1,148 @@
+import Foundation
+import Log
+import Synchronization
+
+/// The photo store behind a circuit breaker (StoreBreakerStateMachine holds the rules): once the
+/// store is down or hangs, reads and writes are refused at once with an outage error instead of
+/// each waiting for the store's timeout, so photo requests cannot fill the handler slots pages
+/// need, and the album workers wait (they treat `PhotoStoreError.outage` as "wait for the store").
+/// One call at a time probes the store after each cool-down.
+public final class StoreBreaker: PhotoStore, Sendable {
+    public let base: any PhotoStore
+    private let machine: Mutex<StoreBreakerStateMachine>
+    /// Woken when a read ends, for reads waiting for a read slot.
+    private let slotFreed = NSCondition()
+    private let refusals = Atomic<Int>(0)
+    /// Reads go to the store (the breaker is closed, or open for writes only): read without the
+    /// lock on the hot path (every photo).
+    private let readsFlow = Atomic<Bool>(true)
+    private let logger = Logger(label: "photo-store")
+
+    init(_ base: any PhotoStore, settings: StoreBreakerStateMachine.Settings = .init()) {
+        self.base = base
+        machine = Mutex(StoreBreakerStateMachine(settings: settings))
+    }
+
+    /// The breaker as /readyz and /metrics report it.
+    public struct Status: Sendable {
+        /// Calls go to the store (the breaker is closed).
+        public let available: Bool
+        /// closed, open or probing.
+        public let state: String
+        /// Photos are read from the store (false: they answer 503 at once).
+        public let reads: Bool
+        /// Why it opened, and how long ago; nil while closed.
+        public let reason: String?
+        public let seconds: Double?
+        /// Calls refused without asking the store, since start.
+        public let refused: Int
+    }
+
+    public var status: Status {
+        let now = ContinuousClock.now
+        return machine.withLock { m in
+            let state = switch m.state { case .closed: "closed"; case .open: "open"; case .probing: "probing" }
+            let seconds = m.outage.map { Double((now - $0.since).components.seconds) }
+            return Status(available: m.isClosed, state: state, reads: !m.readsRefused, reason: m.outage?.reason, seconds: seconds,
+                          refused: refusals.load(ordering: .relaxed))
+        }
+    }
+
+    /// Retry-After seconds when a read would be refused now; nil when it may go to the store.
+    /// Never waits and never takes the probe's turn: the event loop asks it.
+    func refusal() -> Int? {
+        guard !readsFlow.load(ordering: .acquiring) else { return nil }
+        let now = ContinuousClock.now
+        guard let left = machine.withLock({ $0.refusal(now: now) }) else { return nil }
+        refusals.add(1, ordering: .relaxed)
+        return StoreBreakerStateMachine.retryAfter(left)
+    }
+
+    /// The file store's blobs are opened on the event loop, without `get`: what came of it.
+    func seen(_ error: PhotoStoreError?) {
+        if error == nil && readsFlow.load(ordering: .acquiring) { return }
+        let now = ContinuousClock.now
+        let outcome = error.map(Self.outcome) ?? .answered
+        log(machine.withLock { $0.seen(outcome, now: now) })
+    }
+
+    /// `body` as one call of `kind`, refused, waited for or admitted by the breaker.
+    func call<T>(_ kind: StoreBreakerStateMachine.Kind, _ body: () throws -> T) throws -> T {
+        let asked = ContinuousClock.now
+        slotFreed.lock()
+        var admitted: StoreBreakerStateMachine.Ticket?
+        while admitted == nil {
+            let now = ContinuousClock.now
+            let (admission, change) = machine.withLock { $0.admit(kind, now: now, waitingSince: asked) }
+            log(change)
+            switch admission {
+            case .call(let ticket):
+                admitted = ticket
+            case .refuse(let retryAfter):
+                slotFreed.unlock()
+                refusals.add(1, ordering: .relaxed)
+                throw PhotoStoreError.refused(retryAfter: StoreBreakerStateMachine.retryAfter(retryAfter),
+                                              reason: machine.withLock { $0.outage?.reason })
+            case .wait(let until):
+                _ = slotFreed.wait(until: Date(timeIntervalSinceNow: Self.seconds(until - now)))
+            }
+        }
+        let ticket = admitted!
+        slotFreed.unlock()
+        var outcome = StoreBreakerStateMachine.Outcome.answered
+        defer {
+            slotFreed.lock()
+            let now = ContinuousClock.now
+            log(machine.withLock { $0.finished(ticket, outcome, now: now) })
+            if kind == .read { slotFreed.broadcast() }
+            slotFreed.unlock()
+        }
+        do {
+            return try body()
+        } catch let error as PhotoStoreError {
+            outcome = Self.outcome(error)
+            throw error
+        }
+    }
+
+    static func outcome(_ error: PhotoStoreError) -> StoreBreakerStateMachine.Outcome {
+        guard error.outage else { return .answered }
+        return error.writesOnly ? .writeOutage(error.description) : .outage(error.description)
+    }
+
+    private func log(_ change: StoreBreakerStateMachine.Change?) {
+        if let change { readsFlow.store(machine.withLock { !$0.readsRefused }, ordering: .releasing) }
+        switch change {
+        case .opened(let reason, let reads)?:
+            let coolDown = machine.withLock { StoreBreakerStateMachine.seconds($0.settings.coolDown) }
+            logger.warning("photo store breaker open: \(reason); \(reads ? "photos answer 503 and " : "")writes wait, the store is tried again in \(coolDown)")
+        case .closed(let after)?:
+            logger.info("photo store breaker closed: the store answers again after \(StoreBreakerStateMachine.seconds(.seconds(after.components.seconds)))")
+        case nil:
+            break
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let c = duration.components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+
+    // MARK: PhotoStore
+
+    public func put(_ bytes: [UInt8]) throws -> String { try call(.write) { try base.put(bytes) } }
+    public func refresh(_ hash: String) throws -> Bool { try call(.write) { try base.refresh(hash) } }
+    public func get(_ hash: String) throws -> [UInt8]? { try call(.read) { try base.get(hash) } }
+    public func list() throws -> [(hash: String, modified: Date)] { try call(.write) { try base.list() } }
+    public func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool {
+        try call(.write) { try base.delete(hash, ifNotModifiedSince: olderThan) }
+    }
+
+    /// The breaker's reason while it refuses (asking the store then would wait for its timeout),
+    /// else the store's own answer.
+    public func problem() -> String? {
+        let (closed, reason) = machine.withLock { ($0.isClosed, $0.outage?.reason) }
+        if !closed { return "unavailable: \(reason ?? "the store did not answer")" }
+        return base.problem()
+    }
+}
