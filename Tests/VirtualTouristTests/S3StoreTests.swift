@@ -227,8 +227,8 @@ import TestSupport
         }
     }
 
-    /// The object store goes away mid-album for 60 s (the workers' store backoff capped at 6 s through
-    /// the settings, 60 s in production, so recovery is seen within seconds): the photos still to come stay pending, the
+    /// The object store goes away mid-album for 60 s (the workers' store backoff and the store
+    /// breaker's cool-down capped at 6 s through the settings, 60 s and 30 s in production, so recovery is seen within seconds): the photos still to come stay pending, the
     /// album says it waits, /readyz stays ready and names the store as degraded (pages need no
     /// store), the log says so once, the server keeps answering (a stored photo is a quick 503
     /// with Retry-After); once the store is back the album completes by itself. moto keeps nothing across a restart, so the harness creates the bucket again (the
@@ -247,6 +247,7 @@ import TestSupport
             settings.s3 = store.settings
             settings.workers.storeBackoffFirst = 0.1
             settings.workers.storeBackoffMax = 6
+            settings.photoStoreMaxCoolDown = 6
         }
         let browser = try app.signedUp()
         let pin = try AlbumTests.dropPin(browser)

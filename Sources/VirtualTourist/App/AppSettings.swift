@@ -50,7 +50,7 @@ public struct AppSettings: Sendable {
     /// connections: `handlerSlots` keeps 8), and how long a read waits for one of those before the
     /// store counts as hanging.
     public var photoStoreCoolDown: Double = 5
-    public var photoStoreMaxCoolDown: Double = 60
+    public var photoStoreMaxCoolDown: Double = 30
     public var photoStoreReadSlots = 6
     public var photoStoreReadSlotWait: Double = 2
     /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.

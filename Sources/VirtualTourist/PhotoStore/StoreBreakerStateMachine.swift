@@ -14,7 +14,7 @@
 struct StoreBreakerStateMachine {
     struct Settings: Sendable, Equatable {
         var coolDown: Duration = .seconds(5)
-        var maxCoolDown: Duration = .seconds(60)
+        var maxCoolDown: Duration = .seconds(30)
         /// Reads of the store in flight at once (GET /photos/:id and thumbnails hold a handler slot
         /// while they read).
         var readSlots = 6
