@@ -63,7 +63,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
         if error == nil && readsFlow.load(ordering: .acquiring) { return }
         let now = ContinuousClock.now
         let outcome = error.map(Self.outcome) ?? .answered
-        log(machine.withLock { $0.seen(outcome, now: now) })
+        log(update { $0.seen(outcome, now: now) })
     }
 
     /// `body` as one call of `kind`, refused, waited for or admitted by the breaker.
@@ -73,7 +73,12 @@ public final class StoreBreaker: PhotoStore, Sendable {
         var admitted: StoreBreakerStateMachine.Ticket?
         while admitted == nil {
             let now = ContinuousClock.now
-            let (admission, change) = machine.withLock { $0.admit(kind, now: now, waitingSince: asked) }
+            var admission = StoreBreakerStateMachine.Admission.refuse(retryAfter: .zero)
+            let change = update { m in
+                let (answer, change) = m.admit(kind, now: now, waitingSince: asked)
+                admission = answer
+                return change
+            }
             log(change)
             switch admission {
             case .call(let ticket):
@@ -93,7 +98,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
         defer {
             slotFreed.lock()
             let now = ContinuousClock.now
-            log(machine.withLock { $0.finished(ticket, outcome, now: now) })
+            log(update { $0.finished(ticket, outcome, now: now) })
             if kind == .read { slotFreed.broadcast() }
             slotFreed.unlock()
         }
@@ -110,8 +115,16 @@ public final class StoreBreaker: PhotoStore, Sendable {
         return error.writesOnly ? .writeOutage(error.description) : .outage(error.description)
     }
 
+    /// An event given to the machine; `readsFlow` follows its state under the same lock.
+    private func update(_ event: (inout StoreBreakerStateMachine) -> StoreBreakerStateMachine.Change?) -> StoreBreakerStateMachine.Change? {
+        machine.withLock { m in
+            let change = event(&m)
+            if change != nil { readsFlow.store(!m.readsRefused, ordering: .releasing) }
+            return change
+        }
+    }
+
     private func log(_ change: StoreBreakerStateMachine.Change?) {
-        if let change { readsFlow.store(machine.withLock { !$0.readsRefused }, ordering: .releasing) }
         switch change {
         case .opened(let reason, let reads)?:
             let coolDown = machine.withLock { StoreBreakerStateMachine.seconds($0.settings.coolDown) }
@@ -141,8 +154,8 @@ public final class StoreBreaker: PhotoStore, Sendable {
     /// The breaker's reason while it refuses (asking the store then would wait for its timeout),
     /// else the store's own answer.
     public func problem() -> String? {
-        let (closed, reason) = machine.withLock { ($0.isClosed, $0.outage?.reason) }
-        if !closed { return "unavailable: \(reason ?? "the store did not answer")" }
-        return base.problem()
+        let status = status
+        guard !status.available else { return base.problem() }
+        return "unavailable for \(Int(status.seconds ?? 0)) s: \(status.reason ?? "the store did not answer")"
     }
 }
