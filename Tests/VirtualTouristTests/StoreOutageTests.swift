@@ -105,7 +105,8 @@ import TestSupport
         let port = app.port, annCookies = ann.cookies, bobCookies = bob.cookies
 
         try proxy.set(.blackhole)
-        // Ann's 45 thumbnails at once; Bob's map and pins one after another meanwhile (from 0.3 s,
+        // Ann's 45 thumbnails at once; Bob's map, pins and /readyz (as a balancer polls it) one
+        // after another meanwhile (from 0.3 s,
         // so the thumbnails are ahead of him), for longer than the store's read timeout.
         let runs = Self.concurrently(thumbnails.count + 1) { i -> [Sample] in
             guard i == thumbnails.count else { return [Self.fetch(port, annCookies, thumbnails[i])] }
@@ -115,6 +116,7 @@ import TestSupport
             while Date() < until {
                 samples.append(Self.fetch(port, bobCookies, "/"))
                 samples.append(Self.fetch(port, bobCookies, "/pins.json"))
+                samples.append(Self.fetch(port, bobCookies, "/readyz"))
                 usleep(100_000)
             }
             return samples
@@ -319,7 +321,8 @@ struct FileSystemFaultTests {
     @Test func aFileSystemRemountedReadOnlyKeepsPhotosServedAndTheAlbumWaits() throws {
         let fs = try LoopFileSystem()
         let lines = Mutex<[String]>([])
-        let stopObserving = Logger.observe { line in if line.contains("photo store") { lines.withLock { $0.append(line) } } }
+        let mount = fs.mount
+        let stopObserving = Logger.observe { line in if line.contains("photo store") && line.contains(mount) { lines.withLock { $0.append(line) } } }
         defer { stopObserving() }
         let app = try Self.appOn(fs)
         let browser = try app.signedUp()
@@ -359,7 +362,8 @@ struct FileSystemFaultTests {
     @Test func aFileSystemThatFailsWithEIOKeepsPhotosPendingAndResumesOnANewDisk() throws {
         let fs = try LoopFileSystem()
         let lines = Mutex<[String]>([])
-        let stopObserving = Logger.observe { line in if line.contains("photo store") { lines.withLock { $0.append(line) } } }
+        let mount = fs.mount
+        let stopObserving = Logger.observe { line in if line.contains("photo store") && line.contains(mount) { lines.withLock { $0.append(line) } } }
         defer { stopObserving() }
         let app = try Self.appOn(fs)
         let browser = try app.signedUp()

@@ -1,16 +1,25 @@
+import Dispatch
 import Foundation
 import Synchronization
 
-/// The photo store's answer to "can you take writes?", asked at most every few seconds: /readyz is
-/// polled, and an object store that is down costs its timeout per question. While the breaker is
-/// open its reason is the answer, and the store is not asked at all.
+/// The photo store's answer to "can you take writes?" for /readyz and /metrics, which never wait
+/// for it: the store is asked in the background at most every few seconds (an object store that
+/// hangs costs its whole timeout per question, and a balancer's health check gives up long before),
+/// and not at all while the breaker is open — its reason is the answer then.
 final class StoreCheck: Sendable {
     let store: any PhotoStore
-    private let last = Mutex<(at: Date, problem: String?)?>(nil)
+    private struct Kept {
+        var at: Date?
+        var problem: String?
+        var asking = false
+    }
+    private let kept = Mutex(Kept())
     static let seconds = 5.0
 
+    /// Asks the store once at once, so the first /readyz has an answer to give.
     init(store: any PhotoStore) {
         self.store = store
+        _ = ownProblem()
     }
 
     var breaker: StoreBreaker? { store as? StoreBreaker }
@@ -24,20 +33,31 @@ final class StoreCheck: Sendable {
         }
     }
 
-    /// The breaker's reason while it is open, and the store's own answer unless reads are
-    /// refused (asking then would wait for the store's timeout).
+    /// The breaker's reason while it is open, and the store's own last answer unless reads are
+    /// refused.
     func problem() -> String? {
         let status = breaker?.status
         let breakerProblem = status?.available == false ? breaker?.problem() : nil
         if status?.reads == false { return breakerProblem }
-        let own: String?
-        if let kept = last.withLock({ $0 }), Date().timeIntervalSince(kept.at) < Self.seconds {
-            own = kept.problem
-        } else {
-            own = store.base.problem()
-            last.withLock { $0 = (Date(), own) }
-        }
-        let both = [own, breakerProblem].compactMap { $0 }
+        let both = [ownProblem(), breakerProblem].compactMap { $0 }
         return both.isEmpty ? nil : both.joined(separator: "; ")
+    }
+
+    /// The last answer of the store itself; a new question is sent when it is older than
+    /// `seconds` and none is out.
+    private func ownProblem() -> String? {
+        let (problem, ask) = kept.withLock { k -> (String?, Bool) in
+            let stale = k.at.map { Date().timeIntervalSince($0) >= Self.seconds } ?? true
+            guard stale, !k.asking else { return (k.problem, false) }
+            k.asking = true
+            return (k.problem, true)
+        }
+        if ask {
+            DispatchQueue.global().async { [self] in
+                let answer = store.base.problem()
+                kept.withLock { $0 = Kept(at: Date(), problem: answer, asking: false) }
+            }
+        }
+        return problem
     }
 }
