@@ -131,15 +131,20 @@ import TestSupport
         dropper.start()
         #expect(eventually { waiting("%INSERT INTO pins%") }, "the drop holds the person's row and waits")
 
-        let job = AlbumJob(id: 0, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1)
+        // The batch is the job's holder's: a worker that holds a running job.
+        let jobID: Int64 = try app.pool.query("""
+            INSERT INTO album_jobs (pin_id, user_id, generation, state, attempts, locked_by, locked_until)
+            VALUES ($1, $2, 0, 'running', 1, 'worker/0', now() + interval '1 hour') RETURNING id
+            """, [pin, user])[0].decode("id")
+        let job = AlbumJob(id: jobID, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1, worker: "worker/0")
         let info = ImageInfo(contentType: "image/jpeg", width: 1, height: 1)
         let batch = photoIDs.map { AlbumJobQueue.PhotoResult.stored($0, hash: String(repeating: "ab", count: 32), byteSize: 1, info: info) }
         let batchError = Mutex<String?>("not finished")
         let queue = app.app.workers.store
         let writer = Thread {
             do {
-                try queue.storeResults(batch, job: job)
-                batchError.withLock { $0 = nil }
+                let held = try queue.storeResults(batch, job: job)
+                batchError.withLock { $0 = held ? nil : "the job was not held" }
             } catch {
                 batchError.withLock { $0 = "\(error)" }
             }

@@ -1,3 +1,5 @@
+import Postgres
+
 /// "This person's album on this pin changed": the payload of NOTIFY album_events, written and read
 /// only here. The text is "userID:pinID" — ids, never content, so a payload carries nothing a
 /// listener on another instance should not see.
@@ -18,4 +20,12 @@ public struct AlbumChange: Hashable, Sendable {
     }
 
     public var payload: String { "\(userID):\(pinID)" }
+
+    /// The channel album pages listen on (LISTEN album_events).
+    static let channel = "album_events"
+
+    /// Announces the change when the transaction commits (identical ones are delivered once).
+    func announce(_ db: PostgresConnection) throws {
+        try db.query("SELECT pg_notify($1, $2)", [Self.channel, payload])
+    }
 }
