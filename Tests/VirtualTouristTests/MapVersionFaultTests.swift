@@ -110,6 +110,11 @@ import TestSupport
             SELECT $1, $2, 0, n, 'fixture', n::text, 'http://example.org/' || n, 'pending' FROM generate_series(0, 5) n
             """, [pin, user])
         let photoIDs: [Int64] = try app.pool.query("SELECT id FROM photos WHERE pin_id = $1 ORDER BY id", [pin]).map { try $0.decode("id") }
+        // The batch is the job's holder's: a worker that holds a running job.
+        let jobID: Int64 = try app.pool.query("""
+            INSERT INTO album_jobs (pin_id, user_id, generation, state, attempts, locked_by, locked_until)
+            VALUES ($1, $2, 0, 'running', 1, 'worker/0', now() + interval '1 hour') RETURNING id
+            """, [pin, user])[0].decode("id")
         // The person has no version row yet: a first bump (so after any TRUNCATE of the old table).
         try app.pool.query("DELETE FROM map_versions WHERE user_id = $1", [user])
         let token = try #require(try browser.get("/").csrfToken)
@@ -131,11 +136,6 @@ import TestSupport
         dropper.start()
         #expect(eventually { waiting("%INSERT INTO pins%") }, "the drop holds the person's row and waits")
 
-        // The batch is the job's holder's: a worker that holds a running job.
-        let jobID: Int64 = try app.pool.query("""
-            INSERT INTO album_jobs (pin_id, user_id, generation, state, attempts, locked_by, locked_until)
-            VALUES ($1, $2, 0, 'running', 1, 'worker/0', now() + interval '1 hour') RETURNING id
-            """, [pin, user])[0].decode("id")
         let job = AlbumJob(id: jobID, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1, worker: "worker/0")
         let info = ImageInfo(contentType: "image/jpeg", width: 1, height: 1)
         let batch = photoIDs.map { AlbumJobQueue.PhotoResult.stored($0, hash: String(repeating: "ab", count: 32), byteSize: 1, info: info) }
