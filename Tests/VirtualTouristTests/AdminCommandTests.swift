@@ -46,7 +46,7 @@ import TestSupport
         #expect(none.output.contains("which command?"))
         let help = try Self.admin(["--help"], database: nil)
         #expect(help.status == 0)
-        for name in ["create-person", "reset-password", "invite", "list", "disable", "enable", "delete"] {
+        for name in ["create-person", "reset-password", "invite", "list", "jobs", "disable", "enable", "delete"] {
             #expect(help.output.contains("  \(name) "), "\(name) missing from the help")
             let own = try Self.admin([name, "--help"], database: nil)
             #expect(own.status == 0, "\(own)")
@@ -108,6 +108,41 @@ import TestSupport
             #expect(refused.output.contains(message), "\(arguments): \(refused)")
         }
         #expect(try app.count("SELECT count(*) FROM users") == 2)
+    }
+
+    /// A job whose worker dies every time it holds it (the lease lapses again and again) is parked
+    /// after three takeovers: no longer claimed, the album failed with Retry, `admin jobs` and
+    /// admin_jobs say so; Retry starts it again.
+    @Test func aJobThatKeepsKillingItsWorkerIsParked() throws {
+        let database = try TestDatabase.migrated("admin")
+        let app = try TestApp(database: database)
+        let browser = try app.signedUp(email: "lee@example.org", name: "Lee")
+        let pin = try AlbumTests.dropPin(browser)
+        let queue = app.app.workers.store
+        var claims = 0
+        while let job = try queue.claimJob(worker: "dies-\(claims)", leaseSeconds: 60) {
+            claims += 1
+            #expect(claims <= 4)
+            // The worker dies holding it: the lease runs out.
+            try app.pool.query("UPDATE album_jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [job.id])
+            if claims > 4 { break }
+        }
+        #expect(claims == 4, "claimed once, then taken over three times, then parked")
+        let album = try AlbumTests.state(browser, pin: pin)
+        #expect(album.status == "failed")
+        #expect(album.error == AlbumJobQueue.parkedPhrase)
+        #expect(try browser.get("/pins/\(pin)").body.contains(">Retry</button>"))
+        #expect(try app.count("SELECT count(*) FROM admin_jobs WHERE parked AND lapses = 3") == 1)
+        let listed = try Self.admin(["jobs"], database: database)
+        #expect(listed.status == 0, "\(listed)")
+        #expect(listed.output.contains("parked"), "\(listed)")
+        #expect(listed.output.contains("lee@example.org"), "\(listed)")
+        #expect(listed.output.contains("its worker stopped 3 times"), "\(listed)")
+        // Retry: a new job, claimable.
+        let token = try browser.get("/pins/\(pin)").csrfToken ?? ""
+        _ = try browser.post("/pins/\(pin)/retry", form: [("_csrf", token)])
+        #expect(try AlbumTests.state(browser, pin: pin).status == "downloading")
+        #expect(try queue.claimJob(worker: "healthy", leaseSeconds: 60) != nil)
     }
 
     @Test func listShowsPinsPhotosAndBytes() throws {

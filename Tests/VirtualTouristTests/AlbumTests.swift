@@ -234,6 +234,50 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM album_jobs WHERE state = 'done' AND last_error IS NULL") == 1)
     }
 
+    /// A lease that lapses while its worker is still downloading (a slow host, busy slots): a
+    /// second worker takes the job over mid-album. The first one then writes nothing and finishes
+    /// nothing; the second completes the album. Made deterministic by lapsing the lease by hand
+    /// and claiming as the second worker from the test, while the app's only worker is mid-album.
+    @Test func aLeaseTakenOverMidDownloadLeavesTheAlbumToTheNewHolder() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 0.2  // with two downloads at once, the album takes about three seconds
+        let app = try TestApp(workers: true, fixture: options) { $0.workers.workers = 1; $0.workers.downloadsPerAlbum = 2 }
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        #expect(eventually(timeout: 30) { ((try? Self.state(browser, pin: pin).count("ready")) ?? 0) >= 2 })
+        let queue = app.app.workers.store
+        let first = try #require(try app.pool.query("""
+            SELECT id, pin_id, user_id, generation, kind, attempts, locked_by FROM album_jobs WHERE state = 'running'
+            """).first.map {
+            AlbumJob(id: try $0.decode("id"), pinID: try $0.decode("pin_id"), userID: try $0.decode("user_id"),
+                     generation: try $0.decode("generation"), kind: try $0.decode("kind"), attempts: try $0.decode("attempts"),
+                     worker: try $0.decode("locked_by"))
+        })
+        try app.pool.query("UPDATE album_jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [first.id])
+        let second = try #require(try queue.claimJob(worker: "second", leaseSeconds: 60))
+        #expect(second.id == first.id)
+        // The first holder can no longer change anything.
+        #expect(throws: LeaseLost.self) { try queue.finish(first) }
+        #expect(try queue.renewLease(first, leaseSeconds: 60) == false)
+        let pending = try queue.pendingPhotos(second)
+        #expect(try queue.storeResults([.failed(pending[0].id, reason: "from the first worker")], job: first) == false)
+        #expect(throws: LeaseLost.self) { try queue.fail(first, phrase: "no", detail: "no", retryable: true) }
+        let before = try Self.state(browser, pin: pin)
+        #expect(before.status == "downloading", "the first worker did not finish the album")
+        // The second worker completes it; the first stops at its next write.
+        app.app.workers.process(second)
+        let album = try Self.settled(browser, pin: pin, timeout: 30)
+        let job = try app.pool.query("SELECT state, locked_by FROM album_jobs WHERE id = $1", [first.id])[0]
+        print("lease taken over with \(before.count("ready")) of 30 ready: album \(album.status), \(album.count("ready")) ready, \(album.count("pending")) pending, job \(try job.decode("state", as: String.self))")
+        #expect(album.status == "ready")
+        #expect(album.count("pending") == 0)
+        #expect(album.count("ready") == 30)
+        #expect(album.count("failed") == 0, "nothing the first worker wrote after the takeover")
+        #expect(try job.decode("state", as: String.self) == "done")
+        #expect(app.app.workers.activeJobs == 0 || eventually(timeout: 10) { app.app.workers.activeJobs == 0 },
+                "the first worker stopped")
+    }
+
     @Test func aJobWhoseWorkerDiedIsFinishedByAnotherWithoutDuplicates() throws {
         let app = try TestApp(workers: false)
         let browser = try app.signedUp()
