@@ -49,7 +49,7 @@ case "healthcheck":
     let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/healthz")
     exit(response?.status == 200 ? 0 : 1)
 case "help", "-h", "--help":
-    print(Configuration.usage)
+    print(commandArguments.dropFirst().first == "markdown" ? Configuration.markdownTable : Configuration.usage)
 default:
     fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2)
 }

@@ -70,6 +70,10 @@ import Glibc
         #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 12)
         #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 0)
         #expect(try app.count("SELECT count(*) FROM photos") == 18)
+        // The largest PHOTO_RETENTION_DAYS the binary takes still reaches SQL as a number of days.
+        try app.pool.query("UPDATE photos SET created_at = now() - make_interval(days => 36501) WHERE position = 12")
+        #expect(Housekeeping(pool: app.pool, photoDays: 36_500).purgePhotos() == 1)
+        #expect(try app.count("SELECT count(*) FROM photos") == 17)
     }
 
     /// Finished jobs leave the queue's table after JOB_RETENTION_DAYS; live and recent ones stay.
