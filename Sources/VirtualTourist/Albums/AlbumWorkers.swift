@@ -284,6 +284,8 @@ public final class AlbumWorkers: @unchecked Sendable {
             case image([UInt8], ImageInfo, putStarted: Date?)
             case stored(AlbumJobQueue.PhotoResult)
             case storeDown(StoreDown)
+            /// The store refused this image for a reason of its own, for the log.
+            case unstored(String)
             case hostDown(String)
         }
         private let condition = NSCondition()
@@ -322,6 +324,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         var urls = initial, page: PhotoSearchPage?, trouble = Trouble()
         var images: [Int: (bytes: [UInt8], info: ImageInfo)] = [:]
         var stored: [Int: AlbumJobQueue.PhotoResult] = [:]
+        var unstored: [Int: String] = [:]
         let hosts = provider.imageHosts
         var actions = album.start(now: .now)
         var firstStored = false, firstDownloaded = false
@@ -397,13 +400,15 @@ public final class AlbumWorkers: @unchecked Sendable {
                         } catch let error as PhotoStoreError where error.outage {
                             inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
                         } catch {
-                            logger.error("album of pin \(job.pinID): an image was not stored: \(error)")
-                            inbox.post(.put(index, .failed("The photo could not be stored.")))
+                            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
                         }
                     }
                 case .writeBatch(let items):
                     event = write {
                         let results = items.map { item -> AlbumJobQueue.PhotoResult in
+                            if let error = unstored.removeValue(forKey: item.index) {
+                                logger.error("album of pin \(job.pinID): photo \(item.rowID) not stored: \(error)")
+                            }
                             guard item.failure == nil, var result = stored.removeValue(forKey: item.index) else {
                                 return .failed(item.rowID, reason: item.failure ?? "The photo could not be stored.")
                             }
@@ -445,6 +450,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                 firstDownloaded = true
                 images[index] = (bytes, info)
             case (.put(let index, _), .stored(let result)?): stored[index] = result
+            case (.put(let index, _), .unstored(let error)?): unstored[index] = error
             case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
             case (.fetched(_, .hostDown), .hostDown(let reason)?): trouble.imageHost = reason
             case (.fetched(let index, .refused), .hostDown(let reason)?):
