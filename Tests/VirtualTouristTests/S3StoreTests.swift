@@ -116,8 +116,9 @@ import TestSupport
         #expect(try store.list().count == 4)
         #expect(store.problem() == nil)
 
-        // For docs/architecture.md (printed, not asserted): a fresh put (HEAD + PUT), a put of
-        // stored bytes (HEAD + lock + CopyObject), a get, of an album-sized image against moto (mean of 10).
+        // For docs/performance.md, "PhotoStore" (printed, not asserted): a fresh put (HEAD + PUT),
+        // a put of stored bytes (HEAD + lock + CopyObject), a get, of an album-sized image against
+        // moto (mean of 10).
         let image = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) } + Array(UUID().uuidString.utf8)
         func millis(_ body: () throws -> Void) rethrows -> Double {
             let start = Date()

@@ -226,8 +226,8 @@ public final class App: Sendable {
         workers.start()
         housekeeping.start()
         memoryTrim.start()
-        // The place index before the first pin drop needs it: read on first use, it held up the
-        // first drop after a start by the whole read (seconds in a debug build; script/bench pindrop).
+        // The place index before the first pin drop needs it: read on first use, it would hold
+        // up the first drop after a start by the whole read (script/bench pindrop).
         let placesPath = placesPath
         DispatchQueue.global().async { _ = PlaceIndex.shared(path: placesPath) }
         // The licence list before the first album needs it (one call a day; see LicenseStore).
