@@ -106,7 +106,7 @@ func serve(_ configuration: Configuration) -> Never {
         }
     }
     // A new instance with SIGN_UP=invite or closed: the first account needs a code only the
-    // operator can read, here. (Whoever reached the page first used to take the instance.)
+    // operator can read, here, so whoever reaches the page first cannot take the instance.
     do {
         if let code = try AccountStore(pool: pool).setupCode(mode: settings.signUp) {
             log.warning("""

@@ -409,7 +409,7 @@ public struct AlbumStore: Sendable {
     /// The search result as a JSON array for insertPlaceholders. NUL characters are dropped: jsonb
     /// refuses \u0000, and text parameters never carried them anyway. The provider's thumbnail
     /// URL is left out: the picker reads it from the search answer, never from a stored photo, and
-    /// it was a tenth of each row (migration 0081).
+    /// it would be a tenth of each row.
     static func placeholderRows(_ photos: [RemotePhoto]) throws -> String {
         func clean(_ text: String?) -> String? { text.map { $0.replacingOccurrences(of: "\u{0}", with: "") } }
         let rows: [[String: String?]] = photos.map { photo in

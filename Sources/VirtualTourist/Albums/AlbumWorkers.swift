@@ -47,7 +47,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Results are written in batches (one statement, one NOTIFY each): when this many are
         /// waiting, or the oldest waited this long, so the live page still fills in as they land.
         /// Six, so a batch's new row versions fit in the room fillfactor 80 keeps on a heap page
-        /// and its updates stay HOT (docs/performance.md).
+        /// and its updates stay HOT (docs/performance.md, "Albums").
         public var resultBatch = 6
         public var resultBatchSeconds = 0.25
         public init() {}
