@@ -214,7 +214,6 @@ public struct AlbumJobQueue: Sendable {
     }
 
     /// One image already in the photo store (storeResults with a batch of one).
-    @discardableResult
     func storeImage(photoID: Int64, job: AlbumJob, hash: String, byteSize: Int, info: ImageInfo) throws {
         try storeResults([.stored(photoID, hash: hash, byteSize: byteSize, info: info)], job: job)
     }
