@@ -278,6 +278,29 @@ import TestSupport
                 "the first worker stopped")
     }
 
+    /// After an outage every waiting album would look again in the same second: each wait goes
+    /// after the jobs already due around then, five a second.
+    @Test func resumesAfterAnOutageAreSpreadOut() throws {
+        let app = try TestApp(workers: false)
+        let browser = try app.signedUp()
+        for index in 0..<40 { _ = try Self.dropPin(browser, lat: Double(index), lon: 10) }
+        let queue = app.app.workers.store
+        let started: Double = try app.pool.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS t")[0].decode("t")
+        while let job = try queue.claimJob(worker: "w", leaseSeconds: 60) {
+            try queue.wait(job, seconds: 1, phrase: "waiting", detail: "an outage", countsAttempt: false, resumesPerSecond: 5)
+        }
+        let due: [Double] = try app.pool.query("""
+            SELECT extract(epoch FROM run_after)::float8 - $1 AS due FROM album_jobs WHERE state = 'queued' ORDER BY due
+            """, [started]).map { try $0.decode("due") }
+        #expect(due.count == 40)
+        let first = due.first ?? 0, last = due.last ?? 0
+        let perSecond = (0...Int(last)).map { second in due.filter { Int($0) == second }.count }
+        print("40 albums waiting 1 s: they resume from \(String(format: "%.1f", first)) s to \(String(format: "%.1f", last)) s, per second \(perSecond)")
+        #expect(first >= 1, "never before the wait named")
+        #expect(perSecond.allSatisfy { $0 <= 6 }, "about five a second: \(perSecond)")
+        #expect(last <= 1 + 40.0 / 5 + 2)
+    }
+
     @Test func aJobWhoseWorkerDiedIsFinishedByAnotherWithoutDuplicates() throws {
         let app = try TestApp(workers: false)
         let browser = try app.signedUp()

@@ -278,15 +278,17 @@ public struct AlbumJobQueue: Sendable {
 // read (docs/providers.md); the provider's own words stay in album_jobs.last_error and the log.
 extension AlbumJobQueue {
     /// Queues the job again in `seconds`; a wait the provider named, or an outage waited out,
-    /// does not use up an attempt. The resume is spread over a window as wide as the number of
-    /// jobs waiting divided by `resumesPerSecond`: after an outage the waiting albums come back
-    /// a few a second rather than all in the same second.
+    /// does not use up an attempt. The resume goes after the jobs already due around then, at
+    /// `resumesPerSecond`: after an outage the waiting albums come back a few a second rather
+    /// than all in the same second.
     func wait(_ job: AlbumJob, seconds: Double, phrase: String, detail: String, countsAttempt: Bool, resumesPerSecond: Double = 5) throws {
         try pool.transaction { db in
             let waiting = try db.query("""
                 UPDATE album_jobs SET state = 'queued', last_error = $3,
-                       run_after = now() + make_interval(secs => $2::float8 + random() * (
-                           SELECT count(*) FROM album_jobs w WHERE w.state = 'queued' AND w.run_after > now()) / $6::float8),
+                       run_after = now() + make_interval(secs => $2::float8 + (random() + (
+                           SELECT count(*) FROM album_jobs w WHERE w.state = 'queued'
+                             AND w.run_after >= now() + make_interval(secs => $2::float8 - 0.5)
+                             AND w.run_after < now() + make_interval(secs => $2::float8 + 60))) / $6::float8),
                        attempts = attempts - CASE WHEN $4 THEN 0 ELSE 1 END, locked_by = NULL, locked_until = NULL
                 WHERE id = $1 AND locked_by = $5 AND state = 'running'
                 """, [job.id, seconds, detail, countsAttempt, job.worker, max(resumesPerSecond, 0.001)]).affectedRows
