@@ -327,7 +327,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         var unstored: [Int: String] = [:]
         let hosts = provider.imageHosts
         var actions = album.start(now: .now)
-        var firstStored = false, firstDownloaded = false
+        var firstWritten = false, firstDownloaded = false
 
         /// A database write: its outcome as the machine's event.
         func write(_ body: () throws -> AlbumDownload.Event) -> AlbumDownload.Event {
@@ -417,8 +417,8 @@ public final class AlbumWorkers: @unchecked Sendable {
                         }
                         let held = try store.storeResults(results, job: job)
                         if held { for result in results { metrics?.download(succeeded: result.hash != nil) } }
-                        if held && !firstStored {
-                            firstStored = true
+                        if held && !firstWritten {
+                            firstWritten = true
                             stage(job, "first photos written")
                         }
                         return .batchWritten(held)
@@ -449,7 +449,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                 if !firstDownloaded { stage(job, "first image downloaded") }
                 firstDownloaded = true
                 images[index] = (bytes, info)
-            case (.put(let index, _), .stored(let result)?): stored[index] = result
+            case (.put(let index, _), .stored(let result)?):
+                if stored.isEmpty && !firstWritten { stage(job, "first image stored") }
+                stored[index] = result
             case (.put(let index, _), .unstored(let error)?): unstored[index] = error
             case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
             case (.fetched(_, .hostDown), .hostDown(let reason)?): trouble.imageHost = reason
