@@ -145,7 +145,9 @@ public final class App: Sendable {
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
         let headers = SecurityHeaders(imageSources: provider.imageOrigins, strictTransportSecurity: settings.publicURLIsHTTPS)
-        handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
+        // DatabaseBusy inside DatabaseUnavailable: a pool wait that timed out also means the
+        // database is unavailable, but the person is told the server is busy.
+        handler = MiddlewareChain([Compression(), headers, DatabaseUnavailable(), DatabaseBusy()], handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
