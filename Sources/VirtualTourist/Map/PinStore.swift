@@ -263,20 +263,41 @@ public struct PinStore: Sendable {
         try pool.query("SELECT \(Self.columns) FROM pins p WHERE p.id = $1 AND p.user_id = $2", [id, userID]).first.map(Self.pin)
     }
 
-    /// Throws `QuotaReached` when the person has their limit of pins (users.max_pins, else the
-    /// default). The person's row is locked for the count, so simultaneous drops cannot overshoot.
+    /// A new pin with no album yet. Throws `QuotaReached` when the person has their limit of pins.
     public func create(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
+        try pool.transaction { db in try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas) }
+    }
+
+    /// A pin dropped on the map: the pin and the start of its album in one transaction, as an
+    /// import makes its pins (PinImportStore.confirm), so the workers never see the pin without its
+    /// job and its row is not locked a second time. Throws `QuotaReached` when the person has their
+    /// limit of pins; past their photo storage the pin stays new (its album starts when there is
+    /// room and it is opened). The pin is returned as inserted.
+    public func drop(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
         try pool.transaction { db in
-            let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
-                                          [userID, quotas.pins])[0].decode("n")
-            let rows = try db.query("""
-                INSERT INTO pins (user_id, lat, lon, place_name)
-                SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
-                RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
-                """, [userID, lat, lon, placeName, limit])
-            guard let row = rows.first else { throw QuotaReached.pins(limit) }
-            return try Self.pin(row)
+            let pin = try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
+            guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, quotas: quotas, newCollection: false) == nil else {
+                return pin
+            }
+            try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID)
+            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: userID, pinID: pin.id).payload])
+            return pin
         }
+    }
+
+    /// The person's row is locked for the count (users.max_pins, else the default), so
+    /// simultaneous drops cannot overshoot.
+    private static func insert(_ db: PostgresConnection, userID: Int64, lat: Double, lon: Double, placeName: String?,
+                               quotas: Quotas) throws -> Pin {
+        let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
+                                      [userID, quotas.pins])[0].decode("n")
+        let rows = try db.query("""
+            INSERT INTO pins (user_id, lat, lon, place_name)
+            SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
+            RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
+            """, [userID, lat, lon, placeName, limit])
+        guard let row = rows.first else { throw QuotaReached.pins(limit) }
+        return try pin(row)
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.

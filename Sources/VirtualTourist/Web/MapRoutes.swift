@@ -3,7 +3,7 @@ import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebPipeline {
-    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
+    mutating func addMapRoutes(pins: PinStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
                                tiles: TileInfo? = nil, mapPages: MapPageCache) {
         let secure = secureCookies
         // The page names only our own tile route; the script learns the rest from /tiles.json.
@@ -120,16 +120,15 @@ extension WebPipeline {
                                              value: request.formValue("place") ?? "", context: context, pins: pins, settings: settings)
             }
             if placeName == nil { placeName = places().nearest(lat: lat, lon: lon).map { $0.place.label } }
+            // The album starts downloading at once, so it is often ready by the time it is opened.
             let pin: Pin
             do {
-                pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+                pin = try pins.drop(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
             } catch let reached as QuotaReached {
                 if wantsJSON { throw HTTPError(.tooManyRequests, reached.description) }
                 return try Self.mapWithError(reached.description, value: request.formValue("place") ?? "", context: context,
                                              pins: pins, settings: settings)
             }
-            // The album starts downloading at once, so it is often ready by the time it is opened.
-            _ = try albums.startCollection(pinID: pin.id, userID: context.user.id, onlyIfNew: true)
             if wantsJSON { return .jsonValue(PinJSON(pin), status: .created) }
             return .redirect(to: "/", flash: "Pin added: \(pin.title).", secure: secure)
         }
