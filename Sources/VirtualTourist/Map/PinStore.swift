@@ -36,20 +36,28 @@ public struct PinStore: Sendable {
         public var total: Int
         public var listed: [Pin]
         public var view: Viewport
+        /// The person's map version, read in the same snapshot as the rest, so it names exactly the
+        /// state shown (MapPageCache keeps the page under it); nil when they have no version row.
+        public var version: Int64?
     }
 
+    /// The statements run in one REPEATABLE READ transaction opened and committed inside the
+    /// pipeline (still one round trip): every one sees the same snapshot, the version included.
     public func mapPage(of userID: Int64, region: MapRegion, listOffset: Int, listLimit: Int,
                         maxMarkers: Int = 300) throws -> MapPageData {
         let box = Self.firstFrame(of: region)
         let view = Self.viewStatements(userID: userID, box: box, zoom: region.zoom, maxMarkers: maxMarkers)
         let results = try pool.pipeline([
+            PostgresStatement("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
             PostgresStatement.genericPlans,
+            PostgresStatement("SELECT version FROM map_versions WHERE user_id = $1", [userID]),
             PostgresStatement("SELECT coalesce(sum(pins), 0)::bigint AS n FROM pin_cells WHERE user_id = $1 AND level = 0", [userID]),
             PostgresStatement("SELECT \(Self.columns) FROM pins p WHERE p.user_id = $1 ORDER BY p.id DESC LIMIT $2 OFFSET $3",
                               [userID, listLimit, listOffset]),
-        ] + view.statements)
-        return MapPageData(total: try results[1][0].decode("n"), listed: try results[2].map(Self.pin),
-                           view: try view.read(Array(results[3...]), maxMarkers))
+        ] + view.statements + [PostgresStatement("COMMIT")])
+        return MapPageData(total: try results[3][0].decode("n"), listed: try results[4].map(Self.pin),
+                           view: try view.read(Array(results[5..<(5 + view.statements.count)]), maxMarkers),
+                           version: try results[2].first?.decode("version"))
     }
 
     /// The box the first frame of a 2560 × 1600 screen shows around the region's centre.
