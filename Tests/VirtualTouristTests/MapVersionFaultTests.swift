@@ -56,6 +56,42 @@ import TestSupport
         #expect(now != kept)
     }
 
+    /// A person with no version row gets no kept page, and a DELETE moves on the people whose rows
+    /// it removes, as TRUNCATE does: a page from before their first pin is never served again.
+    @Test func afterDeletingMapVersionsTheOldPageIsNeverServed() throws {
+        let app = try TestApp { $0.serverTiming = true }
+        let email = "ann-\(UUID().uuidString.prefix(6))@example.org"
+        let browser = try app.signedUp(email: email)
+        let user = try PageTests.userID(app, email: email)
+        _ = try browser.get("/")
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
+        let empty = try browser.get("/")
+        #expect(Self.shownPins(empty.body) == 0)
+        #expect(try browser.get("/").roundTrips == 2, "no page is kept without a version row")
+
+        try PageTests.insertPin(app, user: user, name: "Added by SQL")
+        let bumped = try app.count("SELECT version FROM map_versions WHERE user_id = $1", [user])
+        try app.pool.query("DELETE FROM map_versions")
+        let back = try app.count("SELECT version FROM map_versions WHERE user_id = $1", [user])
+        #expect(back > bumped, "a deleted row comes back past the version it had")
+        let page = try browser.get("/")
+        print("DELETE FROM map_versions after the first pin: version \(bumped), back as \(back); the page shows \(Self.shownPins(page.body).map(String.init) ?? "?") pins, the database holds \(try Self.pinCount(app, user: user))")
+        #expect(Self.shownPins(page.body) == 1)
+
+        // A kept page, the rows deleted, then the pins changed by SQL: the next visit shows it.
+        let kept = try browser.get("/")
+        #expect(kept.roundTrips == 1, "kept again under the row put back")
+        try app.pool.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        try app.pool.query("UPDATE pins SET place_name = 'Renamed by SQL' WHERE user_id = $1", [user])
+        let renamed = try browser.get("/")
+        #expect(renamed.body.contains("Renamed by SQL"))
+        #expect(try browser.get("/").roundTrips == 1)
+
+        // A deleted person's row stays deleted.
+        try app.pool.query("DELETE FROM users WHERE id = $1", [user])
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
+    }
+
     @Test func afterRestoringAnOlderDumpTheOldPageIsNeverServed() throws {
         let app = try TestApp { $0.serverTiming = true }
         let (browser, user) = try Self.personWithKeptPage(app, pins: 1)
@@ -115,8 +151,13 @@ import TestSupport
             INSERT INTO album_jobs (pin_id, user_id, generation, state, attempts, locked_by, locked_until)
             VALUES ($1, $2, 0, 'running', 1, 'worker/0', now() + interval '1 hour') RETURNING id
             """, [pin, user])[0].decode("id")
-        // The person has no version row yet: a first bump (so after any TRUNCATE of the old table).
-        try app.pool.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        // The person has no version row yet, as before their first pin: a first bump. Triggers off
+        // for the DELETE, which would otherwise put the row back (migration 0119).
+        try app.pool.transaction { db in
+            try db.execute("SET LOCAL session_replication_role = replica")
+            try db.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        }
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
         let token = try #require(try browser.get("/").csrfToken)
 
         let holder = try PostgresConnection(url: app.pool.url)

@@ -130,7 +130,7 @@ public final class App: Sendable {
         self.placesPath = placesPath
         let mapPages = MapPageCache()
         self.mapPages = mapPages
-        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
+        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
         web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
@@ -145,7 +145,9 @@ public final class App: Sendable {
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
         let headers = SecurityHeaders(imageSources: provider.imageOrigins, strictTransportSecurity: settings.publicURLIsHTTPS)
-        handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
+        // DatabaseBusy inside DatabaseUnavailable: a pool wait that timed out also means the
+        // database is unavailable, but the person is told the server is busy.
+        handler = MiddlewareChain([Compression(), headers, DatabaseUnavailable(), DatabaseBusy()], handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,

@@ -66,7 +66,7 @@ struct PinImportStore: Sendable {
     }
 
     /// Makes the pins of a pending import in one transaction, under the same lock and limit as
-    /// dropping one pin (PinStore.create): all of them or, past the limit, none. `name` gives an
+    /// dropping one pin (PinStore.drop): all of them or, past the limit, none. `name` gives an
     /// unnamed point the name a dropped pin would get. Their albums start as a dropped pin's does
     /// (AlbumStore.startCollections), all in one statement rather than a transaction per pin, whose
     /// cost grows with the file (docs/performance.md, "Exports, zips and imports"); the workers'
