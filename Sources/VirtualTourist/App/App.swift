@@ -214,8 +214,8 @@ public final class App: Sendable {
     public func startBackgroundWork() throws {
         try listener.start()
         let workers = workers, events = events
-        try listener.listen(AlbumStore.jobsChannel) { _ in workers.notify() }
-        try listener.listen(AlbumStore.eventsChannel) { payload in events.received(payload) }
+        try listener.listen(AlbumChange.jobsChannel) { _ in workers.notify() }
+        try listener.listen(AlbumChange.channel) { payload in events.received(payload) }
         let photoAccess = photoAccess
         try listener.listen(PhotoAccess.channel) { payload in photoAccess.received(payload) }
         // Notifications sent while the connection was down are lost: look for work at once, and

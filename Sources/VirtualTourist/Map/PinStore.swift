@@ -288,7 +288,7 @@ public struct PinStore: Sendable {
                 return pin
             }
             try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID)
-            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: userID, pinID: pin.id).payload])
+            try AlbumChange(userID: userID, pinID: pin.id).announce(db)
             return pin
         }
     }
