@@ -120,8 +120,10 @@ public final class PhotoFixture: Sendable {
         configuration.connectionSetupDelay = options.connectLatency
         var router = Router()
         let fixture = Unchecked()
-        // For the container's healthcheck (`virtual-tourist healthcheck --port 8090` in docker-compose.yml).
+        // For the container's healthcheck (`virtual-tourist healthcheck --port 8090` in docker-compose.yml,
+        // which asks /readyz); the fixture has nothing to wait for, so both answer at once.
         router.get("/healthz") { _ in HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Array("ok\n".utf8)) }
+        router.get("/readyz") { _ in HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Array("ready\n".utf8)) }
         router.get("/services/rest") { request in try fixture.value!.search(request) }
         router.get("/photos/:file") { request in try fixture.value!.image(request) }
         router.get("/w/api.php") { request in try fixture.value!.commons(request) }

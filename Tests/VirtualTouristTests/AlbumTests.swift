@@ -176,7 +176,7 @@ import TestSupport
             #expect(try browser.get("/readyz").body.contains("flickr: the photo service"))
         }
         #expect(!page.body.contains("could not be read") && !page.body.contains("JSON") && !page.body.contains("127.0.0.1"))
-        #expect(try browser.get("/healthz").body == "ok")
+        #expect(try browser.get("/healthz").body == "ok \(Version.number)")
         let after = try Self.state(browser, pin: other)
         #expect(after.status == "ready")
         #expect(after.ids == good.ids)
@@ -200,7 +200,7 @@ import TestSupport
         let reasons = try app.pool.query("SELECT DISTINCT error FROM photos WHERE status = 'failed'").map { try $0.decode("error", as: String.self) }
         #expect(!reasons.isEmpty)
         #expect(try app.count("SELECT count(*) FROM photos WHERE status = 'ready' AND (content_type <> 'image/jpeg' OR byte_size > 8388608)") == 0)
-        #expect(try browser.get("/healthz").body == "ok")
+        #expect(try browser.get("/healthz").body == "ok \(Version.number)")
     }
 
     /// Trouble of the image host rather than of one image (a 5xx, a wait named, a connection cut

@@ -364,7 +364,7 @@ import Glibc
             #expect(page.body.contains(hostile.says), "\(hostile.name): \(page.body.firstMatch(of: /id="import-error">\s*<p>([^<]*<[^<]*<[^<]*)/)?.1 ?? "")")
             #expect(page.body.contains("What can be imported"), "\(hostile.name): the page says what is accepted")
             #expect(!page.body.contains("root:x:0"), "\(hostile.name)")
-            #expect(try app.browser().get("/healthz").body == "ok", "\(hostile.name): the server keeps serving")
+            #expect(try app.browser().get("/healthz").body == "ok \(Version.number)", "\(hostile.name): the server keeps serving")
         }
         #expect(tripwire.connections() == 0, "an external entity made the server connect")
         #expect(try app.count("SELECT count(*) FROM pin_imports WHERE user_id = $1", [annID]) == 0)
@@ -403,7 +403,7 @@ import Glibc
             #expect(text.hasPrefix("HTTP/1.1 413"), "\(path) \(length): \(text.prefix(80))")
             if path == "/import" { #expect(text.contains("files of up to 5 MB can be imported"), "\(text.suffix(600))") }
         }
-        #expect(try app.browser().get("/healthz").body == "ok")
+        #expect(try app.browser().get("/healthz").body == "ok \(Version.number)")
         // A million points would need more than 5 MB: refused as too large.
         let million = "{\"type\":\"MultiPoint\",\"coordinates\":[" + Array(repeating: "[0,0]", count: 1_000_000).joined(separator: ",") + "]}"
         let fd = try connectLoopback(port: app.port, receiveTimeout: 30)

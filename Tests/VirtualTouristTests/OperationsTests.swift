@@ -15,7 +15,7 @@ import Glibc
     @Test func healthReadinessAndMetrics() throws {
         let app = try TestApp(workers: true) { $0.metricsToken = "s3cret" }
         let browser = try app.signedUp()
-        #expect(try browser.get("/healthz").body == "ok")
+        #expect(try browser.get("/healthz").body == "ok \(Version.number)")
         let ready = try browser.get("/readyz")
         #expect(ready.status == 200)
         #expect(ready.body == "ready")
@@ -24,6 +24,7 @@ import Glibc
         let metrics = try browser.get("/metrics", headers: [("Authorization", "Bearer s3cret")])
         #expect(metrics.status == 200)
         #expect(metrics.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(metrics.body.contains("vt_build_info{version=\"\(Version.number)\"} 1"))
         for series in ["vt_http_requests_total{status=\"200\"}", "vt_http_requests_total{status=\"404\"}",
                        "vt_http_request_duration_seconds_bucket{le=\"+Inf\"}", "vt_http_open_connections",
                        "vt_db_pool_connections{state=\"in_use\"}", "vt_db_pool_waiting", "vt_album_jobs{state=\"done\"} 1",

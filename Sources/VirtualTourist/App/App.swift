@@ -86,7 +86,7 @@ public final class App: Sendable {
 
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.photoAccess = photoAccess
-        web.plain("/healthz") { _ in .text("ok") }
+        web.plain("/healthz") { _ in .text("ok \(Version.number)") }
         // Ready for traffic: the database answers and every migration is applied.
         let migrations = settings.migrationsDirectory
         let storeCheck = StoreCheck(store: photoStore)
@@ -147,7 +147,9 @@ public final class App: Sendable {
         let headers = SecurityHeaders(imageSources: provider.imageOrigins, strictTransportSecurity: settings.publicURLIsHTTPS)
         // DatabaseBusy inside DatabaseUnavailable: a pool wait that timed out also means the
         // database is unavailable, but the person is told the server is busy.
-        handler = MiddlewareChain([Compression(), headers, DatabaseUnavailable(), DatabaseBusy()], handler: web.router)
+        let middleware: [any Middleware] = [PublicURLCheck(publicURL: settings.publicURL)].compactMap { $0 }
+            + [Compression(), headers, DatabaseUnavailable(), DatabaseBusy()]
+        handler = MiddlewareChain(middleware, handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
@@ -166,7 +168,8 @@ public final class App: Sendable {
         for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
             jobs[try row.decode("state")] = try row.decode("n")
         }
-        let text = metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs)
+        let text = "# HELP vt_build_info The release running.\n# TYPE vt_build_info gauge\nvt_build_info{version=\"\(Version.number)\"} 1\n"
+            + metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs)
         var response = HTTPResponse.text(text)
         response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return response
