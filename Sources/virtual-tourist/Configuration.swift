@@ -275,14 +275,15 @@ struct Configuration {
 
     static var usage: String {
         var text = """
-            usage: virtual-tourist [serve | migrate | admin <command> | healthcheck | help] [--name value …]
+            usage: virtual-tourist [serve | migrate | admin <command> | healthcheck | help | --version] [--name value …]
 
             serve          migrate the database, then serve HTTP (the default)
             migrate        apply pending migrations and exit
             admin          people and invitations: `virtual-tourist admin --help`
-            healthcheck    exit 0 when this host's server on PORT answers /healthz (Docker's HEALTHCHECK)
+            healthcheck    exit 0 when this host's server on PORT is ready (/readyz; Docker's HEALTHCHECK)
             help           this text (also -h, --help)
             help markdown  the settings below as the README's table
+            --version      the release number (CHANGELOG.md)
 
             settings (environment variable, or --lowercase-with-dashes flag), with their default and values:
 
