@@ -44,6 +44,13 @@ COPY --from=build /out/lib/ /usr/lib/swift/linux/
 COPY --from=build /out/bin/ /app/bin/
 # A library left behind would only show when the container starts: fail the build instead.
 RUN ! ldd /app/bin/virtual-tourist /app/bin/photo-fixture | grep 'not found'
+# The release, from docker-compose.yml (Version.swift's number): an image is never labelled with
+# another version than its binary says.
+ARG APP_VERSION=
+RUN [ -z "$APP_VERSION" ] || [ "$(/app/bin/virtual-tourist --version)" = "virtual-tourist $APP_VERSION" ] \
+ || { echo "APP_VERSION=$APP_VERSION but the binary says: $(/app/bin/virtual-tourist --version)" >&2; exit 1; }
+LABEL org.opencontainers.image.title="Virtual Tourist" \
+      org.opencontainers.image.version="$APP_VERSION"
 COPY Public Public
 COPY migrations migrations
 COPY Sources/PhotoFixture/Photos fixture-photos
@@ -59,6 +66,7 @@ USER 10001
 EXPOSE 8080
 # docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.
 STOPSIGNAL SIGTERM
+# Readiness (/readyz): the database answers, migrations are applied, the photo store takes writes.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 CMD ["/app/bin/virtual-tourist", "healthcheck"]
 # Migrations run at start (serve applies pending ones under an advisory lock).
 CMD ["/app/bin/virtual-tourist", "serve"]

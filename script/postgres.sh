@@ -15,28 +15,54 @@ pg_bindir() {
 # Runs a command as the cluster's owner: postgres when we are root, ourselves otherwise.
 pg_as_owner() {
     if [ "$(id -u)" = 0 ]; then
-        runuser -u postgres -- "$@"
+        # From /: the current folder may be one postgres cannot enter (every path given is absolute).
+        (cd / && runuser -u postgres -- "$@")
     else
         "$@"
     fi
 }
 
-# pg_start DIR: creates the cluster in DIR if needed, starts it if stopped, creates the
-# virtual_tourist database, and prints its URL. PG_SETTINGS adds server settings when it starts,
-# e.g. "-c shared_preload_libraries=pg_stat_statements" (script/bench albums).
-pg_start() {
-    local dir="$1" bin
-    bin=$(pg_bindir) || return 1
-    mkdir -p "$dir"
-    dir=$(cd "$dir" && pwd)
-    if [ "$(id -u)" = 0 ]; then
-        chown postgres:postgres "$dir"
-        if ! runuser -u postgres -- test -x "$dir"; then
-            echo "The postgres user cannot reach $dir (a parent folder is private)." >&2
-            echo "Set DATABASE_URL to an existing database, or run from a folder others can traverse." >&2
-            return 1
-        fi
+# pg_place DIR: prints the folder the cluster of DIR lives in, made ready for its owner. That is
+# DIR itself, unless we are root and the postgres user cannot reach DIR (a clone under /root, which
+# is 0700): then it is /var/lib/virtual-tourist/postgres-HASH, HASH of DIR's path (each clone has
+# its own and finds it again), and DIR is made a link to it, so whatever names DIR (script/server
+# --stop-database, psql -h DIR) still works for root.
+pg_place() {
+    local dir="$1" parent target
+    # A link (made here on an earlier run, or the operator's own) stands for the folder it names.
+    [ -L "$dir" ] && dir=$(readlink -m "$dir")
+    parent=$(mkdir -p "$(dirname "$dir")" && cd "$(dirname "$dir")" && pwd -P) || return 1
+    dir="$parent/$(basename "$dir")"
+    if [ "$(id -u)" != 0 ] || runuser -u postgres -- test -x "$parent"; then
+        mkdir -p "$dir"
+        [ "$(id -u)" != 0 ] || chown postgres:postgres "$dir"
+        echo "$dir"
+        return
     fi
+    # A cluster already in DIR that postgres cannot reach (its parent's mode changed since) stays
+    # where it is: moving a database is the operator's decision.
+    if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+        echo "The postgres user cannot reach $dir (a parent folder is private), and it is not empty." >&2
+        echo "Make its parent folders traversable (chmod o+x), or set DATABASE_URL to an existing database." >&2
+        return 1
+    fi
+    target="/var/lib/virtual-tourist/postgres-$(printf %s "$dir" | sha256sum | cut -c1-16)"
+    mkdir -p "$target"
+    chmod 755 /var/lib/virtual-tourist
+    chown postgres:postgres "$target"
+    rmdir "$dir" 2>/dev/null || true
+    ln -s "$target" "$dir"
+    echo "==> the postgres user cannot enter $parent (a folder on its path is private), so the cluster is in $target; $dir links there" >&2
+    echo "$target"
+}
+
+# pg_start DIR: creates the cluster in DIR (or where pg_place puts it) if needed, starts it if
+# stopped, creates the virtual_tourist database, and prints its URL. PG_SETTINGS adds server
+# settings when it starts, e.g. "-c shared_preload_libraries=pg_stat_statements" (script/bench albums).
+pg_start() {
+    local dir bin
+    bin=$(pg_bindir) || return 1
+    dir=$(pg_place "$1") || return 1
     chmod 700 "$dir"
     if [ ! -f "$dir/PG_VERSION" ]; then
         echo "==> creating a private PostgreSQL cluster in $dir" >&2
@@ -62,8 +88,10 @@ pg_start() {
 }
 
 pg_stop() {
-    local dir="$1" bin
+    local dir bin
     bin=$(pg_bindir) || return 0
+    # The folder itself: postgres may not reach it through a link in a private folder.
+    dir=$(readlink -f "$1") || return 0
     [ -f "$dir/PG_VERSION" ] || return 0
     pg_as_owner "$bin/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
 }

@@ -23,8 +23,8 @@ public final class HTTPClient: @unchecked Sendable {
         /// Concurrent requests to one host (across all albums of this instance), and so the most
         /// connections opened to it.
         public var perHostConcurrency = 32
-        /// Keep connections (and DNS answers and TLS sessions) for the next request. false is the
-        /// old client, one connection per request; kept so `script/bench album` can compare.
+        /// Keep connections (and DNS answers and TLS sessions) for the next request. false opens a
+        /// connection per request, only so `script/bench album` can measure what reuse saves.
         public var reuseConnections = true
         /// Idle connections kept in the shared cache, over all hosts.
         public var maxCachedConnections = 64

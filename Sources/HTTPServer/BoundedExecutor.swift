@@ -6,12 +6,11 @@ import Synchronization
 /// instead of queueing without bound.
 ///
 /// Each slot is a serial Dispatch queue of its own. Handlers block (libpq, a slow photo service),
-/// and libdispatch does not add threads to a concurrent queue for work blocked in system calls: one
-/// concurrent queue ran only a few handlers at once (30 requests to a handler sleeping 200 ms took
-/// 1.4 s). Serial queues are "overcommit" in libdispatch — each busy one gets a thread even when
-/// others block — so `width` blocked handlers really run side by side (0.26 s), while idle slots
-/// cost no thread and a quick handler runs without a context switch (dedicated threads woken with a
-/// condition variable halved the requests per second on one core).
+/// and libdispatch does not add threads to a concurrent queue for work blocked in system calls.
+/// Serial queues are "overcommit" in libdispatch — each busy one gets a thread even when others
+/// block — so `width` blocked handlers really run side by side, while idle slots cost no thread
+/// and a quick handler runs without a context switch, which dedicated threads woken through a
+/// condition variable would cost (docs/performance.md, "HTTP server", has the measurements).
 public final class BoundedExecutor: Sendable {
     public let width: Int
     public let backlog: Int

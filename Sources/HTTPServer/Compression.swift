@@ -9,11 +9,10 @@ import Darwin
 /// compressed when the request accepts gzip (RFC 9110 §12.5.3), and every such response says
 /// `Vary: Accept-Encoding` so a cache never hands the compressed form to a client that did not ask.
 ///
-/// The level is 1, chosen by measurement on our own responses (`script/bench app` prints the table;
-/// docs/architecture.md quotes it): on the pages people open most (the map with 20 pins, 15 KB; an
-/// album, 19 KB) level 1 took 20–40 µs against 70–190 µs at level 6, for about 200 bytes more
-/// (2.4 KB against 2.2 KB). On the largest answers (1,000 pins) level 6 saves 20–30 % more bytes
-/// (1–3 KB) at similar cost, but those are rare and already 8–10 times smaller than plain.
+/// The level is 1: on the pages people open most it costs a fraction of level 6's CPU for about
+/// 10 % more bytes, and the server's CPU is what is scarce. The largest answers (a thousand pins)
+/// would save more at level 6, but they are rare and already many times smaller than plain
+/// (`script/bench app` prints the figures per level; docs/performance.md, "Pages and the map").
 public struct Compression: Middleware {
     public static let minimumSize = 1024
     public let level: Int32
@@ -174,8 +173,8 @@ public enum ETag {
     }
 
     /// Whether If-None-Match mentions the gzip form of `etag` anywhere (the 304's own tag is then
-    /// that form). A byte search: String.contains went through generic text search and was a sixth
-    /// of the photo route's 304.
+    /// that form). A byte search: this runs on every photo 304, and String.contains goes through
+    /// generic text search.
     static func mentionsGzipVariant(_ ifNoneMatch: String, of etag: String) -> Bool {
         var list = ifNoneMatch, etag = etag
         return list.withUTF8 { list in
@@ -228,9 +227,9 @@ extension Substring.UTF8View {
 }
 
 extension Substring {
-    /// Without spaces and tabs at either end. By UTF-8 index, then one copy: building the String
-    /// from a reversed view went character by character through generic code, and was a third of a
-    /// photo's 304 (If-None-Match) in perf; Cookies.parse uses it on every request too.
+    /// Without spaces and tabs at either end. By UTF-8 index, then one copy: it runs on every
+    /// request (Cookies.parse) and every If-None-Match, where a String built from a reversed view
+    /// goes character by character through generic code.
     public func trimmingSpaces() -> String {
         String(Substring(utf8.trimmingSpaces()))
     }

@@ -23,7 +23,8 @@ struct ConnectionStateMachine {
         var writeTimeout: Duration = .seconds(30)
         /// The slowest a client may take what it was sent while a response waits on it: below
         /// `minimumSendRate` bytes a second over `sendRateWindow`, it is cut. The write timeout
-        /// alone let a client that reads a few bytes now and then hold a download slot for ever.
+        /// alone would let a client that reads a few bytes now and then hold a download slot for
+        /// ever.
         var minimumSendRate = 16 * 1024
         var sendRateWindow: Duration = .seconds(30)
         /// Pipelined requests parsed ahead of the one being answered, before reading pauses.

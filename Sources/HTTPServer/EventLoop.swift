@@ -15,10 +15,11 @@ protocol EventLoopHandler: AnyObject {
 /// One thread waiting in epoll_wait(2) for its descriptors, timers and jobs, and running each on
 /// itself. A connection is driven by one loop for its whole life, so its reads, sends and the
 /// state machine between them run on one thread with no hand-off: a request answered from memory
-/// costs no context switch at all. (The libdispatch sources this replaces woke a worker thread
-/// for every read event: a task switch and an eventfd write per request.)
+/// costs no context switch at all, where a libdispatch read source wakes a worker thread for
+/// every read event: a task switch and an eventfd write per request (docs/performance.md,
+/// "HTTP server").
 ///
-/// Level-triggered, as Dispatch's read and write sources were: a descriptor reports for as long
+/// Level-triggered, as Dispatch's read and write sources are: a descriptor reports for as long
 /// as it is readable (or writable) and its driver wants it. A descriptor with no interest left is
 /// taken out of the epoll set, since EPOLLHUP and EPOLLERR are reported whatever one asks for.
 ///

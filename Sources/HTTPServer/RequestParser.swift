@@ -37,7 +37,8 @@ public struct RequestParser: Sendable {
     private var failure: HTTPParseError?
     /// Bytes of chunked framing (size lines, extensions, CRLFs, trailers) in the current request.
     /// They carry no body, so they are budgeted separately: without it, one-byte chunks behind
-    /// 1 KiB extensions sent 300 MB on the wire for a 300 KB body.
+    /// 1 KiB extensions would put a thousand bytes on the wire, and in the buffer, for each byte of
+    /// body (docs/performance.md, "HTTP server", ParserBudgetTests).
     private var framingBytes = 0
 
     private struct HeadScan: Sendable {

@@ -18,8 +18,8 @@ public struct Router: HTTPHandler {
     public private(set) var routes: [Route] = []
     /// Indices of the routes a path may match, by the path's first segment: those whose pattern
     /// starts with that literal, and those starting with a parameter (`unindexed`), in the order
-    /// they were added. A request tries a handful of routes, not all of them (every route was
-    /// tried, and copied, on the photo route's every request).
+    /// they were added. A request tries a handful of routes, not all of them: trying, and
+    /// copying, every route would be paid again on every photo request.
     private var byFirstSegment: [String: [Int]] = [:]
     private var unindexed: [Int] = []
     /// Asked when no route's path matches (static files, say). Nil: 404.

@@ -25,9 +25,9 @@ public struct ServerConfiguration: Sendable {
     /// A connection past its address's share is held, unread, about this long (half to one and a
     /// half times, so those refused together are not let go together) before it is reset (0:
     /// reset at once). A client that reconnects the moment it is refused then makes one attempt
-    /// per hold instead of hundreds a second: held, a connection costs a descriptor and no CPU;
-    /// refused at once, each attempt cost an accept, a close and a wake-up (script/bench abuse,
-    /// 4,000 connections from one address: 9,000 refusals a second).
+    /// per hold instead of hundreds a second: held, a connection costs a descriptor and no CPU,
+    /// where each refusal would cost an accept, a close and a wake-up (script/bench abuse;
+    /// docs/performance.md, "Abuse").
     public var overShareHold: Double = 10
     /// New connections one address may open a second, after a burst of `newConnectionBurst`
     /// (trusted proxies excepted; 0: no limit). Past it, a connection is answered 503 with

@@ -28,6 +28,8 @@ public final class PhotoFixture: Sendable {
         case slow(bytesPerSecond: Int)
         case redirect(to: String)       // e.g. file:///etc/passwd
         case status(Int)
+        /// 503 with Retry-After (seconds) when given: the image host down, or asking for a wait.
+        case unavailable(retryAfter: Int?)
     }
 
     public struct Options: Sendable {
@@ -79,6 +81,8 @@ public final class PhotoFixture: Sendable {
     public let options: Options
     /// The search fault in force; starts as options.searchFault and can change while running.
     private let currentSearchFault: Mutex<SearchFault>
+    /// The image fault and how often it applies, switchable while the fixture runs.
+    private let currentImageFault: Mutex<(fault: ImageFault, every: Int)>
     private let server: HTTPServer
     let images: [[UInt8]]
     /// With `distinctPhotos`: the images photo ids get instead of `images`.
@@ -101,6 +105,7 @@ public final class PhotoFixture: Sendable {
     public init(options: Options = Options()) throws {
         self.options = options
         currentSearchFault = Mutex(options.searchFault)
+        currentImageFault = Mutex((options.imageFault, options.faultyImageEvery))
         let files = (try FileManager.default.contentsOfDirectory(atPath: options.photosDirectory))
             .filter { $0.hasSuffix(".jpg") }.sorted()
         images = try files.map { Array(try Data(contentsOf: URL(fileURLWithPath: options.photosDirectory + "/" + $0))) }
@@ -115,8 +120,10 @@ public final class PhotoFixture: Sendable {
         configuration.connectionSetupDelay = options.connectLatency
         var router = Router()
         let fixture = Unchecked()
-        // For the container's healthcheck (`virtual-tourist healthcheck --port 8090` in docker-compose.yml).
+        // For the container's healthcheck (`virtual-tourist healthcheck --port 8090` in docker-compose.yml,
+        // which asks /readyz); the fixture has nothing to wait for, so both answer at once.
         router.get("/healthz") { _ in HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Array("ok\n".utf8)) }
+        router.get("/readyz") { _ in HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Array("ready\n".utf8)) }
         router.get("/services/rest") { request in try fixture.value!.search(request) }
         router.get("/photos/:file") { request in try fixture.value!.image(request) }
         router.get("/w/api.php") { request in try fixture.value!.commons(request) }
@@ -133,6 +140,8 @@ public final class PhotoFixture: Sendable {
 
     /// Starts (or stops) misbehaving on searches, e.g. after a good album has been made.
     public func setSearchFault(_ fault: SearchFault) { currentSearchFault.withLock { $0 = fault } }
+    /// Images answer `fault` from now on (every `every`th one).
+    public func setImageFault(_ fault: ImageFault, every: Int = 1) { currentImageFault.withLock { $0 = (fault, every) } }
 
     private final class Unchecked: @unchecked Sendable { weak var value: PhotoFixture? }
 
@@ -245,9 +254,10 @@ public final class PhotoFixture: Sendable {
         if options.imageStagger > 0 { usleep(UInt32(options.imageStagger * Double(id % 1000) * 1_000_000)) }
         // Vary with the page too, so New Collection looks different, not just numbered differently.
         let bytes = distinct.flatMap { $0.image(forID: id) } ?? images[(id % 1000 + id / 1000) % images.count]
-        let faulty = options.imageFault != .none && count % max(options.faultyImageEvery, 1) == 0
+        let (fault, every) = currentImageFault.withLock { $0 }
+        let faulty = fault != .none && count % max(every, 1) == 0
         guard faulty else { return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: bytes) }
-        switch options.imageFault {
+        switch fault {
         case .none:
             return HTTPResponse(status: .ok, headers: ["Content-Type": "image/jpeg"], body: bytes)
         case .notAnImage:
@@ -278,6 +288,10 @@ public final class PhotoFixture: Sendable {
             return HTTPResponse(status: .found, headers: ["Location": target])
         case .status(let code):
             return .text("status \(code)", status: HTTPStatus(code))
+        case .unavailable(let retryAfter):
+            var response = HTTPResponse.text("Service Unavailable", status: HTTPStatus(503))
+            if let retryAfter { response.headers.set("Retry-After", String(retryAfter)) }
+            return response
         }
     }
 

@@ -29,21 +29,34 @@ public final class PostgresConnection: @unchecked Sendable {
         /// Milliseconds a statement may run before the server cancels it; 0 for no limit.
         public var statementTimeoutMilliseconds = 30_000
         public var connectTimeoutSeconds = 10
-        /// TCP keepalive probes (libpq's keepalives_idle, keepalives_interval, keepalives_count) and
-        /// tcp_user_timeout: a peer that vanished without a FIN (a NAT or firewall that forgot the
-        /// flow, a paused VM) is noticed in about `idle + interval × count` seconds instead of the
-        /// kernel's retransmission time (about 15 minutes on Linux). Ignored on unix sockets.
-        public var keepalive: Keepalive? = nil
+        /// TCP keepalive probes and tcp_user_timeout, on every connection (pooled ones and the LISTEN
+        /// link alike): a peer that vanished without a FIN (a silent partition, a NAT or firewall
+        /// that forgot the flow, a failover that sent no reset) is noticed within `Keepalive.bound`
+        /// instead of the kernel's retransmission time (about 15 minutes on Linux), and the query
+        /// waiting on it fails as a broken connection. nil turns them off. Ignored on unix sockets.
+        public var keepalive: Keepalive? = Keepalive()
         public init() {}
     }
 
+    /// libpq's keepalives_idle, keepalives_interval, keepalives_count and tcp_user_timeout.
     public struct Keepalive: Sendable {
+        /// Seconds of silence before the first probe.
         public var idleSeconds = 10
         public var intervalSeconds = 5
         public var count = 3
-        /// How long sent data may stay unacknowledged before the kernel drops the connection.
+        /// How long sent data (a query, or a probe) may stay unacknowledged before the kernel drops
+        /// the connection. On Linux it also cuts the probes short: a connection that heard nothing
+        /// for this long is dropped at the next probe.
         public var userTimeoutMilliseconds = 30_000
         public init() {}
+
+        /// Seconds within which a dead peer is noticed: a query in flight after tcp_user_timeout,
+        /// an idle connection after its unanswered probes (on Linux at the first probe past
+        /// tcp_user_timeout), plus one interval of slack for the kernel's timers. 35 s with the
+        /// defaults.
+        public var bound: Double {
+            max(Double(userTimeoutMilliseconds) / 1000, Double(idleSeconds + intervalSeconds * count)) + Double(intervalSeconds)
+        }
     }
 
     /// Connects with a postgresql:// URL or a conninfo string ("host=/tmp dbname=x").
@@ -103,6 +116,13 @@ public final class PostgresConnection: @unchecked Sendable {
         var byte: UInt8 = 0
         let n = recv(PQsocket(conn), &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
         return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    }
+
+    /// Inside a transaction block (open, or aborted by an error and waiting for ROLLBACK).
+    var isInTransaction: Bool {
+        guard let conn else { return false }
+        let status = PQtransactionStatus(conn)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
     }
 
     /// The backend's process id, for pg_terminate_backend in tests and for logs.

@@ -9,8 +9,9 @@ import Synchronization
 ///
 /// Nothing here blocks the listener's queue on the network: connection attempts run on a queue of
 /// their own (bounded by libpq's connect_timeout), the health check is sent without waiting, and TCP
-/// keepalives are on. After every reconnect the `onReconnect` handlers run, since notifications sent
-/// meanwhile were lost and subscribers should re-read what they show.
+/// keepalives are on (`PostgresConnection.Options`, as on every connection). After every reconnect
+/// the `onReconnect` handlers run, since notifications sent meanwhile were lost and subscribers
+/// should re-read what they show.
 public final class PostgresListener: @unchecked Sendable {
     public typealias Handler = @Sendable (_ payload: String) -> Void
 
@@ -40,7 +41,6 @@ public final class PostgresListener: @unchecked Sendable {
         options.applicationName += " listener"
         options.statementTimeoutMilliseconds = 0
         options.connectTimeoutSeconds = max(2, Int(healthCheckDeadline.rounded(.up)))
-        if options.keepalive == nil { options.keepalive = .init() }
         self.options = options
         var settings = ListenLinkStateMachine.Settings()
         settings.checkInterval = UInt64(healthCheckInterval * 1e9)

@@ -7,9 +7,13 @@ import Synchronization
 /// come first served: a connection given back goes straight to the caller who has waited longest,
 /// never to one who arrived later (with a shared condition variable a thread giving a connection
 /// back and asking again could take it ahead of everyone woken for it). A caller who has waited
-/// `acquireTimeout` gets `PostgresError.poolTimeout` (the HTTP layer answers 503) instead of piling
-/// up. A connection found broken, on borrowing or after a query, is thrown away and a new one made
-/// on demand: a database restart costs failed requests, never a process restart.
+/// `acquireTimeout` gets `PostgresError.poolTimeout` (the HTTP layer answers 503, and it counts as
+/// the database unavailable) instead of piling up; one who opens the connection itself waits at
+/// most libpq's connect_timeout more. A connection found broken, on borrowing or after a query, is
+/// thrown away and a new one made on demand: a database restart costs failed requests, never a
+/// process restart. Every connection has TCP keepalives (`PostgresConnection.Options.keepalive`),
+/// so a database that went silent — a partition, a failover that reset nothing — fails the
+/// queries waiting on it within `Keepalive.bound` rather than after the kernel's 15 minutes.
 ///
 /// The rules are `PoolStateMachine`'s; this class is its driver: it connects, checks, closes and
 /// wakes waiters as the machine answers, always outside the lock.
@@ -133,8 +137,13 @@ public final class PostgresPool: Sendable {
     }
 
     private func release(_ connection: PostgresConnection) {
-        let healthy = connection.isHealthy
+        var healthy = connection.isHealthy
         if !healthy { logger.notice("discarding a connection that broke during use") }
+        // A pipeline that opened a transaction and failed before its COMMIT leaves it open (and
+        // aborted): the next borrower's statements would all fail, or join it.
+        if healthy && connection.isInTransaction {
+            healthy = (try? connection.execute("ROLLBACK")) != nil
+        }
         handOff { $0.released(connection, healthy: healthy) }
     }
 

@@ -93,11 +93,18 @@ enum Admin {
                 rows.append([String(p.id), printable(p.email), printable(p.displayName), String(p.pins), String(p.photos),
                              String(p.photoBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
             }
-            let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-            for row in rows {
-                print(row.indices.map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
-                    .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+            printTable(rows)
+        },
+        Command(name: "jobs", summary: "album downloads queued, running or waiting, and those failed or parked in the last 7 days",
+                options: []) { context, _ in
+            let jobs = try AlbumJobsAdmin(pool: context.pool).list()
+            guard !jobs.isEmpty else { print("no album is queued, running or failed lately"); return }
+            var rows = [["JOB", "EMAIL", "PIN", "STATE", "ATTEMPTS", "LAPSES", "NOT BEFORE (UTC)", "LAST ERROR"]]
+            for job in jobs {
+                rows.append([String(job.id), printable(job.email), String(job.pinID), job.parked ? "parked" : job.state,
+                             String(job.attempts), String(job.lapses), job.runAfter, printable(job.lastError ?? "-")])
             }
+            printTable(rows)
         },
         Command(name: "disable", summary: "stop a person signing in and end their sessions now (their pins stay)",
                 options: [email]) { context, options in
@@ -253,6 +260,15 @@ enum Admin {
 
     /// Text from the database shown on a terminal: control characters (an escape sequence in a
     /// display name) become "?".
+    /// Columns padded to their widest cell, two spaces apart.
+    static func printTable(_ rows: [[String]]) {
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            print(row.indices.map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
+    }
+
     static func printable(_ text: String) -> String {
         String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : Character($0) })
     }

@@ -6,7 +6,7 @@ import Log
 import VirtualTourist
 
 /// Settings from the environment, each overridable by a flag of the same name
-/// (PORT=9000 or --port 9000). docs/configuration in the README lists them.
+/// (PORT=9000 or --port 9000). `settings` is their table; README's Configuration is made from it.
 struct Configuration {
     // What the process itself needs; everything the app needs is `app`, whose defaults are the
     // app's own (AppSettings), so no default is written down twice.
@@ -59,35 +59,70 @@ struct Configuration {
         return nil
     }
 
-    typealias Setting = (name: String, help: String, apply: @Sendable (inout Configuration, String) throws -> Void)
+    /// One setting: `help` prints these, and README's configuration table is this list as
+    /// `help markdown` prints it (Tests/Docs/settings-table checks that they agree), so a default or a
+    /// range is written here only. Text may hold `code` in backticks, left out on a terminal.
+    struct Setting: Sendable {
+        let name: String
+        /// The value when unset, or what decides it; empty when there is none.
+        let defaultValue: String
+        /// What it takes: a number's range, a choice's words, a format; empty for any text.
+        let values: String
+        let meaning: String
+        let apply: @Sendable (inout Configuration, String) throws -> Void
+    }
 
-    /// A yes/no setting: every one takes the same words (1, true, yes, on / 0, false, no, off, in
-    /// any letter case) and refuses others at start, where `on` used to mean off, silently.
-    static func flag(_ name: String, _ help: String, _ set: @escaping @Sendable (inout Configuration, Bool) -> Void) -> Setting {
-        (name, help, { configuration, value in
+    /// A value as the table shows it: `8080`.
+    static func code(_ value: some Any) -> String { "`\(plain(value))`" }
+
+    static func text(_ name: String, _ meaning: String, default defaultValue: String = "", values: String = "",
+                     _ apply: @escaping @Sendable (inout Configuration, String) throws -> Void) -> Setting {
+        Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning, apply: apply)
+    }
+
+    static let flagValues = "`1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off`"
+
+    /// A yes/no setting: every one takes the same words (in any letter case) and refuses others at
+    /// start, so that no word a person might try (`on`) is silently read as no.
+    static func flag(_ name: String, _ meaning: String, default defaultValue: Bool,
+                     _ set: @escaping @Sendable (inout Configuration, Bool) -> Void) -> Setting {
+        Setting(name: name, defaultValue: code(defaultValue ? 1 : 0), values: flagValues, meaning: meaning) { configuration, value in
             switch value.lowercased() {
             case "1", "true", "yes", "on": set(&configuration, true)
             case "0", "false", "no", "off": set(&configuration, false)
-            default: throw Invalid(description: "\(name) must be 1, true, yes or on, or 0, false, no or off, not \(value)")
+            default: throw Invalid(description: "\(name) must be \(unmarked(flagValues)), not \(value)")
             }
-        })
+        }
     }
 
-    /// A number setting that must lie in `range`. Every ranged setting is parsed here, so each
-    /// refuses a wrong value in the same words ("PORT must be 0–65535, not 70000"; `expected`
-    /// replaces the bounds where people think of the value otherwise, "a number of days"), and
-    /// none can forget the range: an unchecked number from outside can trap the process later.
+    /// A setting that takes one of a few words.
+    static func choice(_ name: String, _ meaning: String, _ choices: [String], default defaultValue: String,
+                       _ set: @escaping @Sendable (inout Configuration, String) -> Void) -> Setting {
+        let values = choices.dropLast().map(code).joined(separator: ", ") + " or " + code(choices.last!)
+        return Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning) { configuration, value in
+            guard let word = choices.first(where: { $0 == value.lowercased() }) else {
+                throw Invalid(description: "\(name) must be \(unmarked(values)), not \(value)")
+            }
+            set(&configuration, word)
+        }
+    }
+
+    /// A number setting that must lie in `range`. Every number is parsed here, so each refuses a
+    /// wrong value in the same words ("PORT must be 0–65535, not 70000") and none can skip its
+    /// range: an unchecked number reaches SQL (`make_interval(days => $1::int)`) or arithmetic
+    /// that fails or traps later, far from the setting that caused it. `values` replaces the
+    /// bounds where they read badly (a bound just above 0).
     static func ranged<N: LosslessStringConvertible & Comparable & Sendable>(
-        _ name: String, _ help: String, _ range: ClosedRange<N>, unit: String? = nil, expected: String? = nil,
-        _ set: @escaping @Sendable (inout Configuration, N) -> Void
+        _ name: String, _ meaning: String, _ range: ClosedRange<N>, unit: String? = nil, values: String? = nil,
+        default defaultValue: String, _ set: @escaping @Sendable (inout Configuration, N) -> Void
     ) -> Setting {
-        (name, help, { configuration, value in
+        let values = values ?? "\(plain(range.lowerBound))–\(plain(range.upperBound))\(unit.map { " " + $0 } ?? "")"
+        return Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning) { configuration, value in
             guard let number = N(value), range.contains(number) else {
-                let bounds = "\(plain(range.lowerBound))–\(plain(range.upperBound))\(unit.map { " " + $0 } ?? "")"
-                throw Invalid(description: "\(name) must be \(expected ?? bounds), not \(value)")
+                throw Invalid(description: "\(name) must be \(values), not \(value)")
             }
             set(&configuration, number)
-        })
+        }
     }
 
     /// A bound as people write it: 100000, not 100000.0.
@@ -96,85 +131,97 @@ struct Configuration {
         return "\(bound)"
     }
 
-    /// Known settings: environment name → how to apply a value.
-    static let settings: [Setting] = [
-        ("HOST", "address to listen on (127.0.0.1; 0.0.0.0 in containers)", { $0.host = $1 }),
-        ranged("PORT", "port to listen on (8080)", 0...65_535) { $0.port = $1 },
-        ("PUBLIC_DIR", "folder of static files (Public)", { $0.app.publicDirectory = $1 }),
-        ("MIGRATIONS_DIR", "folder of SQL migrations (migrations)", { $0.app.migrationsDirectory = $1 }),
-        ("DATABASE_URL", "PostgreSQL connection URL or conninfo", { $0.databaseURL = $1 }),
-        ("PUBLIC_URL", "address people use, e.g. https://photos.example.org (https makes cookies Secure)", { $0.app.publicURL = $1 }),
-        flag("SECURE_COOKIES", "1 to mark cookies Secure behind a TLS proxy (0)") { $0.app.secureCookies = $1 },
-        ranged("DATABASE_POOL_SIZE", "database connections per instance (2 per CPU core, at least 4: \(AppSettings.defaultDatabaseConnections) here)", 1...500) { $0.databasePoolSize = $1 },
-        ("TILE_URL", "raster map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or none for the built-in map (none)", { $0.app.tileURL = $1 }),
-        ("TILES_FILE", "a PMTiles archive (vector or raster) to serve the map from, e.g. /data/region.pmtiles; wins over TILE_URL", { $0.app.tilesFile = $1 }),
-        ("TILE_CACHE_DIR", "where TILE_URL tiles are cached; share it between instances (tile-cache)", { $0.app.tileCacheDirectory = $1 }),
-        ranged("TILE_CACHE_MB", "size cap of the tile cache in MB, least recently used out first (512)", 1...1_000_000) { $0.app.tileCacheBytes = $1 * 1024 * 1024 },
-        ranged("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept in memory (4096)", 1...1_000_000) { $0.app.tileDirectoryCacheEntries = $1 },
-        ("TILE_CONTACT", "an e-mail or URL for the tile server's operators, sent in the proxy's User-Agent (CONTACT_EMAIL)", { $0.app.tileContact = $1 }),
-        ("TILE_ATTRIBUTION", "credit line the tile provider requires, e.g. © OpenStreetMap contributors", { $0.app.tileAttribution = $1 }),
-        ("PHOTO_PROVIDER", "flickr, commons (Wikimedia Commons, no key needed), or fixture for the offline fixture (flickr when FLICKR_API_KEY is set, commons otherwise)", { c, v in
-            guard ["flickr", "commons", "fixture"].contains(v) else { throw Invalid(description: "PHOTO_PROVIDER must be flickr, commons or fixture, not \(v)") }
-            c.explicitPhotoProvider = v
-        }),
-        ("FLICKR_API_KEY", "your Flickr API key (flickr.com/services/api/keys)", { $0.app.flickrAPIKey = $1 }),
-        ("FLICKR_API_URL", "Flickr's REST endpoint, or a Flickr-compatible one such as the fixture", { $0.app.flickrAPIURL = $1 }),
-        ("COMMONS_API_URL", "Wikimedia Commons' API, or a compatible one such as the fixture's /w/api.php", { $0.app.commonsAPIURL = $1 }),
-        ranged("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances (flickr \(Int(ProviderBudget.Limits.flickr.perHour)), commons \(Int(ProviderBudget.Limits.commons.perHour)); docs/providers.md)", Double(1)...100_000) { $0.app.providerCallsPerHour = $1 },
-        ranged("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell (flickr \(Int(ProviderBudget.Limits.flickr.burst)), commons \(Int(ProviderBudget.Limits.commons.burst)))", Double(1)...10_000) { $0.app.providerCallBurst = $1 },
-        ranged("COMMONS_ORIGINAL_CAP", "largest Commons original (bytes) downloaded when no thumbnail step fits (2097152)", 10_000...8_388_608, unit: "bytes") { $0.app.commonsOriginalCap = $1 },
-        ("CONTACT_EMAIL", "how the operator can be reached, sent in the User-Agent to photo providers (Wikimedia's User-Agent policy asks for it)", { c, v in
+    /// Text for a terminal: without the backticks that mark code in the README.
+    static func unmarked(_ text: String) -> String { text.replacingOccurrences(of: "`", with: "") }
+
+    /// Known settings: environment name → how to apply a value. The defaults are read from the
+    /// types that hold them, so they are written down nowhere else.
+    static let settings: [Setting] = {
+        let d = Configuration()
+        let flickr = ProviderBudget.Limits.flickr, commons = ProviderBudget.Limits.commons
+        let mib = 1024 * 1024
+        return [
+        text("DATABASE_URL", "PostgreSQL URL or conninfo, e.g. `postgresql://vt:secret@db/vt`", default: "private database (script/server)") { $0.databaseURL = $1 },
+        text("HOST", "address to listen on (`0.0.0.0` in containers)", default: code(d.host)) { $0.host = $1 },
+        ranged("PORT", "port to listen on (`0`: any free port)", 0...65_535, default: code(d.port)) { $0.port = $1 },
+        text("PUBLIC_URL", "the address people use, e.g. `https://photos.example.org`; `https://…` makes cookies Secure and `__Host-` prefixed and sends HSTS", values: "a URL") { $0.app.publicURL = $1 },
+        text("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (`127.0.0.1`, `172.16.0.0/12`), or `gateway`, the default route's gateway (under Compose, the Docker host); only their `X-Forwarded-For` says who the client is (`Forwarded` is never read: docs/admin.md), for sign-in throttling, logs and limits per address. Tested Caddy and nginx files: docs/proxy/",
+             default: "none (Compose: `gateway`)", values: "addresses, CIDRs or `gateway`, separated by commas") { c, v in
+            let text = try Self.resolvingGateway(v)
+            guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
+            c.trustedProxies = proxies
+        },
+        choice("SIGN_UP", "who may make an account: `invite` (single-use links from `virtual-tourist admin invite`), `open` (anyone who finds the address) or `closed`; with `invite` or `closed` the first account of a new instance needs the setup code the app logs at start (docs/admin.md#who-may-sign-up)",
+               SignUpMode.allCases.map(\.rawValue), default: code(d.app.signUp.rawValue)) { c, v in c.app.signUp = SignUpMode(rawValue: v)! },
+        ranged("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; more are held, then reset; trusted proxies are not limited", 1...100_000, default: code(d.addressLimits.connections)) { $0.addressLimits.connections = $1 },
+        ranged("NEW_CONNECTIONS_PER_SECOND", "new connections a second one client address may open after `NEW_CONNECTION_BURST`; past it they are answered `503` with `Retry-After` (`0`: no limit)", Double(0)...1_000_000, default: code(d.addressLimits.newPerSecond)) { $0.addressLimits.newPerSecond = $1 },
+        ranged("NEW_CONNECTION_BURST", "new connections one client address may open at once before `NEW_CONNECTIONS_PER_SECOND` applies", Double(1)...1_000_000, default: code(d.addressLimits.burst)) { $0.addressLimits.burst = $1 },
+        ranged("OVER_SHARE_HOLD_SECONDS", "how long a connection past `CONNECTIONS_PER_ADDRESS` is held unread (half to one and a half times this) before it is reset (`0`: at once)", Double(0)...300, default: code(d.addressLimits.hold)) { $0.addressLimits.hold = $1 },
+        ranged("IPV6_PREFIX", "every per-address limit counts an IPv6 client by its network of this many bits (`64`: a household's or a host's /64; `128`: each address)", 32...128, unit: "bits", default: code(d.addressLimits.ipv6Prefix)) { $0.addressLimits.ipv6Prefix = $1 },
+        flag("SECURE_COOKIES", "yes marks cookies Secure behind a TLS-terminating proxy when `PUBLIC_URL` is not `https://…`", default: d.app.secureCookies) { $0.app.secureCookies = $1 },
+        choice("PHOTO_PROVIDER", "where albums come from: `flickr`, `commons` (Wikimedia Commons, no key needed), or `fixture`, the offline demo fixture at `FLICKR_API_URL`",
+               ["flickr", "commons", "fixture"], default: "`flickr` when `FLICKR_API_KEY` is set, else `commons`") { $0.explicitPhotoProvider = $1 },
+        text("CONTACT_EMAIL", "how the operator can be reached; sent with `PUBLIC_URL` in the User-Agent to photo providers, as Wikimedia's User-Agent policy asks", values: "an e-mail address") { c, v in
             guard v.contains("@"), !v.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == ";" }) else {
                 throw Invalid(description: "CONTACT_EMAIL must be an email address, not \(v)")
             }
             c.app.contactEmail = v
-        }),
-        ranged("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums (32)", 1...256) { $0.app.workers.downloadSlots = $1 },
-        ranged("WORKERS", "album download workers per instance (2)", 0...64) { $0.app.workers.workers = $1 },
-        ranged("PROVIDER_OUTAGE_HOURS", "how long an album waits out its photo provider's outage (or its requests to wait) before it fails (24)", Double.leastNonzeroMagnitude...720,
-               expected: "more than 0 and at most 720") { $0.app.workers.providerOutageHorizon = $1 * 3600 },
-        ranged("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over (60)", 1...3600) { $0.app.workers.leaseSeconds = $1 },
-        ranged("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly; 0 keeps them (0)", 0...Int.max, expected: "a number of days") { $0.app.photoRetentionDays = $1 },
-        ranged("JOB_RETENTION_DAYS", "delete finished album jobs older than this many days, hourly; 0 keeps them (7)", 0...36_500, expected: "a number of days") { $0.app.jobRetentionDays = $1 },
-        ranged("MEMORY_TRIM_SECONDS", "hand freed memory back to the system this often; 0 never (10)", Double(0)...3600) { $0.app.memoryTrimSeconds = $1 },
-        ("PHOTO_STORE", "where downloaded images are kept, content-addressed by SHA-256: a directory, or s3://bucket[/prefix] for an S3-compatible object store (.data/photos)", { c, v in
+        },
+        ranged("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums", 1...256, default: code(d.app.workers.downloadSlots)) { $0.app.workers.downloadSlots = $1 },
+        text("FLICKR_API_KEY", "your key from flickr.com/services/api/keys") { $0.app.flickrAPIKey = $1 },
+        text("FLICKR_API_URL", "a Flickr-compatible endpoint, such as the fixture's", default: code(d.app.flickrAPIURL), values: "a URL") { $0.app.flickrAPIURL = $1 },
+        text("COMMONS_API_URL", "a Commons-compatible endpoint, such as the fixture's `/w/api.php`", default: code(d.app.commonsAPIURL), values: "a URL") { $0.app.commonsAPIURL = $1 },
+        ranged("WORKERS", "album download workers per instance (`0`: this instance collects no albums; another instance on the same database does, docs/scaling.md)", 0...64, default: code(d.app.workers.workers)) { $0.app.workers.workers = $1 },
+        ranged("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances through PostgreSQL (docs/providers.md)", Double(1)...100_000,
+               default: "flickr \(code(flickr.perHour)), commons \(code(commons.perHour))") { $0.app.providerCallsPerHour = $1 },
+        ranged("PROVIDER_CALL_BURST", "API calls that may be made at once after a quiet spell", Double(1)...10_000,
+               default: "flickr \(code(flickr.burst)), commons \(code(commons.burst))") { $0.app.providerCallBurst = $1 },
+        ranged("PROVIDER_OUTAGE_HOURS", "how long an album waits out its provider's outage (errors, 5xx, 429, unreachable) before it fails with a Retry button; meanwhile it says when it tries next and resumes by itself (docs/providers.md)",
+               Double.leastNonzeroMagnitude...720, values: "more than 0, at most 720", default: code(d.app.workers.providerOutageHorizon / 3600)) { $0.app.workers.providerOutageHorizon = $1 * 3600 },
+        ranged("COMMONS_ORIGINAL_CAP", "largest Commons original (bytes) fetched when no thumbnail step fits", 10_000...8_388_608, unit: "bytes", default: code(d.app.commonsOriginalCap)) { $0.app.commonsOriginalCap = $1 },
+        ranged("ALBUM_LEASE_SECONDS", "how long a worker holds an album job without news before another instance may take it over", 1...3600, default: code(d.app.workers.leaseSeconds)) { $0.app.workers.leaseSeconds = $1 },
+        // 100 years: make_interval takes an int, and now() minus much more leaves PostgreSQL's timestamps.
+        ranged("PHOTO_RETENTION_DAYS", "delete stored photos older than this many days, hourly (`0`: keep them)", 0...36_500, unit: "days", default: code(d.app.photoRetentionDays)) { $0.app.photoRetentionDays = $1 },
+        ranged("JOB_RETENTION_DAYS", "delete finished album jobs older than this many days, hourly (`0`: keep them)", 0...36_500, unit: "days", default: code(d.app.jobRetentionDays)) { $0.app.jobRetentionDays = $1 },
+        ranged("MEMORY_TRIM_SECONDS", "how often freed memory is handed back to the system (`0`: never)", Double(0)...3600, default: code(d.app.memoryTrimSeconds)) { $0.app.memoryTrimSeconds = $1 },
+        text("PHOTO_STORE", "where downloaded photos are kept, one file per distinct image (by SHA-256); back it up with the database (docs/admin.md). Or `s3://bucket[/prefix]`: an S3-compatible object store (MinIO, Garage, Ceph RGW, AWS S3), for several hosts or more than one disk",
+             default: "\(code(d.app.photoStore)) (`/data/photos` in the image)", values: "a folder, or `s3://bucket[/prefix]`") { c, v in
             guard v.hasPrefix("s3://") || !v.contains("://") else {
                 throw Invalid(description: "PHOTO_STORE must be a directory or s3://bucket[/prefix], not \(v)")
             }
             c.app.photoStore = v
-        }),
-        ("S3_ENDPOINT", "the object store's address for an s3:// PHOTO_STORE, e.g. http://127.0.0.1:9000 for MinIO (AWS_ENDPOINT_URL_S3; AWS S3 of S3_REGION when unset)", { $0.s3.endpoint = $1 }),
-        ("S3_REGION", "the region signed into requests (AWS_REGION; us-east-1)", { $0.s3.region = $1 }),
-        ("S3_ACCESS_KEY_ID", "the object store's access key (AWS_ACCESS_KEY_ID)", { $0.s3.accessKeyID = $1 }),
-        ("S3_SECRET_ACCESS_KEY", "the object store's secret key (AWS_SECRET_ACCESS_KEY)", { $0.s3.secretAccessKey = $1 }),
-        ranged("SHARE_REQUESTS_PER_MINUTE", "the former name of SHARE_PAGES_PER_MINUTE, read as it is; SHARE_PAGES_PER_MINUTE wins when both are set", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
-        ranged("SHARE_PAGES_PER_MINUTE", "pages a minute one address may open under share links (/s/…): a link, an album, a photo, a password sent; what those pages go on to load (thumbnails, photos, data) has 20 times as much, and one link 5 times both from everyone (300; 0: no limit)", 0...1_000_000) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
-        flag("SERVER_TIMING", "1 to report each request's database round trips in a Server-Timing header, for tests and benchmarks (0)") { $0.app.serverTiming = $1 },
-        ("METRICS_TOKEN", "serves /metrics on the public port to requests with Authorization: Bearer TOKEN (unset: not there)", { $0.app.metricsToken = $1 }),
-        ranged("METRICS_PORT", "a separate port serving /metrics without a token, on METRICS_HOST (unset: none)", 1...65_535) { $0.metricsPort = $1 },
-        ranged("QUOTA_PINS", "pins per person, unless users.max_pins says otherwise (5000)", 0...10_000_000) { $0.app.quotas.pins = $1 },
-        ranged("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour, unless users.max_collections_per_hour says otherwise (60)", 0...100_000) { $0.app.quotas.collectionsPerHour = $1 },
-        ranged("QUOTA_PHOTO_MB", "stored photo megabytes per person, unless users.max_photo_bytes says otherwise (2048)", Int64(0)...100_000_000) { $0.app.quotas.photoBytes = $1 * 1024 * 1024 },
-        ("SIGN_UP", "who may make an account: open, invite (with a link from `virtual-tourist admin invite`) or closed; the first account of an empty instance always may (invite)", { c, v in
-            guard let mode = SignUpMode(rawValue: v.lowercased()) else { throw Invalid(description: "SIGN_UP must be open, invite or closed, not \(v)") }
-            c.app.signUp = mode
-        }),
-        ("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (e.g. 127.0.0.1, 172.16.0.0/12), or gateway (this host's default gateway: the Docker host under Compose): only their X-Forwarded-For says who the client is (Forwarded is never read)", { c, v in
-            let text = try Self.resolvingGateway(v)
-            guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
-            c.trustedProxies = proxies
-        }),
-        ranged("CONNECTIONS_PER_ADDRESS", "connections one client address may have open at once; trusted proxies are not limited (256)", 1...100_000) { $0.addressLimits.connections = $1 },
-        ranged("NEW_CONNECTIONS_PER_SECOND", "new connections a second one client address may open after NEW_CONNECTION_BURST, past which it is answered 503 with Retry-After; 0: no limit (100)", Double(0)...1_000_000) { $0.addressLimits.newPerSecond = $1 },
-        ranged("NEW_CONNECTION_BURST", "new connections one client address may open at once before NEW_CONNECTIONS_PER_SECOND applies (500)", Double(1)...1_000_000) { $0.addressLimits.burst = $1 },
-        ranged("OVER_SHARE_HOLD_SECONDS", "a connection past CONNECTIONS_PER_ADDRESS is held unread about this long (half to one and a half times), then reset; 0: reset at once (10)", Double(0)...300) { $0.addressLimits.hold = $1 },
-        ranged("IPV6_PREFIX", "per-address limits count an IPv6 client by its network of this many bits (64: a household's or a host's /64; 128: each address)", 32...128) { $0.addressLimits.ipv6Prefix = $1 },
-        ("METRICS_HOST", "address of the metrics port; keep it private (127.0.0.1)", { $0.metricsHost = $1 }),
-        ("LOG_LEVEL", "debug, info, notice, warning or error (info)", { c, v in
-            guard let level = Logger.Level(name: v) else { throw Invalid(description: "LOG_LEVEL must be debug, info, notice, warning or error") }
-            c.logLevel = level
-        }),
-    ]
+        },
+        text("S3_ENDPOINT", "with `PHOTO_STORE=s3://…`: the store's address, e.g. `http://minio:9000`; requests are path-style (`endpoint/bucket/key`); `AWS_ENDPOINT_URL_S3` counts when unset",
+             default: "AWS S3 of `S3_REGION`", values: "`http(s)://host[:port]`") { $0.s3.endpoint = $1 },
+        text("S3_REGION", "the region signed into requests (MinIO and Garage accept their configured region, often `us-east-1` / `garage`); `AWS_REGION` counts when unset", default: code("us-east-1")) { $0.s3.region = $1 },
+        text("S3_ACCESS_KEY_ID", "the object store's access key; the key pair needs GetObject, PutObject, DeleteObject and ListBucket on the bucket; `AWS_ACCESS_KEY_ID` counts when unset") { $0.s3.accessKeyID = $1 },
+        text("S3_SECRET_ACCESS_KEY", "the object store's secret key; `AWS_SECRET_ACCESS_KEY` counts when unset") { $0.s3.secretAccessKey = $1 },
+        text("TILES_FILE", "a PMTiles archive (vector or raster) to draw the map from, e.g. `/data/maps/region.pmtiles` (see \"Street-level maps\"); wins over `TILE_URL`", values: "a file") { $0.app.tilesFile = $1 },
+        text("TILE_URL", "raster tiles `…/{z}/{x}/{y}.png` (`{s}` allowed), fetched and cached by the server, or `none` for the built-in map", default: code(d.app.tileURL), values: "a URL, or `none`") { $0.app.tileURL = $1 },
+        text("TILE_ATTRIBUTION", "the credit line your tiles require (an archive's own attribution wins)") { $0.app.tileAttribution = $1 },
+        text("TILE_CONTACT", "an e-mail or URL sent in the tile proxy's User-Agent, as tile servers' usage policies ask", default: "`CONTACT_EMAIL`") { $0.app.tileContact = $1 },
+        text("TILE_CACHE_DIR", "where the proxy keeps `TILE_URL` tiles; share it between instances", default: code(d.app.tileCacheDirectory), values: "a folder") { $0.app.tileCacheDirectory = $1 },
+        ranged("TILE_CACHE_MB", "size cap of that cache (least recently used tiles go first)", 1...1_000_000, unit: "MB", default: code(d.app.tileCacheBytes / mib)) { $0.app.tileCacheBytes = $1 * mib },
+        ranged("TILES_DIRECTORY_CACHE", "PMTiles leaf directories kept decoded in memory", 1...1_000_000, default: code(d.app.tileDirectoryCacheEntries)) { $0.app.tileDirectoryCacheEntries = $1 },
+        ranged("QUOTA_PINS", "pins per person (`0`: none, except for people given a limit of their own in SQL: docs/admin.md#quotas)", 0...10_000_000, default: code(d.app.quotas.pins)) { $0.app.quotas.pins = $1 },
+        ranged("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour (`0`: none, except for people given a limit of their own)", 0...100_000, default: code(d.app.quotas.collectionsPerHour)) { $0.app.quotas.collectionsPerHour = $1 },
+        ranged("QUOTA_PHOTO_MB", "stored photo megabytes per person; past it no new album starts (`0`: no albums, except for people given a limit of their own)", Int64(0)...100_000_000, unit: "MB",
+               default: code(d.app.quotas.photoBytes / Int64(mib))) { $0.app.quotas.photoBytes = $1 * Int64(mib) },
+        ranged("DATABASE_POOL_SIZE", "database connections per instance; requests that need one wait their turn (raise it for a database server with more cores than the app's)", 1...500,
+               default: "2 per CPU core, at least `4`") { $0.databasePoolSize = $1 },
+        text("METRICS_TOKEN", "serves `/metrics` on the app's port to `Authorization: Bearer TOKEN` (unset: not served there)") { $0.app.metricsToken = $1 },
+        ranged("METRICS_PORT", "a second port serving only `/metrics`, without a token, for a Prometheus on a private network (unset: none)", 1...65_535, default: "") { $0.metricsPort = $1 },
+        text("METRICS_HOST", "the address of `METRICS_PORT` (keep it off the internet)", default: code(d.metricsHost)) { $0.metricsHost = $1 },
+        // Before SHARE_PAGES_PER_MINUTE: the environment is read in this order, so the new name wins.
+        ranged("SHARE_REQUESTS_PER_MINUTE", "the former name of `SHARE_PAGES_PER_MINUTE`, read as it is (`0`: no limit); `SHARE_PAGES_PER_MINUTE` wins when both are set", 0...1_000_000, default: "") { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
+        ranged("SHARE_PAGES_PER_MINUTE", "pages a minute one client address may open under share links (`/s/…`: a link, an album, a photo, a password sent), with a burst of as many; the thumbnails and data those pages load have 20 times as much, one link takes 5 times both from everyone together, and 30 made-up tokens an hour refuse an address; past it a visitor gets a `429` page (`0`: no limit)",
+               0...1_000_000, default: code(d.app.shareLimits.pagesPerAddressPerMinute)) { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
+        flag("SERVER_TIMING", "yes adds `Server-Timing: db;desc=\"round trips\";dur=N` to app responses (tests, benchmarks)", default: d.app.serverTiming) { $0.app.serverTiming = $1 },
+        text("PUBLIC_DIR", "where the static files are", default: code(d.app.publicDirectory), values: "a folder") { $0.app.publicDirectory = $1 },
+        text("MIGRATIONS_DIR", "where the SQL migrations are", default: code(d.app.migrationsDirectory), values: "a folder") { $0.app.migrationsDirectory = $1 },
+        choice("LOG_LEVEL", "the least important lines written", Logger.Level.allCases.map { "\($0)" }, default: code("\(d.logLevel)")) { c, v in c.logLevel = Logger.Level(name: v)! },
+        ]
+    }()
 
     /// Environment first, then flags; returns the arguments that were not flags.
     static func load(arguments: [String], environment: [String: String]) throws -> (Configuration, [String]) {
@@ -228,22 +275,40 @@ struct Configuration {
 
     static var usage: String {
         var text = """
-            usage: virtual-tourist [serve | migrate | admin <command> | healthcheck | help] [--name value …]
+            usage: virtual-tourist [serve | migrate | admin <command> | healthcheck | help | --version] [--name value …]
 
-            serve        migrate the database, then serve HTTP (the default)
-            migrate      apply pending migrations and exit
-            admin        people and invitations: `virtual-tourist admin --help`
-            healthcheck  exit 0 when this host's server on PORT answers /healthz (Docker's HEALTHCHECK)
-            help         this text (also -h, --help)
+            serve          migrate the database, then serve HTTP (the default)
+            migrate        apply pending migrations and exit
+            admin          people and invitations: `virtual-tourist admin --help`
+            healthcheck    exit 0 when this host's server on PORT is ready (/readyz; Docker's HEALTHCHECK)
+            help           this text (also -h, --help)
+            help markdown  the settings below as the README's table
+            --version      the release number (CHANGELOG.md)
 
-            settings (environment variable, or --lowercase-with-dashes flag):
+            settings (environment variable, or --lowercase-with-dashes flag), with their default and values:
 
             """
         // As wide as the longest name: padding(toLength:) also cuts, and cut "DATABASE_POOL_SIZE".
         let width = settings.map(\.name.count).max() ?? 0
         for s in settings {
-            text += "  \(s.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(s.help)\n"
+            let facts = [s.defaultValue.isEmpty ? nil : "default \(s.defaultValue)", s.values.isEmpty ? nil : s.values].compactMap { $0 }
+            let line = s.meaning + (facts.isEmpty ? "" : " [\(facts.joined(separator: "; "))]")
+            text += "  \(s.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(unmarked(line))\n"
         }
         return text
+    }
+
+    /// The settings as the README's configuration table (`virtual-tourist help markdown`).
+    static var markdownTable: String {
+        func cell(_ text: String) -> String {
+            // Paths into docs/ become links, so the code's text needs no Markdown of its own.
+            text.replacingOccurrences(of: "|", with: "\\|")
+                .replacing(/docs\/[\w\/-]*(\.md(#[\w-]+)?|\/)/) { "[\($0.output.0)](\($0.output.0))" }
+        }
+        var lines = ["| Variable | Default | Values | Meaning |", "|---|---|---|---|"]
+        for s in settings {
+            lines.append("| `\(s.name)` | \(cell(s.defaultValue)) | \(cell(s.values)) | \(cell(s.meaning)) |")
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -20,6 +20,11 @@ let configuration: Configuration
 let commandArguments: [String]
 // `admin` takes options of its own (--email, --help …): only what comes before it are settings.
 let arguments = Array(CommandLine.arguments.dropFirst())
+// Before the settings are read: a wrong setting in the environment must not hide the version.
+if arguments == ["--version"] || arguments == ["version"] {
+    print("virtual-tourist \(Version.number)")
+    exit(0)
+}
 let adminAt = arguments.firstIndex(of: "admin")
 do {
     (configuration, commandArguments) = try Configuration.load(
@@ -42,14 +47,16 @@ case "migrate":
     let applied = migrate(configuration)
     print(applied.isEmpty ? "the database is up to date" : "applied \(applied.count) migration(s)")
 case "healthcheck":
-    // For Docker's HEALTHCHECK: the slim image has no curl, so the binary asks itself.
+    // For Docker's HEALTHCHECK: the slim image has no curl, so the binary asks itself. Readiness
+    // (database reachable, migrations applied, photo store writable) rather than /healthz: a
+    // container that cannot serve pages should show as unhealthy in `docker compose ps`.
     var options = HTTPClient.Options()
     options.totalTimeout = 3
     options.internalOrigins = ["http://127.0.0.1:\(configuration.port)"]  // the address guard would refuse loopback
-    let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/healthz")
+    let response = try? HTTPClient(options: options).get("http://127.0.0.1:\(configuration.port)/readyz")
     exit(response?.status == 200 ? 0 : 1)
 case "help", "-h", "--help":
-    print(Configuration.usage)
+    print(commandArguments.dropFirst().first == "markdown" ? Configuration.markdownTable : Configuration.usage)
 default:
     fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2)
 }
@@ -106,7 +113,7 @@ func serve(_ configuration: Configuration) -> Never {
         }
     }
     // A new instance with SIGN_UP=invite or closed: the first account needs a code only the
-    // operator can read, here. (Whoever reached the page first used to take the instance.)
+    // operator can read, here, so whoever reaches the page first cannot take the instance.
     do {
         if let code = try AccountStore(pool: pool).setupCode(mode: settings.signUp) {
             log.warning("""

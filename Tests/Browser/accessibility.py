@@ -560,5 +560,32 @@ def main():
     print("accessibility: no critical or serious violations; no page wider than the screen")
 
 
+def setup_code_pages():
+    """An instance with SIGN_UP=invite and no account yet: the sign-up page asks for the setup
+    code the server logged; axe on it, empty and with its errors, light and dark."""
+    driver = j.browser()
+    try:
+        for scheme in ("light", "dark"):
+            theme(driver, scheme)
+            driver.get(BASE + "/sign-up")
+            if not driver.find_elements(By.ID, "setup_code") and "setup code" not in driver.page_source.lower():
+                failures.append("the sign-up page of a new invite-only instance does not ask for the setup code")
+            record("sign-up with a setup code", scheme, axe(driver))
+            driver.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+            j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".field-error, [role=alert], .error"), message="setup-code errors")
+            record("sign-up with a setup code, errors", scheme, axe(driver))
+    finally:
+        driver.quit()
+    if failures:
+        print("\n%d accessibility failure(s):" % len(failures))
+        for failure in failures:
+            print("  ", failure)
+        sys.exit(1)
+    print("accessibility (setup code): no critical or serious violations")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 4 and sys.argv[4] == "setup-code":
+        setup_code_pages()
+    else:
+        main()

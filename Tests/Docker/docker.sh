@@ -93,17 +93,20 @@ copy_checkout() {
         | tar -xf - -C "$2"
 }
 
-# demo_env PORT PASSWORD: in the current folder, .env from .env.example as the README says, with the
-# offline demo's settings, the app on 127.0.0.1:PORT and that database password.
+# demo_env PORT PASSWORD NAME: in the current folder, .env from .env.example as the README says, with
+# the offline demo's settings, the app on 127.0.0.1:PORT, that database password and the project
+# name NAME (never the example's virtual-tourist: a test must not touch this machine's own stack).
 demo_env() {
     cp .env.example .env
     sed -i -e "s|^POSTGRES_PASSWORD=.*|POSTGRES_PASSWORD=$2|" \
+           -e "s|^COMPOSE_PROJECT_NAME=.*|COMPOSE_PROJECT_NAME=$3|" \
            -e "s|^PHOTO_PROVIDER=.*|PHOTO_PROVIDER=fixture|" \
            -e "s|^# FLICKR_API_URL=.*|FLICKR_API_URL=http://fixture:8090/services/rest/|" \
            -e "s|^APP_PORT=.*|APP_PORT=$1|" \
            -e "s|^CONTACT_EMAIL=.*|CONTACT_EMAIL=operator@example.org|" \
            -e "s|^PUBLIC_URL=.*|PUBLIC_URL=http://127.0.0.1:$1|" .env
     grep -q '^FLICKR_API_URL=http://fixture' .env || { echo ".env.example has no FLICKR_API_URL line to set" >&2; return 1; }
+    grep -qx "COMPOSE_PROJECT_NAME=$3" .env || { echo ".env.example has no COMPOSE_PROJECT_NAME line to set" >&2; return 1; }
 }
 
 # stack ARGS…: docker compose with the demo profile, in the current folder.

@@ -302,6 +302,23 @@ import TestSupport
         #expect(try pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
     }
 
+    /// A pipeline that opens a transaction and fails before its COMMIT leaves the transaction open
+    /// and aborted; the pool rolls it back before lending the connection again.
+    @Test func aTransactionLeftOpenIsRolledBackBeforeTheNextBorrower() throws {
+        let pool = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1)
+        defer { pool.close() }
+        let backend: Int32 = try pool.withConnection { $0.backendPID }
+        #expect(throws: PostgresError.self) {
+            try pool.pipeline([PostgresStatement("BEGIN"), PostgresStatement("SELECT 1 / 0"), PostgresStatement("COMMIT")])
+        }
+        let (pid, inTransaction, one) = try pool.withConnection { connection in
+            (connection.backendPID, connection.isInTransaction, try connection.query("SELECT 1 AS one")[0].decode("one", as: Int.self))
+        }
+        #expect(pid == backend, "the same connection, kept")
+        #expect(!inTransaction)
+        #expect(one == 1)
+    }
+
     /// Waits until `n` callers stand in the pool's line (so the next one to start comes after them).
     private func waitForLine(_ pool: PostgresPool, _ n: Int) {
         let deadline = Date().addingTimeInterval(10)

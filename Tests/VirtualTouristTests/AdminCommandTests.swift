@@ -46,7 +46,7 @@ import TestSupport
         #expect(none.output.contains("which command?"))
         let help = try Self.admin(["--help"], database: nil)
         #expect(help.status == 0)
-        for name in ["create-person", "reset-password", "invite", "list", "disable", "enable", "delete"] {
+        for name in ["create-person", "reset-password", "invite", "list", "jobs", "disable", "enable", "delete"] {
             #expect(help.output.contains("  \(name) "), "\(name) missing from the help")
             let own = try Self.admin([name, "--help"], database: nil)
             #expect(own.status == 0, "\(own)")
@@ -108,6 +108,41 @@ import TestSupport
             #expect(refused.output.contains(message), "\(arguments): \(refused)")
         }
         #expect(try app.count("SELECT count(*) FROM users") == 2)
+    }
+
+    /// A job whose worker dies every time it holds it (the lease lapses again and again) is parked
+    /// after three takeovers: no longer claimed, the album failed with Retry, `admin jobs` and
+    /// admin_jobs say so; Retry starts it again.
+    @Test func aJobThatKeepsKillingItsWorkerIsParked() throws {
+        let database = try TestDatabase.migrated("admin")
+        let app = try TestApp(database: database)
+        let browser = try app.signedUp(email: "lee@example.org", name: "Lee")
+        let pin = try AlbumTests.dropPin(browser)
+        let queue = app.app.workers.store
+        var claims = 0
+        while let job = try queue.claimJob(worker: "dies-\(claims)", leaseSeconds: 60) {
+            claims += 1
+            #expect(claims <= 4)
+            // The worker dies holding it: the lease runs out.
+            try app.pool.query("UPDATE album_jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [job.id])
+            if claims > 4 { break }
+        }
+        #expect(claims == 4, "claimed once, then taken over three times, then parked")
+        let album = try AlbumTests.state(browser, pin: pin)
+        #expect(album.status == "failed")
+        #expect(album.error == AlbumJobQueue.parkedPhrase)
+        #expect(try browser.get("/pins/\(pin)").body.contains(">Retry</button>"))
+        #expect(try app.count("SELECT count(*) FROM admin_jobs WHERE parked AND lapses = 3") == 1)
+        let listed = try Self.admin(["jobs"], database: database)
+        #expect(listed.status == 0, "\(listed)")
+        #expect(listed.output.contains("parked"), "\(listed)")
+        #expect(listed.output.contains("lee@example.org"), "\(listed)")
+        #expect(listed.output.contains("its worker stopped 3 times"), "\(listed)")
+        // Retry: a new job, claimable.
+        let token = try browser.get("/pins/\(pin)").csrfToken ?? ""
+        _ = try browser.post("/pins/\(pin)/retry", form: [("_csrf", token)])
+        #expect(try AlbumTests.state(browser, pin: pin).status == "downloading")
+        #expect(try queue.claimJob(worker: "healthy", leaseSeconds: 60) != nil)
     }
 
     @Test func listShowsPinsPhotosAndBytes() throws {
@@ -259,11 +294,54 @@ import TestSupport
                       ("NEW_CONNECTIONS_PER_SECOND", "lots", "NEW_CONNECTIONS_PER_SECOND must be"),
                       ("NEW_CONNECTION_BURST", "0", "NEW_CONNECTION_BURST must be"),
                       ("OVER_SHARE_HOLD_SECONDS", "-1", "OVER_SHARE_HOLD_SECONDS must be"),
-                      ("SECURE_COOKIES", "maybe", "SECURE_COOKIES must be 1, true, yes or on, or 0, false, no or off")])
+                      ("SECURE_COOKIES", "maybe", "SECURE_COOKIES must be 1, true, yes, on or 0, false, no, off, not maybe"),
+                      ("SERVER_TIMING", "enabled", "SERVER_TIMING must be 1, true, yes, on or 0, false, no, off"),
+                      // Past 2^31 SQL's int would refuse it hourly, and retention would stop unsaid.
+                      ("PHOTO_RETENTION_DAYS", "2147483648", "PHOTO_RETENTION_DAYS must be 0–36500 days, not 2147483648"),
+                      ("PHOTO_RETENTION_DAYS", "36501", "PHOTO_RETENTION_DAYS must be 0–36500 days"),
+                      ("PHOTO_RETENTION_DAYS", "-1", "PHOTO_RETENTION_DAYS must be 0–36500 days"),
+                      ("DATABASE_POOL_SIZE", "501", "DATABASE_POOL_SIZE must be 1–500"),
+                      ("WORKERS", "65", "WORKERS must be 0–64"),
+                      ("LOG_LEVEL", "loud", "LOG_LEVEL must be debug, info, notice, warning or error, not loud")])
     func badSettingsStopTheBinary(name: String, value: String, message: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
         let (status, output) = try runProcess(["/usr/bin/env", "\(name)=\(value)", ProcessTests.binary, "migrate"])
         #expect(status == 2, "\(output)")
         #expect(output.contains(message), "\(output)")
+    }
+
+    /// The edges of the ranges and every yes/no word pass: the binary goes on to want a database.
+    @Test(arguments: [("PHOTO_RETENTION_DAYS", "36500"), ("PHOTO_RETENTION_DAYS", "0"), ("WORKERS", "0"),
+                      ("SECURE_COOKIES", "On"), ("SECURE_COOKIES", "off"), ("SERVER_TIMING", "YES"), ("SERVER_TIMING", "false")])
+    func goodSettingsPass(name: String, value: String) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
+        let (status, output) = try runProcess(["/usr/bin/env", "\(name)=\(value)", ProcessTests.binary, "migrate"])
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("DATABASE_URL is not set"), "\(output)")
+    }
+
+    /// `on` and `off` mean what they say, in any letter case: a word taken for the other is a silent
+    /// misconfiguration (Secure cookies off behind TLS).
+    @Test(arguments: [("on", "YES", true), ("Off", "0", false)])
+    func yesAndNoWordsMeanWhatTheySay(secureCookies: String, serverTiming: String, yes: Bool) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ProcessTests.binary), "build the app first (script/test does)")
+        let fixture = try PhotoFixture()
+        defer { fixture.stop() }
+        var environment = ProcessTests.environment(database: try TestDatabase.migrated("words"), fixture: fixture)
+        let port = OperationsTests.freePort()
+        environment["PORT"] = String(port)
+        environment["WORKERS"] = "0"
+        environment["SECURE_COOKIES"] = secureCookies
+        environment["SERVER_TIMING"] = serverTiming
+        let log = NSTemporaryDirectory() + "vt-words-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let server = try ChildProcess([ProcessTests.binary, "serve"], environment: environment, logPath: log)
+        defer { server.kill(SIGTERM) }
+        #expect(eventually(timeout: 20) { (try? Browser(port: port).get("/readyz").status) == 200 })
+        let page = try Browser(port: port).get("/sign-up")
+        let cookies = page.headerValues("Set-Cookie")
+        #expect(!cookies.isEmpty)
+        #expect(cookies.allSatisfy { $0.contains("; Secure") == yes }, "\(cookies)")
+        #expect((page.header("Server-Timing") != nil) == yes)
     }
 }

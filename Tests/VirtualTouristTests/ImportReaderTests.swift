@@ -186,6 +186,22 @@ import Testing
                                  PinImport.Refused(label: "placemark 4", reason: "its longitude 200.0 is outside −180…180")])
     }
 
+    @Test func aPointWithMoreThanThreeValuesIsLongitudeLatitudeAndTheRestIgnored() throws {
+        func read(_ coordinates: String) throws -> PinImport {
+            try PinImport.read(Array("<kml><Placemark><name>p</name><Point><coordinates>\(coordinates)</coordinates></Point></Placemark></kml>".utf8))
+        }
+        #expect(try read("135.5,35.25,0,1700000000").points == [PinImport.Point(name: "p", lat: 35.25, lon: 135.5)])
+        #expect(try read(" -70.1,-33.4,10,2,3,4 ").points == [PinImport.Point(name: "p", lat: -33.4, lon: -70.1)])
+        #expect(try read("1,2,,").points == [PinImport.Point(name: "p", lat: 2, lon: 1)])
+        #expect(try read("1,2,x,y").points == [PinImport.Point(name: "p", lat: 2, lon: 1)])
+        #expect(try read("135.5").refused == [PinImport.Refused(label: "p", reason: "its coordinates are not “longitude,latitude[,altitude]”")])
+        #expect(try read("a,35,0,0").refused == [PinImport.Refused(label: "p", reason: "its longitude “a” is not a number")])
+        #expect(try read("1,NaN,0,0").refused == [PinImport.Refused(label: "p", reason: "its latitude “NaN” is not a number")])
+        #expect(try read("200,1,0,0").refused == [PinImport.Refused(label: "p", reason: "its longitude 200.0 is outside −180…180")])
+        #expect(try read("1,95,0,0").refused == [PinImport.Refused(label: "p", reason: "its latitude 95.0 is outside −90…90")])
+        #expect(try read("1,2,0,0 3,4,0,0").refused == [PinImport.Refused(label: "p", reason: "its point has 2 coordinate tuples, not one")])
+    }
+
     /// Each real file as Python reads it: the points (name, lat, lon) in order.
     func pythonPoints(_ path: String) throws -> [PinImport.Point] {
         let process = Process()

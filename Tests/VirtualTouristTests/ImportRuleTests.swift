@@ -38,7 +38,7 @@ import Testing
         "VirtualTourist/Albums": platform.union(["Postgres", "HTTPClient", "Zlib", "Log"]),
         "VirtualTourist/Photos": platform.union(["Postgres", "HTTPClient", "Log"]),
         "VirtualTourist/Sharing": platform.union(["Postgres"]),
-        "VirtualTourist/Import": platform.union(["Postgres"]),
+        "VirtualTourist/Import": platform.union(["Postgres", "Zlib"]),
         // HTTPServer for its HTTP-date parser (S3's Last-Modified) only.
         "VirtualTourist/PhotoStore": platform.union(["Postgres", "HTTPClient", "HTTPServer", "Log", "CLibCrypto", "CTurboJPEG"]),
         // Tiles answer /tiles themselves (ETags, 304s), so they build responses.

@@ -42,6 +42,7 @@ import Glibc
         #expect(page.body.contains("enctype=\"multipart/form-data\"") && page.body.contains("name=\"_csrf\""))
         #expect(page.body.contains("5 MB") && page.body.contains("2,000 points") && page.body.contains("64 levels"))
         #expect(page.body.contains("DOCTYPE"))
+        #expect(page.body.contains("<strong>KMZ</strong>") && page.body.contains("accept=\".geojson,.json,.gpx,.kml,.kmz,"))
         #expect(page.body.contains("You have 0 of 5000 pins, so up to 2000 can be imported now"))
         // The link is on the empty map page, and later with the exports under the list.
         #expect(try ann.get("/").body.contains("<a href=\"/import\">Import pins</a> from a GeoJSON"))
@@ -159,6 +160,55 @@ import Glibc
         #expect(preview.body.contains("named after the nearest place"))
     }
 
+    /// A KMZ as Google Earth and My Maps write one, made by Python's zipfile: an image, a decoy
+    /// .kml and the doc.kml that is read (one of its points has four values). The preview shows the
+    /// pins and what was left aside; Confirm creates them.
+    @Test func aKMZFileIsReadAsTheKMLInsideAndBecomesPins() throws {
+        let app = try TestApp()
+        let email = "kmz-\(UUID().uuidString.prefix(6))@example.org"
+        let ann = try app.signedUp(email: email)
+        let annID = try userID(app, email)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kmz-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("trip.kmz").path
+        let made = try AlbumZipTests.run(["python3", "-c", """
+            import sys, zipfile
+            kml = '''<?xml version="1.0" encoding="UTF-8"?>
+            <kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Trip</name>
+            <Placemark><name>Kyoto Station</name><Point><coordinates>135.7588,34.9858,0</coordinates></Point></Placemark>
+            <Placemark><name>Fushimi Inari</name><Point><coordinates>135.7727,34.9671,12.5,1700000000</coordinates></Point></Placemark>
+            <Placemark><name>The walk</name><LineString><coordinates>135.7588,34.9858 135.7727,34.9671</coordinates></LineString></Placemark>
+            </Document></kml>'''
+            with zipfile.ZipFile(sys.argv[1], 'w') as z:
+                z.writestr('images/icon.png', bytes(range(256)) * 8, compress_type=zipfile.ZIP_STORED)
+                z.writestr('a.kml', '<kml><Placemark><name>decoy</name><Point><coordinates>1,1</coordinates></Point></Placemark></kml>', compress_type=zipfile.ZIP_DEFLATED)
+                z.writestr('doc.kml', kml, compress_type=zipfile.ZIP_DEFLATED)
+            """, path])
+        #expect(made.status == 0, "\(made.output)")
+        let kmz = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(kmz.starts(with: [0x50, 0x4B, 0x03, 0x04]))
+
+        let uploaded = try Self.upload(ann, kmz, filename: "trip.kmz")
+        #expect(uploaded.status == 303, "\(uploaded)")
+        let location = try #require(uploaded.header("Location"))
+        let preview = try ann.get(location)
+        #expect(preview.status == 200)
+        #expect(preview.body.contains("trip.kmz (KML): 2 pins to add, 1 left out"))
+        #expect(preview.body.contains("Kyoto Station") && preview.body.contains("Fushimi Inari") && !preview.body.contains("decoy"))
+        #expect(preview.body.contains("34.9671, 135.7727"))
+        #expect(preview.body.contains("Read from “doc.kml” in the KMZ file; 2 other files in it (images and the like) left aside."))
+        #expect(preview.body.contains("it is a LineString, not a point"))
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [annID]) == 0, "nothing before Confirm")
+
+        let confirmed = try ann.post(location + "/confirm", form: [("_csrf", try #require(preview.csrfToken))])
+        #expect(confirmed.status == 303 && confirmed.header("Location") == "/")
+        let pins: [String] = try app.pool.query("SELECT place_name || ' ' || lat || ' ' || lon AS pin FROM pins WHERE user_id = $1 ORDER BY id", [annID])
+            .map { try $0.decode("pin") }
+        #expect(pins == ["Kyoto Station 34.9858 135.7588", "Fushimi Inari 34.9671 135.7727"], "\(pins)")
+        #expect(try ann.get("/").body.contains("Imported 2 pins from trip.kmz"))
+    }
+
     @Test func cancelAddsNothingAndANewUploadReplacesTheLast() throws {
         let app = try TestApp()
         let email = "cancel-\(UUID().uuidString.prefix(6))@example.org"
@@ -274,6 +324,13 @@ import Glibc
             + "]>\n<gpx><wpt lat=\"1\" lon=\"2\"><name>&lol9;</name></wpt></gpx>\n"
         let deepXML = String(repeating: "<gpx>", count: 100_000)
         let manyPoints = "{\"type\":\"MultiPoint\",\"coordinates\":[" + Array(repeating: "[1.5,2.5]", count: 100_000).joined(separator: ",") + "]}"
+        typealias Zip = KMZImportTests.TestZip
+        let bomb = Zip.archive([Zip.Entry(name: "doc.kml", data: KMZImportTests.bomb, method: 8, crc: 0, size: UInt32(KMZImportTests.zeros))])
+        let lyingBomb = Zip.archive([Zip.Entry(name: "doc.kml", data: KMZImportTests.bomb, method: 8, crc: 0, size: UInt32(PinImport.Limits.fileBytes))])
+        var locked = Zip.deflated("doc.kml", KMZImportTests.kml)
+        locked.flags = 1
+        let encrypted = Zip.archive([locked])
+        let nested = Zip.archive([Zip.stored("doc.kml", Zip.archive([Zip.deflated("doc.kml", KMZImportTests.kml)]))])
         let cases: [(name: String, bytes: [UInt8], status: Int, says: String)] = [
             ("billion-laughs.gpx", Array(laughs.utf8), 422, "DOCTYPE"),
             ("xxe-file.gpx", Array("<?xml version=\"1.0\"?><!DOCTYPE gpx [<!ENTITY xxe SYSTEM \"file:///etc/passwd\">]><gpx><wpt lat=\"1\" lon=\"2\"><name>&xxe;</name></wpt></gpx>".utf8), 422, "DOCTYPE"),
@@ -286,10 +343,17 @@ import Glibc
             ("nan.geojson", Array("{\"type\":\"Point\",\"coordinates\":[NaN, 1]}".utf8), 422, "not valid JSON"),
             ("truncated.gpx", Array(try Self.fixture("gpxpy-unicode.gpx").prefix(700)), 422, "ends inside"),
             ("truncated.geojson", Array(try Self.fixture("geojsonhint-good-featurecollection.geojson").prefix(300)), 422, "not valid JSON"),
-            ("photo.png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13], 422, "not a GeoJSON, GPX or KML file"),
+            ("photo.png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13], 422, "not a GeoJSON, GPX, KML or KMZ file"),
             ("page.html", Array("<!doctype html><html><body>hi</body></html>".utf8), 422, "DOCTYPE"),
             ("feed.xml", Array("<rss><channel/></rss>".utf8), 422, "neither GPX"),
-            ("places.kmz", [0x50, 0x4B, 0x03, 0x04, 0x14, 0, 0, 0], 422, "unzip it"),
+            ("places.kmz", [0x50, 0x4B, 0x03, 0x04, 0x14, 0, 0, 0], 422, "could not be read: it is damaged"),
+            ("bomb.kmz", bomb, 422, "larger than 5 MB uncompressed"),
+            ("lying-bomb.kmz", lyingBomb, 422, "its header says"),
+            ("encrypted.kmz", encrypted, 422, "is encrypted"),
+            ("nested.kmz", nested, 422, "is not KML"),
+            ("no-kml.kmz", try Self.fixture("libkml-nokml.kmz"), 422, "holds no .kml file"),
+            ("bad-too-large.kmz", try Self.fixture("libkml-bad-too-large.kmz"), 422, "larger than 5 MB uncompressed"),
+            ("overflow.kmz", try Self.fixture("libkml-overflow_bad_offset.kmz"), 422, "is damaged"),
             ("empty.gpx", [], 422, "empty"),
             ("only-bad-points.gpx", Array("<gpx><wpt lat=\"NaN\" lon=\"1\"/><wpt lat=\"91\" lon=\"1\"/><wpt lat=\"1\" lon=\"-181\"/><wpt lat=\"1e400\" lon=\"1\"/><wpt lat=\"1\" lon=\"inf\"/></gpx>".utf8), 422, "None of its points"),
             ("too-large.gpx", Array(repeating: UInt8(ascii: " "), count: PinImport.Limits.fileBytes + 1), 413, "up to 5 MB"),
@@ -300,7 +364,7 @@ import Glibc
             #expect(page.body.contains(hostile.says), "\(hostile.name): \(page.body.firstMatch(of: /id="import-error">\s*<p>([^<]*<[^<]*<[^<]*)/)?.1 ?? "")")
             #expect(page.body.contains("What can be imported"), "\(hostile.name): the page says what is accepted")
             #expect(!page.body.contains("root:x:0"), "\(hostile.name)")
-            #expect(try app.browser().get("/healthz").body == "ok", "\(hostile.name): the server keeps serving")
+            #expect(try app.browser().get("/healthz").body == "ok \(Version.number)", "\(hostile.name): the server keeps serving")
         }
         #expect(tripwire.connections() == 0, "an external entity made the server connect")
         #expect(try app.count("SELECT count(*) FROM pin_imports WHERE user_id = $1", [annID]) == 0)
@@ -339,7 +403,7 @@ import Glibc
             #expect(text.hasPrefix("HTTP/1.1 413"), "\(path) \(length): \(text.prefix(80))")
             if path == "/import" { #expect(text.contains("files of up to 5 MB can be imported"), "\(text.suffix(600))") }
         }
-        #expect(try app.browser().get("/healthz").body == "ok")
+        #expect(try app.browser().get("/healthz").body == "ok \(Version.number)")
         // A million points would need more than 5 MB: refused as too large.
         let million = "{\"type\":\"MultiPoint\",\"coordinates\":[" + Array(repeating: "[0,0]", count: 1_000_000).joined(separator: ",") + "]}"
         let fd = try connectLoopback(port: app.port, receiveTimeout: 30)

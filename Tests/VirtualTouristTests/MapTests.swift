@@ -82,6 +82,42 @@ import TestSupport
         #expect(try browser.get("/pins/-1").status == 404)
     }
 
+    /// A dropped pin and its album's job are one transaction: the pin comes with its queued job,
+    /// a drop whose job cannot be queued leaves no pin behind, and past the photo storage the pin
+    /// stays new with no job, as before.
+    @Test func aPinDropAndItsAlbumAreOneTransaction() throws {
+        let app = try TestApp()
+        let email = "drop-\(UUID().uuidString.prefix(6))@example.org"
+        let browser = try app.signedUp(email: email)
+        let user = try PageTests.userID(app, email: email)
+        let token = try #require(try browser.get("/").csrfToken)
+        func drop() throws -> Browser.Page {
+            try browser.post("/pins", form: [("_csrf", token), ("lat", "35.0116"), ("lon", "135.7681")], headers: [("Accept", "application/json")])
+        }
+        let dropped = try drop()
+        #expect(dropped.status == 201)
+        let id = try #require(try json(dropped)["id"] as? Int)
+        #expect(try json(dropped)["status"] as? String == "new", "the pin as inserted, as before")
+        #expect(try app.count("SELECT count(*) FROM pins WHERE id = $1 AND status = 'downloading' AND generation = 1", [Int64(id)]) == 1)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE pin_id = $1 AND state = 'queued' AND kind = 'collection'", [Int64(id)]) == 1)
+
+        try app.pool.query("""
+            CREATE FUNCTION test_refuse_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'refused by the test'; END $$
+            """)
+        try app.pool.query("CREATE TRIGGER test_refuse_jobs BEFORE INSERT ON album_jobs FOR EACH ROW EXECUTE FUNCTION test_refuse_jobs()")
+        #expect(try drop().status == 500)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [user]) == 1, "no pin without its album")
+        try app.pool.query("DROP TRIGGER test_refuse_jobs ON album_jobs")
+
+        try app.pool.query("UPDATE users SET max_photo_bytes = 0 WHERE id = $1", [user])
+        let full = try drop()
+        #expect(full.status == 201)
+        let kept = try #require(try json(full)["id"] as? Int)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE id = $1 AND status = 'new'", [Int64(kept)]) == 1)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE pin_id = $1", [Int64(kept)]) == 0)
+    }
+
     @Test func pinPageShowsThePin() throws {
         let app = try TestApp()
         let browser = try app.signedUp()

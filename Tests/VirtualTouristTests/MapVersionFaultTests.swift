@@ -56,6 +56,42 @@ import TestSupport
         #expect(now != kept)
     }
 
+    /// A person with no version row gets no kept page, and a DELETE moves on the people whose rows
+    /// it removes, as TRUNCATE does: a page from before their first pin is never served again.
+    @Test func afterDeletingMapVersionsTheOldPageIsNeverServed() throws {
+        let app = try TestApp { $0.serverTiming = true }
+        let email = "ann-\(UUID().uuidString.prefix(6))@example.org"
+        let browser = try app.signedUp(email: email)
+        let user = try PageTests.userID(app, email: email)
+        _ = try browser.get("/")
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
+        let empty = try browser.get("/")
+        #expect(Self.shownPins(empty.body) == 0)
+        #expect(try browser.get("/").roundTrips == 2, "no page is kept without a version row")
+
+        try PageTests.insertPin(app, user: user, name: "Added by SQL")
+        let bumped = try app.count("SELECT version FROM map_versions WHERE user_id = $1", [user])
+        try app.pool.query("DELETE FROM map_versions")
+        let back = try app.count("SELECT version FROM map_versions WHERE user_id = $1", [user])
+        #expect(back > bumped, "a deleted row comes back past the version it had")
+        let page = try browser.get("/")
+        print("DELETE FROM map_versions after the first pin: version \(bumped), back as \(back); the page shows \(Self.shownPins(page.body).map(String.init) ?? "?") pins, the database holds \(try Self.pinCount(app, user: user))")
+        #expect(Self.shownPins(page.body) == 1)
+
+        // A kept page, the rows deleted, then the pins changed by SQL: the next visit shows it.
+        let kept = try browser.get("/")
+        #expect(kept.roundTrips == 1, "kept again under the row put back")
+        try app.pool.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        try app.pool.query("UPDATE pins SET place_name = 'Renamed by SQL' WHERE user_id = $1", [user])
+        let renamed = try browser.get("/")
+        #expect(renamed.body.contains("Renamed by SQL"))
+        #expect(try browser.get("/").roundTrips == 1)
+
+        // A deleted person's row stays deleted.
+        try app.pool.query("DELETE FROM users WHERE id = $1", [user])
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
+    }
+
     @Test func afterRestoringAnOlderDumpTheOldPageIsNeverServed() throws {
         let app = try TestApp { $0.serverTiming = true }
         let (browser, user) = try Self.personWithKeptPage(app, pins: 1)
@@ -110,8 +146,18 @@ import TestSupport
             SELECT $1, $2, 0, n, 'fixture', n::text, 'http://example.org/' || n, 'pending' FROM generate_series(0, 5) n
             """, [pin, user])
         let photoIDs: [Int64] = try app.pool.query("SELECT id FROM photos WHERE pin_id = $1 ORDER BY id", [pin]).map { try $0.decode("id") }
-        // The person has no version row yet: a first bump (so after any TRUNCATE of the old table).
-        try app.pool.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        // The batch is the job's holder's: a worker that holds a running job.
+        let jobID: Int64 = try app.pool.query("""
+            INSERT INTO album_jobs (pin_id, user_id, generation, state, attempts, locked_by, locked_until)
+            VALUES ($1, $2, 0, 'running', 1, 'worker/0', now() + interval '1 hour') RETURNING id
+            """, [pin, user])[0].decode("id")
+        // The person has no version row yet, as before their first pin: a first bump. Triggers off
+        // for the DELETE, which would otherwise put the row back (migration 0119).
+        try app.pool.transaction { db in
+            try db.execute("SET LOCAL session_replication_role = replica")
+            try db.query("DELETE FROM map_versions WHERE user_id = $1", [user])
+        }
+        #expect(try app.count("SELECT count(*) FROM map_versions WHERE user_id = $1", [user]) == 0)
         let token = try #require(try browser.get("/").csrfToken)
 
         let holder = try PostgresConnection(url: app.pool.url)
@@ -131,15 +177,15 @@ import TestSupport
         dropper.start()
         #expect(eventually { waiting("%INSERT INTO pins%") }, "the drop holds the person's row and waits")
 
-        let job = AlbumJob(id: 0, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1)
+        let job = AlbumJob(id: jobID, pinID: pin, userID: user, generation: 0, kind: .collection, attempts: 1, worker: "worker/0")
         let info = ImageInfo(contentType: "image/jpeg", width: 1, height: 1)
         let batch = photoIDs.map { AlbumJobQueue.PhotoResult.stored($0, hash: String(repeating: "ab", count: 32), byteSize: 1, info: info) }
         let batchError = Mutex<String?>("not finished")
         let queue = app.app.workers.store
         let writer = Thread {
             do {
-                try queue.storeResults(batch, job: job)
-                batchError.withLock { $0 = nil }
+                let held = try queue.storeResults(batch, job: job)
+                batchError.withLock { $0 = held ? nil : "the job was not held" }
             } catch {
                 batchError.withLock { $0 = "\(error)" }
             }

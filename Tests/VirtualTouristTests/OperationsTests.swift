@@ -15,7 +15,7 @@ import Glibc
     @Test func healthReadinessAndMetrics() throws {
         let app = try TestApp(workers: true) { $0.metricsToken = "s3cret" }
         let browser = try app.signedUp()
-        #expect(try browser.get("/healthz").body == "ok")
+        #expect(try browser.get("/healthz").body == "ok \(Version.number)")
         let ready = try browser.get("/readyz")
         #expect(ready.status == 200)
         #expect(ready.body == "ready")
@@ -24,6 +24,7 @@ import Glibc
         let metrics = try browser.get("/metrics", headers: [("Authorization", "Bearer s3cret")])
         #expect(metrics.status == 200)
         #expect(metrics.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(metrics.body.contains("vt_build_info{version=\"\(Version.number)\"} 1"))
         for series in ["vt_http_requests_total{status=\"200\"}", "vt_http_requests_total{status=\"404\"}",
                        "vt_http_request_duration_seconds_bucket{le=\"+Inf\"}", "vt_http_open_connections",
                        "vt_db_pool_connections{state=\"in_use\"}", "vt_db_pool_waiting", "vt_album_jobs{state=\"done\"} 1",
@@ -71,6 +72,10 @@ import Glibc
         #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 12)
         #expect(Housekeeping(pool: app.pool, photoDays: 30).purgePhotos() == 0)
         #expect(try app.count("SELECT count(*) FROM photos") == 18)
+        // The largest PHOTO_RETENTION_DAYS the binary takes still reaches SQL as a number of days.
+        try app.pool.query("UPDATE photos SET created_at = now() - make_interval(days => 36501) WHERE position = 12")
+        #expect(Housekeeping(pool: app.pool, photoDays: 36_500).purgePhotos() == 1)
+        #expect(try app.count("SELECT count(*) FROM photos") == 17)
     }
 
     /// Finished jobs leave the queue's table after JOB_RETENTION_DAYS; live and recent ones stay.

@@ -280,7 +280,6 @@ import TestSupport
     @Test func withoutReuseEveryRequestIsANewConnection() throws {
         let app = try TestApp(workers: true) { settings in
             settings.httpClient.reuseConnections = false
-            settings.workers.warmUpConnections = false
         }
         let browser = try app.signedUp()
         let album = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))

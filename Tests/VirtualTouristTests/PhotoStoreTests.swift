@@ -133,7 +133,7 @@ import TestSupport
         let pin = try AlbumTests.dropPin(browser)
         _ = try AlbumTests.settled(browser, pin: pin)
         let store = app.app.albums.photos
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 0)
         let albumBytes = try app.count("SELECT sum(byte_size)::int FROM photos")
         func storeSize() throws -> Int { try store.list().reduce(0) { total, blob in total + (try store.get(blob.hash)?.count ?? 0) } }
         func databaseSize() throws -> Int { try app.count("SELECT pg_total_relation_size('photos')::int") }
@@ -176,7 +176,7 @@ import TestSupport
         let pin = try AlbumTests.dropPin(browser)
         _ = try AlbumTests.settled(browser, pin: pin)
         let store = app.app.albums.photos.base as! FileStore
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 0)
         let orphan = try store.put(Array("not named by any row".utf8))
         // Young: kept however unreferenced.
         #expect(try collector.collect(grace: 3600) == 0)
@@ -196,7 +196,7 @@ import TestSupport
         let browser = try app.signedUp()
         _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
         let store = app.app.albums.photos.base as! FileStore
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 0)
         let id: Int64 = try app.pool.query("SELECT id FROM photos ORDER BY id LIMIT 1")[0].decode("id")
         let blob = Array("downloaded again \(UUID())".utf8)
         let stale = try store.put(blob)
@@ -220,7 +220,7 @@ import TestSupport
         let pin = try AlbumTests.dropPin(browser)
         _ = try AlbumTests.settled(browser, pin: pin)
         let store = app.app.albums.photos.base as! FileStore
-        let collector = PhotoCollector(pool: app.pool, store: store)
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 0)
         let ids: [Int64] = try app.pool.query("SELECT id FROM photos ORDER BY id").map { try $0.decode("id") }
         let blobs = (0..<ids.count).map { i in Array("blob \(i) \(UUID())".utf8) }
         for blob in blobs { _ = try store.put(blob) }
@@ -248,6 +248,51 @@ import TestSupport
             let hash: String = try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos WHERE id = $1", [id])[0].decode("hash")
             #expect(try store.get(hash) == blob, "photo \(id) lost its blob")
         }
+    }
+
+    /// A backup dumps the database, then archives the store. A photo deleted between the two is
+    /// named by the dump, so its blob — written long ago — must outlive the archive: the wait
+    /// counts from when the collector first saw the blob unreferenced, not from its last write.
+    @Test func aBlobThatJustLostItsLastRowOutlivesABackup() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        let store = app.app.albums.photos.base as! FileStore
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 2)
+        try age(store, by: 7200)
+        // The dump ran; then the photos showing one image are deleted, the last rows naming its blob.
+        let hash: String = try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos WHERE hash IS NOT NULL ORDER BY id LIMIT 1")[0].decode("hash")
+        try app.pool.query("DELETE FROM photos WHERE encode(hash, 'hex') = $1", [hash])
+        let stillNamed = try app.count("SELECT count(*) FROM photos WHERE encode(hash, 'hex') = $1 OR encode(thumb_256, 'hex') = $1 OR encode(thumb_512, 'hex') = $1", [hash])
+        try #require(stillNamed == 0)
+        // Hours old on disk, unreferenced for a moment: kept, so the archive after the dump has it.
+        #expect(try collector.collect(grace: 3600) == 0)
+        #expect(try store.get(hash) != nil)
+        // Once unreferenced for the whole wait, removed (with the deleted photo's thumbnails).
+        Thread.sleep(forTimeInterval: 2.1)
+        #expect(try collector.collect(grace: 3600) >= 1)
+        #expect(try store.get(hash) == nil)
+        #expect(try store.list().count == app.namedBlobCount())
+    }
+
+    /// A blob that is named again meanwhile starts its wait afresh when it is unreferenced again.
+    @Test func aBlobNamedAgainWaitsAfresh() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        _ = try AlbumTests.settled(browser, pin: try AlbumTests.dropPin(browser))
+        let store = app.app.albums.photos.base as! FileStore
+        let collector = PhotoCollector(pool: app.pool, store: store, unreferencedGrace: 2)
+        let orphan = try store.put(Array("unreferenced \(UUID())".utf8))
+        try age(store, by: 7200)
+        #expect(try collector.collect(grace: 3600) == 0)
+        let id: Int64 = try app.pool.query("SELECT id FROM photos ORDER BY id LIMIT 1")[0].decode("id")
+        let previous: String = try app.pool.query("SELECT encode(hash, 'hex') AS hash FROM photos WHERE id = $1", [id])[0].decode("hash")
+        try app.pool.query("UPDATE photos SET hash = decode($2, 'hex') WHERE id = $1", [id, orphan])
+        Thread.sleep(forTimeInterval: 2.1)
+        #expect(try collector.collect(grace: 3600) == 0)  // named now; the row's old blob only just lost it
+        try app.pool.query("UPDATE photos SET hash = decode($2, 'hex') WHERE id = $1", [id, previous])
+        #expect(try collector.collect(grace: 3600) == 0)  // unreferenced again, a moment ago
+        #expect(try store.get(orphan) != nil)
     }
 
     /// Sets every blob's last write `seconds` into the past.

@@ -74,6 +74,48 @@ import TestSupport
         #expect(failedSearches >= (fault == .tooManyRequests ? 3 : 6))
     }
 
+    /// The photos' host down while the search answers: 503 with Retry-After, then connections cut
+    /// mid-image, then every image served again. The album waits with its photos pending (its
+    /// banner says when it looks again), no photo fails, and it completes by itself.
+    @Test func theImageHostDownThenBackEveryPhotoArrives() throws {
+        let app = try Self.app()
+        let browser = try app.signedUp()
+        app.fixture.setImageFault(.unavailable(retryAfter: 1))
+        let pin = try AlbumTests.dropPin(browser)
+        var banners: Set<String> = []
+        var failedMeanwhile = 0
+        func watch(for seconds: Double) throws {
+            let until = Date(timeIntervalSinceNow: seconds)
+            while Date() < until {
+                let page = try browser.get("/pins/\(pin)").body
+                if let text = Self.banner(page) { banners.insert(text) }
+                failedMeanwhile = max(failedMeanwhile, try AlbumTests.state(browser, pin: pin).count("failed"))
+                usleep(100_000)
+            }
+        }
+        try watch(for: 3)
+        app.fixture.setImageFault(.truncated)
+        try watch(for: 3)
+        let during = try AlbumTests.state(browser, pin: pin)
+        let refused = app.fixture.imageCount
+        app.fixture.setImageFault(.none)
+        let recovered = Date()
+        let album = try AlbumTests.settled(browser, pin: pin, timeout: 60)
+        let attempts = try app.count("SELECT max(attempts) FROM album_jobs")
+        print("""
+            image host down 6 s (503 Retry-After 1, then cut connections): \(refused) image requests refused, album meanwhile \(during.status) \
+            with \(during.count("ready")) ready, \(failedMeanwhile) failed; after it: \(album.status), \(album.count("ready")) ready, \
+            \(album.count("failed")) failed, complete \(String(format: "%.1f", Date().timeIntervalSince(recovered))) s after the host came back; \
+            attempts used \(attempts); banners \(banners.sorted())
+            """)
+        #expect(during.status == "downloading")
+        #expect(failedMeanwhile == 0)
+        #expect(album.status == "ready")
+        #expect(album.count("ready") == 30)
+        #expect(attempts == 1, "waits for the host use no attempt")
+        #expect(banners.contains { $0.hasSuffix(" UTC.") }, "\(banners)")
+    }
+
     @Test func flickr201ForFiveMinutesThenEveryAlbumCompletes() throws {
         try Self.ridesOut(.apiUnavailable, expectBanner: "Flickr is unavailable; trying again at ")
     }

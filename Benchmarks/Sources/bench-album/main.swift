@@ -43,7 +43,6 @@ for (label, reuse) in [("old", false), ("new", true)] {
         settings.flickrAPIURL = fixture.apiURL
         settings.workers.workers = 1
         settings.httpClient.reuseConnections = reuse
-        settings.workers.warmUpConnections = reuse
         let app = App(pool: pool, settings: settings)
         try app.startBackgroundWork()
         let user = try app.accounts.createUser(email: "bench-\(UUID().uuidString.prefix(8))@example.org", displayName: "Bench",

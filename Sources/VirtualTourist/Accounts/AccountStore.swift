@@ -286,7 +286,7 @@ public struct AccountStore: Sendable {
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
                        s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
-                       r.center_lat, r.center_lon, r.zoom, coalesce(v.version, 0) AS map_version
+                       r.center_lat, r.center_lon, r.zoom, v.version AS map_version
                 FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN map_regions r ON r.user_id = s.user_id
                 LEFT JOIN map_versions v ON v.user_id = s.user_id
                 WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))),

@@ -6,7 +6,7 @@ import Foundation
 /// pgcrypto's `crypt('new password', gen_salt('bf'))` and that sign-in works.
 public enum Password {
     public static let minimumLength = 10
-    /// libxcrypt refuses passphrases of 512 bytes or more (the hash then fails, which was a 500);
+    /// libxcrypt refuses passphrases of 512 bytes or more (the hash then fails);
     /// 256 bytes is far above any passphrase a person types and well inside that limit.
     public static let maximumLength = 256
 

@@ -30,5 +30,6 @@ public struct Session: Sendable {
     public var mapRegion: MapRegion? = nil
     /// The person's map version (migration 0097): it changes whenever anything the map page shows
     /// does, so a page rendered at the same version, region and session is still right (MapPageCache).
-    public var mapVersion: Int64 = 0
+    /// Nil while they have no version row (no pin yet): no kept page matches it.
+    public var mapVersion: Int64? = nil
 }

@@ -1,3 +1,5 @@
+import Postgres
+
 /// "This person's album on this pin changed": the payload of NOTIFY album_events, written and read
 /// only here. The text is "userID:pinID" — ids, never content, so a payload carries nothing a
 /// listener on another instance should not see.
@@ -18,4 +20,20 @@ public struct AlbumChange: Hashable, Sendable {
     }
 
     public var payload: String { "\(userID):\(pinID)" }
+
+    /// The channel album pages listen on (LISTEN album_events).
+    static let channel = "album_events"
+
+    /// The channel workers listen on (LISTEN album_jobs): a job was queued.
+    static let jobsChannel = "album_jobs"
+
+    /// Announces the change when the transaction commits (identical ones are delivered once).
+    func announce(_ db: PostgresConnection) throws {
+        try db.query("SELECT pg_notify($1, $2)", [Self.channel, payload])
+    }
+
+    /// Announces it at once (outside a transaction).
+    func announce(_ pool: PostgresPool) throws {
+        try pool.query("SELECT pg_notify($1, $2)", [Self.channel, payload])
+    }
 }

@@ -9,6 +9,19 @@ public struct AlbumJob: Sendable {
     public let generation: Int
     public let kind: JobKind
     public let attempts: Int
+    /// The worker holding it: every update of the job names it, so a worker whose lease was taken
+    /// over changes nothing.
+    public var worker = ""
+}
+
+/// The job is no longer held by this worker (taken over after its lease lapsed, or cancelled):
+/// nothing was written.
+struct LeaseLost: Error {}
+
+/// `holds(jobParameter, workerParameter)`: SQL true while the worker named holds the running job. FOR
+/// SHARE, so a claim waits for the statement, and a statement after a claim sees the new holder.
+func holds(_ job: String, _ worker: String) -> String {
+    "EXISTS (SELECT 1 FROM album_jobs hj WHERE hj.id = \(job) AND hj.locked_by = \(worker) AND hj.state = \(JobState.running.sql) FOR SHARE)"
 }
 
 /// The album job queue in SQL, the workers' side of albums (docs/architecture.md, Albums): claims
@@ -27,34 +40,60 @@ public struct AlbumJobQueue: Sendable {
 
     /// Claims the next due job, or one whose worker's lease ran out (the worker died). People take
     /// turns: the job of the person served least recently comes first (then the oldest), and the
-    /// claim records the turn in the same statement.
-    public func claimJob(worker: String, leaseSeconds: Int) throws -> AlbumJob? {
+    /// claim records the turn in the same statement. A job whose lease has lapsed `parkAfterLapses`
+    /// times (its worker keeps dying with it in hand) is parked instead: failed with Retry on the
+    /// album, its reason in admin_jobs, so one album cannot take the workers down forever.
+    public func claimJob(worker: String, leaseSeconds: Int, parkAfterLapses: Int = 3) throws -> AlbumJob? {
         try pool.query("""
-            WITH next AS (
+            WITH parked AS (
+                UPDATE album_jobs SET state = \(JobState.failed.sql), finished_at = now(), locked_by = NULL, locked_until = NULL,
+                       last_error = 'parked: its worker stopped ' || lapses || ' times while downloading it'
+                WHERE state = \(JobState.running.sql) AND locked_until < now() AND lapses >= $3
+                RETURNING pin_id, user_id, generation),
+            parked_pins AS (
+                UPDATE pins p SET status = \(PinStatus.failed.sql), error = $4, retryable = true, waiting = NULL, updated_at = now()
+                FROM parked WHERE p.id = parked.pin_id AND p.user_id = parked.user_id AND p.generation = parked.generation
+                  AND p.status = \(PinStatus.downloading.sql)
+                RETURNING p.id, p.user_id),
+            next AS (
                 SELECT j.id, j.user_id FROM album_jobs j LEFT JOIN queue_turns t ON t.user_id = j.user_id
                 WHERE (j.state = \(JobState.queued.sql) AND j.run_after <= now())
-                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now())
+                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now() AND j.lapses < $3)
                 ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
                 LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
             turn AS (
                 INSERT INTO queue_turns (user_id, served_at) SELECT user_id, clock_timestamp() FROM next
                 ON CONFLICT (user_id) DO UPDATE SET served_at = EXCLUDED.served_at)
             UPDATE album_jobs SET state = \(JobState.running.sql), attempts = attempts + 1, locked_by = $1,
+                   lapses = lapses + CASE WHEN state = \(JobState.running.sql) THEN 1 ELSE 0 END,
                    locked_until = now() + make_interval(secs => $2::int)
             WHERE id = (SELECT id FROM next)
+              AND (SELECT count(pg_notify($5, user_id || ':' || id)) FROM parked_pins) >= 0
             RETURNING id, pin_id, user_id, generation, kind, attempts
-            """, [worker, leaseSeconds]).first.map {
+            """, [worker, leaseSeconds, parkAfterLapses, Self.parkedPhrase, AlbumChange.channel]).first.map {
             AlbumJob(id: try $0.decode("id"), pinID: try $0.decode("pin_id"), userID: try $0.decode("user_id"),
-                     generation: try $0.decode("generation"), kind: try $0.decode("kind"), attempts: try $0.decode("attempts"))
+                     generation: try $0.decode("generation"), kind: try $0.decode("kind"), attempts: try $0.decode("attempts"),
+                     worker: worker)
         }
     }
 
+    static let parkedPhrase = "The photos could not be downloaded: the download kept stopping. Try again, or ask the administrator."
+
+    /// Gives the job back (the worker is stopping): queued again at once, the attempt not counted.
+    func release(_ job: AlbumJob) throws {
+        try pool.query("""
+            UPDATE album_jobs SET state = \(JobState.queued.sql), run_after = now(), attempts = greatest(attempts - 1, 0),
+                   locked_by = NULL, locked_until = NULL
+            WHERE id = $1 AND locked_by = $2 AND state = \(JobState.running.sql)
+            """, [job.id, job.worker])
+    }
+
     /// Keeps a long job's lease; false when the job is no longer ours (cancelled or taken over).
-    public func renewLease(_ job: AlbumJob, worker: String, leaseSeconds: Int) throws -> Bool {
+    public func renewLease(_ job: AlbumJob, leaseSeconds: Int) throws -> Bool {
         try pool.query("""
             UPDATE album_jobs SET locked_until = now() + make_interval(secs => $3::int)
             WHERE id = $1 AND state = \(JobState.running.sql) AND locked_by = $2
-            """, [job.id, worker, leaseSeconds]).affectedRows == 1
+            """, [job.id, job.worker, leaseSeconds]).affectedRows == 1
     }
 
     struct SearchState {
@@ -87,8 +126,9 @@ public struct AlbumJobQueue: Sendable {
                 UPDATE pins SET page = $4, total_pages = $5, total_photos = $6,
                        shown_pages = CASE WHEN $4::int = ANY(shown_pages) THEN shown_pages ELSE array_append(shown_pages, $4::int) END,
                        status = CASE WHEN $7 THEN \(PinStatus.empty.sql) ELSE status END, updated_at = now()
-                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
-                """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty]).affectedRows
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql) AND \(holds("$8", "$9"))
+                """, [job.pinID, job.userID, job.generation, result.page, result.pages, result.total, result.photos.isEmpty,
+                      job.id, job.worker]).affectedRows
             guard updated == 1 else { return nil }
             // All placeholders and their announcement in one statement: one round trip, not one per photo.
             return try AlbumStore.insertPlaceholders(db, pinID: job.pinID, userID: job.userID, generation: job.generation,
@@ -107,7 +147,7 @@ public struct AlbumJobQueue: Sendable {
     /// What became of one placeholder's download: an image already in the photo store, or a
     /// failure with its reason.
     struct PhotoResult: Sendable, Encodable {
-        let id: Int64
+        var id: Int64
         var hash: String? = nil
         var byteSize: Int? = nil
         var contentType: String? = nil
@@ -130,24 +170,28 @@ public struct AlbumJobQueue: Sendable {
     /// left alone (their blobs are then the collector's).
     ///
     /// A deadlock or serialization failure is tried again (PostgreSQL's own advice: the statement
-    /// is whole and can simply run again); any other error, or the third of those, is the caller's,
-    /// which puts the batch back in its queue.
-    func storeResults(_ results: [PhotoResult], job: AlbumJob) throws {
-        guard !results.isEmpty else { return }
+    /// is whole and can simply run again); any other error, or the third of those, is the caller's:
+    /// the album stops with those photos pending.
+    @discardableResult
+    func storeResults(_ results: [PhotoResult], job: AlbumJob) throws -> Bool {
+        guard !results.isEmpty else { return true }
         let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
-        for attempt in 1... {
+        var attempt = 1
+        while true {
             do {
                 return try storeResults(rows: rows, job: job)
             } catch let error as PostgresError where attempt < 3
                         && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
                 usleep(UInt32(20_000 * attempt))
+                attempt += 1
             }
         }
     }
 
-    private func storeResults(rows: String, job: AlbumJob) throws {
+    private func storeResults(rows: String, job: AlbumJob) throws -> Bool {
         try pool.query("""
-            WITH r AS (
+            WITH held AS (SELECT \(holds("$7", "$8")) AS held),
+            r AS (
                 SELECT * FROM jsonb_to_recordset($4::jsonb)
                     AS r(id bigint, "hash" text, "byteSize" int, "contentType" text, width int, height int, error text,
                           "thumb256" text, "thumb512" text)),
@@ -159,11 +203,14 @@ public struct AlbumJobQueue: Sendable {
                        -- Only a download reads the image URL (0095): a ready row lets it go.
                        remote_url = CASE WHEN r.hash IS NULL THEN ph.remote_url END
                 FROM r, pins p
-                WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3
+                WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3 AND ph.status = \(PhotoStatus.pending.sql)
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3
+                  AND (SELECT held FROM held)
                 RETURNING ph.id)
-            SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored
-            """, [job.pinID, job.userID, job.generation, rows, AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+            SELECT (SELECT held FROM held) AS held,
+                   (SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored) AS notified
+            """, [job.pinID, job.userID, job.generation, rows, AlbumChange.channel,
+                  AlbumChange(userID: job.userID, pinID: job.pinID).payload, job.id, job.worker])[0].decode("held")
     }
 
     /// One image already in the photo store (storeResults with a batch of one).
@@ -171,36 +218,50 @@ public struct AlbumJobQueue: Sendable {
         try storeResults([.stored(photoID, hash: hash, byteSize: byteSize, info: info)], job: job)
     }
 
-    func failPhoto(photoID: Int64, job: AlbumJob, reason: String) throws {
-        try storeResults([.failed(photoID, reason: reason)], job: job)
-    }
-
     /// Takes a placeholder out of the album (its image was refused: outside the provider's image
     /// hosts or on an internal address), so it is never shown as a broken tile.
     func dropPhoto(photoID: Int64, job: AlbumJob) throws {
-        try pool.query("DELETE FROM photos WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'pending'",
-                       [photoID, job.userID, job.generation])
-        try pool.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+        try pool.query("""
+            WITH dropped AS (
+                DELETE FROM photos WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql)
+                  AND \(holds("$6", "$7")) RETURNING id)
+            SELECT pg_notify($4, $5) FROM dropped
+            """, [photoID, job.userID, job.generation, AlbumChange.channel, AlbumChange(userID: job.userID, pinID: job.pinID).payload,
+                  job.id, job.worker])
     }
 
-    /// The album is complete (or empty): the pin is ready, the job done.
+    /// The album is complete (or empty): the pin is ready, the job done — only by the job's holder,
+    /// and only with no photo left pending (LeaseLost, or AlbumIncomplete, and nothing changes).
     func finish(_ job: AlbumJob) throws {
         try pool.transaction { db in
+            let done = try db.query("""
+                UPDATE album_jobs SET state = \(JobState.done.sql), finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
+                WHERE id = $1 AND locked_by = $2 AND state = \(JobState.running.sql)
+                """, [job.id, job.worker]).affectedRows
+            guard done == 1 else { throw LeaseLost() }
+            let pending: Int = try db.query("""
+                SELECT count(*) AS n FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql)
+                """, [job.pinID, job.userID, job.generation])[0].decode("n")
+            guard pending == 0 else { throw AlbumIncomplete(pending: pending) }
             try db.query("""
                 UPDATE pins SET status = \(PinStatus.ready.sql), updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation])
-            try db.query("""
-                UPDATE album_jobs SET state = \(JobState.done.sql), finished_at = now(), locked_by = NULL, locked_until = NULL, last_error = NULL
-                WHERE id = $1
-                """, [job.id])
-            try db.query("SELECT pg_notify($1, $2)", [AlbumStore.eventsChannel, AlbumChange(userID: job.userID, pinID: job.pinID).payload])
+            try AlbumChange(userID: job.userID, pinID: job.pinID).announce(db)
         }
     }
 
+    /// Photos still pending where the album was to finish: it is tried again, never shown complete.
+    struct AlbumIncomplete: Error, CustomStringConvertible {
+        let pending: Int
+        var description: String { "\(pending) photos still pending at the end of the download" }
+    }
+
     func cancel(_ job: AlbumJob) throws {
-        try pool.query("UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now(), locked_by = NULL WHERE id = $1 AND state = \(JobState.running.sql)",
-                       [job.id])
+        try pool.query("""
+            UPDATE album_jobs SET state = \(JobState.cancelled.sql), finished_at = now(), locked_by = NULL, locked_until = NULL
+            WHERE id = $1 AND locked_by = $2 AND state = \(JobState.running.sql)
+            """, [job.id, job.worker])
     }
 
     /// Tries again later, with the reason kept for the admin views.
@@ -208,7 +269,77 @@ public struct AlbumJobQueue: Sendable {
         try pool.query("""
             UPDATE album_jobs SET state = \(JobState.queued.sql), run_after = now() + make_interval(secs => $3::int), last_error = $2,
                    locked_by = NULL, locked_until = NULL
-            WHERE id = $1 AND state = \(JobState.running.sql)
-            """, [job.id, reason, delay])
+            WHERE id = $1 AND locked_by = $4 AND state = \(JobState.running.sql)
+            """, [job.id, reason, delay, job.worker])
+    }
+}
+
+// MARK: Waits and failures: the job waits or fails, and the pin carries the fixed phrase people
+// read (docs/providers.md); the provider's own words stay in album_jobs.last_error and the log.
+extension AlbumJobQueue {
+    /// Queues the job again in `seconds`; a wait the provider named, or an outage waited out,
+    /// does not use up an attempt. The resume goes after the jobs already due around then, at
+    /// `resumesPerSecond`: after an outage the waiting albums come back a few a second rather
+    /// than all in the same second.
+    func wait(_ job: AlbumJob, seconds: Double, phrase: String, detail: String, countsAttempt: Bool, resumesPerSecond: Double = 5) throws {
+        try pool.transaction { db in
+            let waiting = try db.query("""
+                UPDATE album_jobs SET state = 'queued', last_error = $3,
+                       run_after = now() + make_interval(secs => $2::float8 + (random() + (
+                           SELECT count(*) FROM album_jobs w WHERE w.state = 'queued'
+                             AND w.run_after >= now() + make_interval(secs => $2::float8 - 0.5)
+                             AND w.run_after < now() + make_interval(secs => $2::float8 + 60))) / $6::float8),
+                       attempts = attempts - CASE WHEN $4 THEN 0 ELSE 1 END, locked_by = NULL, locked_until = NULL
+                WHERE id = $1 AND locked_by = $5 AND state = 'running'
+                """, [job.id, seconds, detail, countsAttempt, job.worker, max(resumesPerSecond, 0.001)]).affectedRows
+            guard waiting == 1 else { throw LeaseLost() }
+            try db.query("""
+                UPDATE pins SET waiting = $4, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                """, [job.pinID, job.userID, job.generation, phrase])
+            try AlbumChange(userID: job.userID, pinID: job.pinID).announce(db)
+        }
+    }
+
+    /// How long this job's provider (or image host) calls have been failing or told to wait, in
+    /// seconds; the first failure in a row starts the count (0).
+    func waitedForProvider(_ job: AlbumJob) throws -> Double {
+        guard let row = try pool.query("""
+            UPDATE album_jobs SET waiting_since = coalesce(waiting_since, now()) WHERE id = $1 AND locked_by = $2
+            RETURNING extract(epoch FROM now() - waiting_since)::float8 AS waited
+            """, [job.id, job.worker]).first else { throw LeaseLost() }
+        return try row.decode("waited")
+    }
+
+    /// The search or an image went through: the album no longer waits, and a later outage counts afresh.
+    func clearWaiting(_ job: AlbumJob) throws {
+        try pool.query("""
+            WITH job AS (UPDATE album_jobs SET waiting_since = NULL WHERE id = $3 AND locked_by = $4 AND waiting_since IS NOT NULL)
+            UPDATE pins SET waiting = NULL WHERE id = $1 AND user_id = $2 AND waiting IS NOT NULL AND \(holds("$3", "$4"))
+            """, [job.pinID, job.userID, job.id, job.worker])
+    }
+
+    /// The photos still pending fail with `reason` (the image host never came back).
+    func failPending(_ job: AlbumJob, reason: String) throws {
+        try pool.query("""
+            UPDATE photos SET status = \(PhotoStatus.failed.sql), error = $4
+            WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql) AND \(holds("$5", "$6"))
+            """, [job.pinID, job.userID, job.generation, reason, job.id, job.worker])
+    }
+
+    /// Gives up with a fixed phrase; `retryable` false hides the Retry button (only the administrator can help).
+    func fail(_ job: AlbumJob, phrase: String, detail: String, retryable: Bool) throws {
+        try pool.transaction { db in
+            let failed = try db.query("""
+                UPDATE album_jobs SET state = 'failed', finished_at = now(), last_error = $2, locked_by = NULL, locked_until = NULL
+                WHERE id = $1 AND locked_by = $3 AND state = 'running'
+                """, [job.id, detail, job.worker]).affectedRows
+            guard failed == 1 else { throw LeaseLost() }
+            try db.query("""
+                UPDATE pins SET status = 'failed', error = $4, retryable = $5, waiting = NULL, updated_at = now()
+                WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = 'downloading'
+                """, [job.pinID, job.userID, job.generation, phrase, retryable])
+            try AlbumChange(userID: job.userID, pinID: job.pinID).announce(db)
+        }
     }
 }

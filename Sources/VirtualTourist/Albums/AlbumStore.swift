@@ -55,8 +55,6 @@ public struct AlbumStore: Sendable {
         self.photos = photos
     }
 
-    static let jobsChannel = "album_jobs"
-    static let eventsChannel = "album_events"
 
     // MARK: Reading
 
@@ -276,7 +274,7 @@ public struct AlbumStore: Sendable {
                 return .quotaReached(reached)
             }
             try Self.startCollections(db, pinIDs: [pinID], userID: userID)
-            try db.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
+            try AlbumChange(userID: userID, pinID: pinID).announce(db)
             return .started
         }
     }
@@ -306,7 +304,7 @@ public struct AlbumStore: Sendable {
                 SELECT id, $2, generation, \(JobKind.collection.sql) FROM started WHERE (SELECT count(*) FROM cancelled) >= 0
             )
             SELECT id, pg_notify($3, '') FROM started
-            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", userID, jobsChannel])
+            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", userID, AlbumChange.jobsChannel])
         return try rows.map { try $0.decode("id") }
     }
 
@@ -360,7 +358,7 @@ public struct AlbumStore: Sendable {
             """, [pinID, userID])
         try db.query("INSERT INTO album_jobs (pin_id, user_id, generation, kind) VALUES ($1, $2, $3, $4)",
                      [pinID, userID, generation, kind])
-        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [jobsChannel, eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
+        try db.query("SELECT pg_notify($1, ''), pg_notify($2, $3)", [AlbumChange.jobsChannel, AlbumChange.channel, AlbumChange(userID: userID, pinID: pinID).payload])
     }
 
     /// The one photo INSERT: placeholders (status pending, the image still to download) for `photos`,
@@ -397,7 +395,7 @@ public struct AlbumStore: Sendable {
                 RETURNING id, position)
             SELECT (SELECT coalesce(string_agg(position || ' ' || id, ','), '') FROM placed) AS placed,
                    CASE WHEN $7::text IS NOT NULL THEN pg_notify($6, $7) END AS announced
-            """, [pinID, userID, generation, firstPosition, rows, eventsChannel, announce?.payload])[0]
+            """, [pinID, userID, generation, firstPosition, rows, AlbumChange.channel, announce?.payload])[0]
         var placed: [Int: Int64] = [:]
         for pair in try row.decode("placed", as: String.self).split(separator: ",") {
             let parts = pair.split(separator: " ")
@@ -409,7 +407,7 @@ public struct AlbumStore: Sendable {
     /// The search result as a JSON array for insertPlaceholders. NUL characters are dropped: jsonb
     /// refuses \u0000, and text parameters never carried them anyway. The provider's thumbnail
     /// URL is left out: the picker reads it from the search answer, never from a stored photo, and
-    /// it was a tenth of each row (migration 0081).
+    /// it would be a tenth of each row.
     static func placeholderRows(_ photos: [RemotePhoto]) throws -> String {
         func clean(_ text: String?) -> String? { text.map { $0.replacingOccurrences(of: "\u{0}", with: "") } }
         let rows: [[String: String?]] = photos.map { photo in
@@ -430,7 +428,7 @@ public struct AlbumStore: Sendable {
     }
 
     func notifyEvent(userID: Int64, pinID: Int64) throws {
-        try pool.query("SELECT pg_notify($1, $2)", [Self.eventsChannel, AlbumChange(userID: userID, pinID: pinID).payload])
+        try AlbumChange(userID: userID, pinID: pinID).announce(pool)
     }
 
     private static func photo(_ row: PostgresRow) throws -> AlbumPhoto {

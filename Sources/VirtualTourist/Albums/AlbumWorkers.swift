@@ -18,15 +18,18 @@ public final class AlbumWorkers: @unchecked Sendable {
         /// Download slots shared by every album of this instance (threads, curl handles, and so
         /// the most connections open at once). DOWNLOAD_SLOTS.
         public var downloadSlots = 32
-        /// Open connections to the image host while the search runs, so a cold album pays the
-        /// handshakes in parallel with the search instead of after it. Off reproduces the old client
-        /// for script/bench album.
-        public var warmUpConnections = true
         public var maxAttempts = 5
+        /// How long a job is held without a renewal before another worker may take it over; the
+        /// holder renews it every third of this, whatever its progress. ALBUM_LEASE_SECONDS.
         public var leaseSeconds = 60
+        /// A job whose lease lapsed this many times (its worker died holding it each time) is
+        /// parked: failed with Retry, named in admin_jobs, no longer claimed.
+        public var parkAfterLapses = 3
+        /// After an outage, the waiting albums resume about this many a second, spread at random.
+        public var resumesPerSecond: Double = 5
         /// How often idle workers look for due jobs without being woken.
         public var sweepSeconds: Double = 5
-        /// Retries of one image before it is marked failed.
+        /// Tries of one image, a moment apart, before its host counts as down (the album waits).
         public var imageAttempts = 3
         public var retryBaseSeconds = 2
         /// A provider that is down (or asks us to wait) is waited out this long, counted from the
@@ -43,18 +46,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         public var storeBackoffMax: Double = 60
         /// Results are written in batches (one statement, one NOTIFY each): when this many are
         /// waiting, or the oldest waited this long, so the live page still fills in as they land.
-        /// Six: a batch's new row versions must fit in the room fillfactor 80 keeps on a heap
-        /// page (1.6 KB, four ready rows; an album's rows span two pages) for its updates to be
-        /// HOT. With 10, and batches of one album written side by side, half the updates moved
-        /// their row to another page and the heap took twice the live rows' bytes; 4 kept more
-        /// updates HOT but cost more PostgreSQL CPU per album than it saved (script/bench albums,
-        /// docs/architecture.md).
+        /// Six, so a batch's new row versions fit in the room fillfactor 80 keeps on a heap page
+        /// and its updates stay HOT (docs/performance.md, "Albums").
         public var resultBatch = 6
         public var resultBatchSeconds = 0.25
-        /// The album's first photo is written alone as soon as it lands, before any batch fills: the
-        /// first thumbnail on the page waits for one download, not six (script/bench pindrop). One
-        /// statement and NOTIFY more per album.
-        public var firstResultAtOnce = true
         public init() {}
     }
 
@@ -67,15 +62,22 @@ public final class AlbumWorkers: @unchecked Sendable {
     /// One lock for one invariant: whether workers run, the wake-ups they sleep on (a worker sleeps
     /// only if none arrived since it last looked), and how many jobs are in hand.
     private let wake = NSCondition()
-    private var shared = (running: false, wakeups: 0, active: 0)  // guarded by `wake`
+    private var shared = Shared()  // guarded by `wake`
+    private struct Shared {
+        var running = false
+        var wakeups = 0
+        var active = 0
+        /// The albums in hand, to tell when the workers stop.
+        var inboxes: [Int64: Inbox] = [:]
+    }
     private var threads: [Thread] = []
     let downloads: DownloadPool
     /// Thumbnails already made, by original: a photo seen again is not decoded again.
     let thumbnails = ThumbnailCache()
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
-    private let outage = Mutex<Date?>(nil)
+    let outage = Mutex<Date?>(nil)
     /// The same for the photo store, and when its last outage ended.
-    private let storeOutage = Mutex<(since: Date?, endedAt: Date?)>((nil, nil))
+    let storeOutage = Mutex<(since: Date?, endedAt: Date?)>((nil, nil))
 
     let metrics: Metrics?
 
@@ -90,7 +92,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         name = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))"
     }
 
-    private func withShared<T>(_ body: (inout (running: Bool, wakeups: Int, active: Int)) -> T) -> T {
+    private func withShared<T>(_ body: (inout Shared) -> T) -> T {
         wake.lock()
         defer { wake.unlock() }
         return body(&shared)
@@ -106,11 +108,15 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    /// Stops claiming; a job in hand finishes its current image and is left for the lease to hand on.
-    public func stop() {
+    /// Stops claiming; the jobs in hand are given back (queued again for any worker, the attempt
+    /// not counted), waiting up to `seconds` for that, so a restart is not taken for a crash.
+    public func stop(waiting seconds: Double = 2) {
         wake.lock()
         shared.running = false
+        for inbox in shared.inboxes.values { inbox.post(.stopping) }
         wake.broadcast()
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while shared.active > 0 && wake.wait(until: deadline) {}
         wake.unlock()
         downloads.stop()
     }
@@ -126,7 +132,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     /// Jobs being worked on right now (metrics, tests).
     public var activeJobs: Int { withShared { $0.active } }
 
-    private var running: Bool { withShared { $0.running } }
+    var running: Bool { withShared { $0.running } }
 
     private func run(_ index: Int) {
         let worker = "\(name)/\(index)"
@@ -134,7 +140,7 @@ public final class AlbumWorkers: @unchecked Sendable {
             let seen = withShared { $0.wakeups }
             var job: AlbumJob?
             do {
-                job = try store.claimJob(worker: worker, leaseSeconds: settings.leaseSeconds)
+                job = try store.claimJob(worker: worker, leaseSeconds: settings.leaseSeconds, parkAfterLapses: settings.parkAfterLapses)
                 databaseAnswered()
             } catch let error as PostgresError where error.meansDatabaseUnavailable {
                 // Back off quietly (one line per outage) and look again soon: work resumes within
@@ -147,8 +153,11 @@ public final class AlbumWorkers: @unchecked Sendable {
             }
             if let job {
                 withShared { $0.active += 1 }
-                process(job, worker: worker)
-                withShared { $0.active -= 1 }
+                process(job)
+                wake.lock()
+                shared.active -= 1
+                wake.broadcast()
+                wake.unlock()
                 continue
             }
             wake.lock()
@@ -159,11 +168,12 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    func process(_ job: AlbumJob, worker: String) {
+    func process(_ job: AlbumJob) {
         stage(job, "claimed")
+        let claimed = ContinuousClock.now
         // While the search runs, open connections to the image host, so a cold album pays its
         // handshakes alongside the search rather than after it (skipped when they are warm).
-        if settings.warmUpConnections, job.kind == .collection, let origin = provider.warmUpOrigin, !client.isWarm(origin) {
+        if client.options.reuseConnections, job.kind == .collection, let origin = provider.warmUpOrigin, !client.isWarm(origin) {
             let count = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max, provider.photosPerPage,
                             downloads.slots, client.options.perHostConcurrency - 1)
             for _ in 0..<max(0, count) { downloads.submit { [client] in client.preconnect(origin) } }
@@ -175,39 +185,73 @@ public final class AlbumWorkers: @unchecked Sendable {
             }
             // A job taken over after a crash finds its placeholders already written: it only
             // downloads what is still pending, so nothing is duplicated. So does one that waited
-            // for the photo store; its banner goes once a photo is stored again.
-            let resumed = job.kind == .collection && search.placeholders > 0
+            // for the photo store or the image host; its banner goes once a photo is stored again.
+            let album: AlbumDownload, urls: [String]
             if job.kind == .collection && search.placeholders == 0 {
-                let page = Self.choosePage(totalPages: search.totalPages, shown: search.shownPages)
-                let result = try provider.search(lat: search.lat, lon: search.lon, page: page)
-                    .keepingImages(from: provider.imageHosts, provider: provider.name)
-                stage(job, "searched")
-                // The images start downloading now, while their placeholders are written
-                // (PhotoRows): a download that lands first waits for its row.
-                let rows = PhotoRows()
-                try download(job, worker: worker, urls: result.photos.map(\.imageURL), rows: rows) {
-                    try store.clearWaiting(job)
-                    let placed = try store.storeSearchResult(job, result)
-                    rows.write(placed)
-                    if placed != nil { stage(job, "placeholders written") }
-                }
-                guard rows.written else { try store.cancel(job); return }  // superseded meanwhile
+                album = AlbumDownload(searching: downloadSettings, now: claimed)
+                urls = []
             } else {
                 let pending = try store.pendingPhotos(job)
-                try download(job, worker: worker, urls: pending.map(\.url), rows: PhotoRows(known: pending.map(\.id)),
-                             clearsWaiting: resumed)
+                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings,
+                                      clearsWaiting: job.kind == .collection, now: claimed)
+                urls = pending.map(\.url)
             }
-            try store.finish(job)
-            logger.info("album of pin \(job.pinID) complete")
-        } catch let error as PhotoProviderError {
-            providerTrouble(job, error)
+            let (end, trouble) = drive(job, album, search: search, urls: urls)
+            try conclude(job, end, trouble)
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
-            resumeAfterOutage(job, worker: worker, error: error)
-        } catch let down as StoreDown {
-            waitForStore(job, down)
+            resumeAfterOutage(job, error: error)
+        } catch is LeaseLost {
+            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
         } catch {
             giveUpOrRetry(job, reason: "\(error)", transient: true)
         }
+    }
+
+    var downloadSettings: AlbumDownload.Settings {
+        let lease = Duration.seconds(settings.leaseSeconds)
+        return AlbumDownload.Settings(width: min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max),
+                                      batchSize: settings.resultBatch, batchAge: .seconds(settings.resultBatchSeconds),
+                                      renewEvery: lease / 3, lease: lease)
+    }
+
+    /// What the album's end does to the job.
+    private func conclude(_ job: AlbumJob, _ end: AlbumDownload.End, _ trouble: Trouble) throws {
+        switch end {
+        case .finished:
+            try store.finish(job)
+            logger.info("album of pin \(job.pinID) complete")
+        case .superseded:
+            try store.cancel(job)
+        case .leaseLost:
+            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
+        case .released:
+            try store.release(job)
+        case .databaseDown:
+            resumeAfterOutage(job, error: trouble.database ?? .connection("the database is unavailable"))
+        case .writeRefused:
+            giveUpOrRetry(job, reason: trouble.refused.map { "\($0)" } ?? "a write was refused", transient: true)
+        case .searchFailed:
+            switch trouble.search {
+            case let error as PhotoProviderError: providerTrouble(job, error)
+            case let error as PostgresError where error.meansDatabaseUnavailable: resumeAfterOutage(job, error: error)
+            case let error?: giveUpOrRetry(job, reason: "\(error)", transient: true)
+            case nil: giveUpOrRetry(job, reason: "the search failed", transient: true)
+            }
+        case .storeDown:
+            waitForStore(job, trouble.store ?? StoreDown(error: PhotoStoreError(description: "the photo store is unavailable", outage: true),
+                                                         putStarted: Date()))
+        case .imageHostDown(let retryAfter):
+            imageHostTrouble(job, retryAfter: retryAfter, reason: trouble.imageHost ?? "the photo server is unavailable")
+        }
+    }
+
+    /// What went wrong on the way, kept by the driver for the end (the machine holds no errors).
+    struct Trouble {
+        var database: PostgresError?
+        var refused: (any Error)?
+        var search: (any Error)?
+        var store: StoreDown?
+        var imageHost: String?
     }
 
     private func giveUpOrRetry(_ job: AlbumJob, reason: String, transient: Bool) {
@@ -222,164 +266,207 @@ public final class AlbumWorkers: @unchecked Sendable {
                 // stays in the log and in album_jobs.last_error for the administrator.
                 try store.fail(job, phrase: Self.failedPhrase, detail: reason, retryable: true)
             }
+        } catch is LeaseLost {
+            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
         } catch {
             logger.error("recording the failure of job \(job.id) failed: \(error)")
         }
     }
 
-    /// Downloads an album's images on the shared download slots, a whole page at once (fewer when
-    /// the provider asks for restraint), writing each image into its row (`rows`, by position in
-    /// `urls`) as it lands. `meanwhile` runs on this thread while the first images download (a
-    /// fresh album writes its placeholders there); when it throws, the downloads stop and its
-    /// error is thrown once they have.
-    private func download(_ job: AlbumJob, worker: String, urls: [String], rows: PhotoRows, clearsWaiting: Bool = false,
-                          meanwhile: () throws -> Void = {}) throws {
-        let waitingCleared = Atomic(!clearsWaiting)
-        let width = min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max)
-        let hosts = provider.imageHosts
-        let outage = Mutex<PostgresError?>(nil)
-        // A write the database refused for another reason: the album stops and the job is tried
-        // again later (giveUpOrRetry), the unwritten photos still pending.
-        let refused = Mutex<(any Error)?>(nil)
-        // The photo store went down: the photo stays pending and the album waits (waitForStore).
-        let storeDown = Mutex<(error: PhotoStoreError, putStarted: Date)?>(nil)
-        // The lease is renewed at most once a second rather than after every image: an album's
-        // images land together, and renewing after each one is a round trip per image.
-        let renewed = Mutex(ContinuousClock.now)
-        // The first photo is written as soon as it lands (the page shows it at once), the rest in batches.
-        let batch = Mutex(ResultBatch<AlbumJobQueue.PhotoResult>(size: settings.resultBatch,
-                                                                 maxAge: .seconds(settings.resultBatchSeconds), now: .now,
-                                                                 firstAtOnce: settings.firstResultAtOnce))
-        // One batch of this album is written at a time, at most `size` rows: its new row versions
-        // then fit in the room the page keeps, and the last batch's old versions (its transaction
-        // committed) are pruned to make that room again, so the updates stay HOT.
-        let writing = NSLock()
-        // For the stage log (script/bench pindrop): the first of each, once per album.
-        let firstWritten = Atomic(false), firstDownloaded = Atomic(false), firstStored = Atomic(false)
-        // The first image to land goes first: the others (landing with it, a page's downloads
-        // run at once) wait to be hashed, thumbnailed and stored until its row is written, or
-        // for a second at most. Sharing the core with them, its one-row write took 6-16 ms
-        // rather than 2 (script/bench pindrop); they finish a moment later, the album no later.
-        let firstDone = DispatchSemaphore(value: 0)
-        @Sendable func write(rest: Bool) throws {
-            writing.lock()
-            defer { writing.unlock() }
-            while let taken = batch.withLock({ $0.take(now: .now, rest: rest) }) {
-                do {
-                    try store.storeResults(taken, job: job)
-                    if !firstWritten.exchange(true, ordering: .relaxed) { stage(job, "first photos written") }
-                } catch {
-                    batch.withLock { $0.putBack(taken) }
-                    throw error
-                }
-            }
-        }
-        @Sendable func finished(_ result: AlbumJobQueue.PhotoResult) throws {
-            // Checked first so a result that completes no batch never waits for the writer.
-            if batch.withLock({ $0.add(result, now: .now) }) { try write(rest: false) }
-        }
-        /// What became of an image before its row is known.
-        enum Outcome {
-            case stored(hash: String, byteSize: Int, info: ImageInfo, thumbnails: [Int: String])
-            case failed(String)
-            /// The store refused the write (the error, for the log).
+    // MARK: The driver
+
+    /// What the search and the download slots report to an album's driver, with the bytes the
+    /// machine does not hold.
+    private final class Inbox: @unchecked Sendable {
+        enum Payload {
+            case page(PhotoSearchPage)
+            case error(any Error)
+            case image([UInt8], ImageInfo, putStarted: Date?)
+            case stored(AlbumJobQueue.PhotoResult)
+            case storeDown(StoreDown)
+            /// The store refused this image for a reason of its own, for the log.
             case unstored(String)
-            case refused(String)
+            case hostDown(String)
         }
-        let running = downloads.start(count: urls.count, width: width) { [self] index in
-            var photo = urls[index]  // for the log: "photo ID" once its row is known
-            var first = false
-            defer { if first { firstDone.signal() } }
+        private let condition = NSCondition()
+        private var events: [(AlbumDownload.Event, Payload?)] = []  // guarded by `condition`
+
+        func post(_ event: AlbumDownload.Event, _ payload: Payload? = nil) {
+            condition.lock()
+            events.append((event, payload))
+            condition.signal()
+            condition.unlock()
+        }
+
+        /// The next event, or nil at `deadline`.
+        func next(until deadline: ContinuousClock.Instant?) -> (AlbumDownload.Event, Payload?)? {
+            condition.lock()
+            defer { condition.unlock() }
+            while events.isEmpty {
+                let left = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(60)
+                guard left > .zero else { return nil }
+                let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+                if !condition.wait(until: Date(timeIntervalSinceNow: seconds)) && events.isEmpty { return nil }
+            }
+            return events.removeFirst()
+        }
+    }
+
+    /// Performs the album's actions until it ends: the search and the images on other threads
+    /// (their outcomes come back through the inbox), database writes here, one at a time.
+    private func drive(_ job: AlbumJob, _ start: AlbumDownload, search: AlbumJobQueue.SearchState,
+                       urls initial: [String]) -> (AlbumDownload.End, Trouble) {
+        var album = start
+        let inbox = Inbox()
+        withShared { $0.inboxes[job.id] = inbox }
+        defer { withShared { $0.inboxes[job.id] = nil } }
+        if !running { inbox.post(.stopping) }
+        var urls = initial, page: PhotoSearchPage?, trouble = Trouble()
+        var images: [Int: (bytes: [UInt8], info: ImageInfo)] = [:]
+        var stored: [Int: AlbumJobQueue.PhotoResult] = [:]
+        var unstored: [Int: String] = [:]
+        let hosts = provider.imageHosts
+        var actions = album.start(now: .now)
+        var firstWritten = false, firstDownloaded = false
+
+        /// A database write: its outcome as the machine's event.
+        func write(_ body: () throws -> AlbumDownload.Event) -> AlbumDownload.Event {
             do {
-                let outcome: Outcome
-                switch fetchImage(urls[index], hosts: hosts) {
-                case .success(let (bytes, info)):
-                    if !firstDownloaded.exchange(true, ordering: .relaxed) {
-                        first = true
-                        stage(job, "first image downloaded")
-                    } else if settings.firstResultAtOnce {
-                        _ = firstDone.wait(timeout: .now() + 1)
-                        firstDone.signal()  // passed on: open for the rest
-                    }
-                    // The blob first, then the row that names it: a row never names a blob that
-                    // is not there. A store that refuses the write fails this photo, not the album.
-                    // Thumbnails too (JPEG only), into the same store.
-                    let putStarted = Date()
-                    do {
-                        let hash = try store.photos.put(bytes)
-                        let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: bytes, store: store.photos)
-                        storeAnswered(putStarted: putStarted)
-                        if !firstStored.exchange(true, ordering: .relaxed) { stage(job, "first image stored") }
-                        outcome = .stored(hash: hash, byteSize: bytes.count, info: info, thumbnails: thumbnails)
-                    } catch let error as PhotoStoreError where error.outage {
-                        storeDown.withLock { $0 = $0 ?? (error, putStarted) }
-                        return false
-                    } catch {
-                        outcome = .unstored("\(error)")
-                    }
-                case .failure(let reason): outcome = .failed(reason)
-                case .refused(let reason): outcome = .refused(reason)
-                }
-                let photoID: Int64
-                switch rows.row(index) {
-                case .id(let id): photoID = id; photo = "photo \(id)"
-                case .skipped: return true
-                case .abandoned: return false
-                }
-                switch outcome {
-                case .stored(let hash, let byteSize, let info, let thumbnails):
-                    if !waitingCleared.exchange(true, ordering: .relaxed) { try store.clearWaiting(job) }
-                    metrics?.download(succeeded: true)
-                    try finished(.stored(photoID, hash: hash, byteSize: byteSize, info: info, thumbnails: thumbnails))
-                case .failed(let reason):
-                    metrics?.download(succeeded: false)
-                    try finished(.failed(photoID, reason: reason))
-                case .unstored(let error):
-                    logger.error("album of pin \(job.pinID): photo \(photoID) not stored: \(error)")
-                    metrics?.download(succeeded: false)
-                    try finished(.failed(photoID, reason: "The photo could not be stored."))
-                case .refused(let reason):
-                    // Never shown as a broken tile: the photo leaves the album, the log says why.
-                    logger.warning("album of pin \(job.pinID): photo \(photoID) dropped, \(reason)")
-                    metrics?.download(succeeded: false)
-                    try store.dropPhoto(photoID: photoID, job: job)
-                }
-                let due = renewed.withLock { last -> Bool in
-                    let now = ContinuousClock.now
-                    guard now - last >= .seconds(1) else { return false }
-                    last = now
-                    return true
-                }
-                // Cancelled or taken over: stop spending effort.
-                return try !due || store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds)
+                return try body()
             } catch let error as PostgresError where error.meansDatabaseUnavailable {
-                outage.withLock { $0 = error }
-                return false  // the rest waits for the database (resumeAfterOutage)
+                trouble.database = error
+                return .databaseDown
+            } catch is LeaseLost {
+                return .batchWritten(false)
             } catch {
-                // Never left pending under a finished album: the album does not finish, and the
-                // job's next attempt downloads what is still pending.
-                logger.warning("album of pin \(job.pinID): storing \(photo) failed: \(error)")
-                refused.withLock { $0 = $0 ?? error }
-                return false
+                logger.warning("album of pin \(job.pinID): \(error)")
+                trouble.refused = error
+                return .writeRefused
             }
         }
-        do {
-            try meanwhile()
-        } catch {
-            rows.write(nil)
-            running.wait()
-            throw error
+
+        while true {
+            // Threads first, so the images download while the placeholders are written.
+            actions = actions.filter(\.runsElsewhere) + actions.filter { !$0.runsElsewhere }
+            var queue = actions[...]
+            actions = []
+            while let action = queue.popFirst() {
+                var event: AlbumDownload.Event?
+                switch action {
+                case .search:
+                    DispatchQueue.global().async { [provider] in
+                        do {
+                            let result = try provider.search(lat: search.lat, lon: search.lon,
+                                                             page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages))
+                                .keepingImages(from: provider.imageHosts, provider: provider.name)
+                            inbox.post(.searched(count: result.photos.count), .page(result))
+                        } catch {
+                            inbox.post(.searchFailed, .error(error))
+                        }
+                    }
+                case .writePlaceholders:
+                    guard let result = page else { event = .rowsWritten(nil); break }
+                    stage(job, "searched")
+                    event = write {
+                        try store.clearWaiting(job)
+                        guard let placed = try store.storeSearchResult(job, result) else { return .rowsWritten(nil) }
+                        stage(job, "placeholders written")
+                        let ids = (0..<result.photos.count).compactMap { placed[$0] }
+                        return .rowsWritten(ids.count == result.photos.count ? ids : nil)
+                    }
+                case .fetch(let index):
+                    let url = urls[index]
+                    runOnSlot(inbox) { [self] in
+                        switch fetchImage(url, hosts: hosts) {
+                        case .success(let (bytes, info)): inbox.post(.fetched(index, .image), .image(bytes, info, putStarted: nil))
+                        case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
+                        case .refused(let reason): inbox.post(.fetched(index, .refused(reason)), .hostDown(reason))
+                        case .unavailable(let reason, let retryAfter):
+                            inbox.post(.fetched(index, .hostDown(retryAfter: retryAfter)), .hostDown(reason))
+                        }
+                    }
+                case .put(let index):
+                    guard let image = images.removeValue(forKey: index) else { break }
+                    runOnSlot(inbox) { [self] in
+                        // The blob first, then the row that names it: a row never names a blob
+                        // that is not there. Thumbnails too (JPEG only), into the same store.
+                        let putStarted = Date()
+                        do {
+                            let hash = try store.photos.put(image.bytes)
+                            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: image.bytes, store: store.photos)
+                            storeAnswered(putStarted: putStarted)
+                            inbox.post(.put(index, .stored), .stored(.stored(0, hash: hash, byteSize: image.bytes.count,
+                                                                               info: image.info, thumbnails: thumbnails)))
+                        } catch let error as PhotoStoreError where error.outage {
+                            inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
+                        } catch {
+                            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
+                        }
+                    }
+                case .writeBatch(let items):
+                    event = write {
+                        let results = items.map { item -> AlbumJobQueue.PhotoResult in
+                            if let error = unstored.removeValue(forKey: item.index) {
+                                logger.error("album of pin \(job.pinID): photo \(item.rowID) not stored: \(error)")
+                            }
+                            guard item.failure == nil, var result = stored.removeValue(forKey: item.index) else {
+                                return .failed(item.rowID, reason: item.failure ?? "The photo could not be stored.")
+                            }
+                            result.id = item.rowID
+                            return result
+                        }
+                        let held = try store.storeResults(results, job: job)
+                        if held { for result in results { metrics?.download(succeeded: result.hash != nil) } }
+                        if held && !firstWritten {
+                            firstWritten = true
+                            stage(job, "first photos written")
+                        }
+                        return .batchWritten(held)
+                    }
+                case .drop(let rowID):
+                    let outcome = write { try store.dropPhoto(photoID: rowID, job: job); return .tick }
+                    if outcome != .tick { event = outcome }
+                case .clearWaiting:
+                    let outcome = write { try store.clearWaiting(job); return .tick }
+                    if outcome != .tick { event = outcome }
+                case .renewLease:
+                    event = write { .leaseRenewed(try store.renewLease(job, leaseSeconds: settings.leaseSeconds)) }
+                case .end(let end):
+                    if end != .finished && end != .released && end != .superseded {
+                        logger.notice("album of pin \(job.pinID) stops: \(end), \(album.unwritten) photos pending")
+                    }
+                    return (end, trouble)
+                }
+                if let event { queue.append(contentsOf: album.handle(event, now: .now)) }
+            }
+            let (event, payload) = inbox.next(until: album.deadline()) ?? (.tick, nil)
+            switch (event, payload) {
+            case (_, .page(let result)?):
+                page = result
+                urls = result.photos.map(\.imageURL)
+            case (_, .error(let error)?): trouble.search = error
+            case (.fetched(let index, _), .image(let bytes, let info, _)?):
+                if !firstDownloaded { stage(job, "first image downloaded") }
+                firstDownloaded = true
+                images[index] = (bytes, info)
+            case (.put(let index, _), .stored(let result)?):
+                if stored.isEmpty && !firstWritten { stage(job, "first image stored") }
+                stored[index] = result
+            case (.put(let index, _), .unstored(let error)?): unstored[index] = error
+            case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
+            case (.fetched(_, .hostDown), .hostDown(let reason)?): trouble.imageHost = reason
+            case (.fetched(let index, .refused), .hostDown(let reason)?):
+                // Never shown as a broken tile: the photo leaves the album, the log says why.
+                logger.warning("album of pin \(job.pinID): image \(index) dropped, \(reason)")
+            default: break
+            }
+            actions = album.handle(event, now: .now)
         }
-        running.wait()
-        if let error = outage.withLock({ $0 }) { throw error }
-        if let error = refused.withLock({ $0 }) { throw error }
-        if let down = storeDown.withLock({ $0 }) {
-            try write(rest: true)  // what was stored before the store went away is kept
-            throw StoreDown(error: down.error, putStarted: down.putStarted)
-        }
-        // The last, partial batch. (After an outage it is dropped above: those photos are still
-        // pending and download again when the job resumes.)
-        try write(rest: true)
+    }
+
+    /// Runs `task` on a download slot; once the slots have stopped (shutting down), here.
+    private func runOnSlot(_ inbox: Inbox, _ task: @escaping @Sendable () -> Void) {
+        if !downloads.submit(task) { task() }
     }
 
     /// A step of an album, at debug level with the log's millisecond stamp: script/bench pindrop lines
@@ -390,15 +477,19 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     enum Fetch {
         case success(([UInt8], ImageInfo))
+        /// This photo cannot be had (404, 410, not an image, too large): it fails, the album goes on.
         case failure(String)
         /// Outside the provider's image hosts or on an internal address (first request or a redirect).
         case refused(String)
+        /// The image host is down, overloaded or asks for a wait (5xx, 429, 408, a reset, a
+        /// timeout): the photo stays pending and the album waits, as for the search.
+        case unavailable(String, retryAfter: Int?)
     }
 
-    /// One image, retried on transient failures; never trusts the Content-Type.
+    /// One image, tried again at once on a blip; never trusts the Content-Type.
     func fetchImage(_ url: String, hosts: HostPolicy? = nil) -> Fetch {
-        var lastReason = "not downloaded"
-        for attempt in 1...settings.imageAttempts {
+        var outcome = Fetch.unavailable("not downloaded", retryAfter: nil)
+        for attempt in 1...max(1, settings.imageAttempts) {
             do {
                 let response = try client.get(url, hosts: hosts ?? provider.imageHosts)
                 if response.status == 200 {
@@ -407,104 +498,24 @@ public final class AlbumWorkers: @unchecked Sendable {
                     }
                     return .success((response.body, info))
                 }
-                lastReason = "the photo server answered HTTP \(response.status)"
-                if response.status < 500 && response.status != 429 { return .failure(lastReason) }
+                let reason = "the photo server answered HTTP \(response.status)"
+                guard response.status >= 500 || response.status == 429 || response.status == 408 else { return .failure(reason) }
+                let retryAfter = ProviderCall.retryAfter(response.headers["retry-after"])
+                // A wait named: honoured, not retried over.
+                if retryAfter != nil || response.status == 429 { return .unavailable(reason, retryAfter: retryAfter ?? 60) }
+                outcome = .unavailable(reason, retryAfter: nil)
             } catch let error as HTTPClientError {
-                lastReason = error.description
                 switch error {
                 case .refused(let reason): return .refused("\(reason) (\(url))")
-                case .unsupportedURL, .tooLarge, .tooManyRedirects: return .failure(lastReason)
-                case .timedOut, .transport: break
+                case .unsupportedURL, .tooLarge, .tooManyRedirects: return .failure(error.description)
+                case .timedOut, .transport: outcome = .unavailable(error.description, retryAfter: nil)
                 }
             } catch {
-                lastReason = "\(error)"
+                outcome = .unavailable("\(error)", retryAfter: nil)
             }
             if attempt < settings.imageAttempts { usleep(UInt32(200_000 * attempt)) }
         }
-        return .failure(lastReason)
-    }
-
-    // MARK: Database outages
-
-    private func databaseUnavailable(_ error: PostgresError) {
-        let first = outage.withLock { since -> Bool in
-            guard since == nil else { return false }
-            since = Date()
-            return true
-        }
-        if first { logger.warning("the database is unavailable (\(error)); album workers wait for it") }
-    }
-
-    private func databaseAnswered() {
-        guard let since = outage.withLock({ since -> Date? in defer { since = nil }; return since }) else { return }
-        logger.notice(String(format: "the database is back after %.1f s; album workers resume", Date().timeIntervalSince(since)))
-    }
-
-    // MARK: Photo store outages
-
-    /// A put the store could not take because it is down, and when that put began.
-    struct StoreDown: Error {
-        let error: PhotoStoreError
-        let putStarted: Date
-    }
-
-    /// The photo store is down (unreachable, failing, full): the album's unstored photos stay
-    /// pending and the job is queued again, after as long as the outage has lasted so far; no
-    /// attempt is used, so it resumes by itself however long the store takes. Logged once per
-    /// outage: a put that began before the last outage ended and failed late is part of that one.
-    private func waitForStore(_ job: AlbumJob, _ down: StoreDown) {
-        let (since, first) = storeOutage.withLock { state -> (Date, Bool) in
-            if let since = state.since { return (since, false) }
-            if let ended = state.endedAt, down.putStarted < ended { return (Date(), false) }
-            state.since = Date()
-            return (state.since!, true)
-        }
-        if first { logger.warning("the photo store is unavailable (\(down.error)); albums wait for it") }
-        let seconds = min(settings.storeBackoffMax, max(settings.storeBackoffFirst, Date().timeIntervalSince(since)))
-        do {
-            try store.wait(job, seconds: seconds, phrase: Self.storeWaitingPhrase(until: Date(timeIntervalSinceNow: seconds)),
-                           detail: down.error.description, countsAttempt: false)
-        } catch {
-            logger.error("queuing job \(job.id) to wait for the photo store failed: \(error)")
-        }
-    }
-
-    /// A put that started after the outage began went through (one that started before may
-    /// land after the first failure and proves nothing).
-    private func storeAnswered(putStarted: Date) {
-        guard let since = storeOutage.withLock({ state -> Date? in
-            guard let started = state.since, putStarted > started else { return nil }
-            state = (nil, Date())
-            return started
-        }) else { return }
-        logger.notice(String(format: "the photo store is back after %.1f s; albums resume", Date().timeIntervalSince(since)))
-    }
-
-    static func storeWaitingPhrase(until: Date) -> String {
-        "Photos cannot be saved right now; trying again at \(ProviderPhrases.clockTime(until))."
-    }
-
-    /// The database went away in the middle of a job. The job is still ours (its lease runs on),
-    /// so wait for the database and carry on where it stopped: placeholders already written are
-    /// kept and only pending images are fetched, so nothing is lost or done twice. Past the
-    /// lease, the job is left for whichever worker claims it next.
-    private func resumeAfterOutage(_ job: AlbumJob, worker: String, error: PostgresError) {
-        databaseUnavailable(error)
-        let deadline = Date(timeIntervalSinceNow: Double(settings.leaseSeconds) * 0.8)
-        while running && Date() < deadline {
-            usleep(250_000)
-            do {
-                guard try store.renewLease(job, worker: worker, leaseSeconds: settings.leaseSeconds) else { return }
-                databaseAnswered()
-                process(job, worker: worker)
-                return
-            } catch let error as PostgresError where error.meansDatabaseUnavailable {
-                continue
-            } catch {
-                logger.warning("album of pin \(job.pinID): \(error)")
-                return
-            }
-        }
+        return outcome
     }
 
     /// The first collection shows page 1; New Collection a random page not yet shown (all pages
@@ -517,4 +528,15 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     static let failedPhrase = "The photos could not be downloaded. Try again in a while."
+}
+
+extension AlbumDownload.Action {
+    /// Done on another thread (the search, the download slots); the rest is database writes, done
+    /// by the driver itself.
+    var runsElsewhere: Bool {
+        switch self {
+        case .search, .fetch, .put: return true
+        default: return false
+        }
+    }
 }

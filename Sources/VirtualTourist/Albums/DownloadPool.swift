@@ -62,9 +62,12 @@ final class DownloadPool: Sendable {
         return Running(group: group, onCaller: nil)
     }
 
-    /// Runs `task` on a slot without waiting for it (connection warm-ups).
-    func submit(_ task: @escaping @Sendable () -> Void) {
-        if startIfNeeded() { enqueue(task) }
+    /// Runs `task` on a slot without waiting for it; false once the pool has stopped.
+    @discardableResult
+    func submit(_ task: @escaping @Sendable () -> Void) -> Bool {
+        guard startIfNeeded() else { return false }
+        enqueue(task)
+        return true
     }
 
     /// Lets the slots finish what they hold and exit; the pool does not start again.

@@ -24,6 +24,9 @@ struct ResultBatch<Result> {
         self.since = now
     }
 
+    /// When the oldest waiting result arrived (nil: none waits).
+    var oldest: ContinuousClock.Instant? { waiting.isEmpty ? nil : since }
+
     /// A download finished at `now`: true when a batch is due (take it with `take`).
     mutating func add(_ result: Result, now: ContinuousClock.Instant) -> Bool {
         if waiting.isEmpty { since = now }

@@ -98,7 +98,7 @@ public final class App: Sendable {
 
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.photoAccess = photoAccess
-        web.plain("/healthz") { _ in .text("ok") }
+        web.plain("/healthz") { _ in .text("ok \(Version.number)") }
         // Ready for traffic: the database answers and every migration is applied. Pages need
         // nothing else, so a photo store outage (shared by every instance) is reported here as
         // degraded, never as a 503 that would take every instance out of the balancer.
@@ -146,7 +146,7 @@ public final class App: Sendable {
         self.placesPath = placesPath
         let mapPages = MapPageCache()
         self.mapPages = mapPages
-        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), albums: albums, places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
+        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
         web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
@@ -161,7 +161,11 @@ public final class App: Sendable {
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
         let headers = SecurityHeaders(imageSources: provider.imageOrigins, strictTransportSecurity: settings.publicURLIsHTTPS)
-        handler = MiddlewareChain([Compression(), headers, DatabaseBusy(), DatabaseUnavailable()], handler: web.router)
+        // DatabaseBusy inside DatabaseUnavailable: a pool wait that timed out also means the
+        // database is unavailable, but the person is told the server is busy.
+        let middleware: [any Middleware] = [PublicURLCheck(publicURL: settings.publicURL)].compactMap { $0 }
+            + [Compression(), headers, DatabaseUnavailable(), DatabaseBusy()]
+        handler = MiddlewareChain(middleware, handler: web.router)
     }
 
     /// Wikimedia's User-Agent policy (meta.wikimedia.org/wiki/User-Agent_policy): name the client,
@@ -180,8 +184,9 @@ public final class App: Sendable {
         for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
             jobs[try row.decode("state")] = try row.decode("n")
         }
-        let text = metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs,
-                                  store: (store.breaker?.status, store.problem()))
+        let text = "# HELP vt_build_info The release running.\n# TYPE vt_build_info gauge\nvt_build_info{version=\"\(Version.number)\"} 1\n"
+            + metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs,
+                             store: (store.breaker?.status, store.problem()))
         var response = HTTPResponse.text(text)
         response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return response
@@ -229,8 +234,8 @@ public final class App: Sendable {
     public func startBackgroundWork() throws {
         try listener.start()
         let workers = workers, events = events
-        try listener.listen(AlbumStore.jobsChannel) { _ in workers.notify() }
-        try listener.listen(AlbumStore.eventsChannel) { payload in events.received(payload) }
+        try listener.listen(AlbumChange.jobsChannel) { _ in workers.notify() }
+        try listener.listen(AlbumChange.channel) { payload in events.received(payload) }
         let photoAccess = photoAccess
         try listener.listen(PhotoAccess.channel) { payload in photoAccess.received(payload) }
         // Notifications sent while the connection was down are lost: look for work at once, and
@@ -243,8 +248,8 @@ public final class App: Sendable {
         workers.start()
         housekeeping.start()
         memoryTrim.start()
-        // The place index before the first pin drop needs it: read on first use, it held up the
-        // first drop after a start by the whole read (seconds in a debug build; script/bench pindrop).
+        // The place index before the first pin drop needs it: read on first use, it would hold
+        // up the first drop after a start by the whole read (script/bench pindrop).
         let placesPath = placesPath
         DispatchQueue.global().async { _ = PlaceIndex.shared(path: placesPath) }
         // The licence list before the first album needs it (one call a day; see LicenseStore).

@@ -59,8 +59,10 @@ struct KMLImport: XMLImportReader {
                 try file.add(.failure(tuples.isEmpty ? "its coordinates are empty" : "its point has \(tuples.count) coordinate tuples, not one"), label: label)
                 continue
             }
+            // More than three values (a measure, a time, as some apps write): the first two are
+            // longitude and latitude and the rest is ignored, as GDAL's KML reader takes them.
             let numbers = tuples[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            guard numbers.count == 2 || numbers.count == 3 else {
+            guard numbers.count >= 2 else {
                 try file.add(.failure("its coordinates are not “longitude,latitude[,altitude]”"), label: label)
                 continue
             }

@@ -1,8 +1,9 @@
 import Foundation
+import Zlib
 
 /// What a file from another map app holds for us: its points (each a pin to be) and the points or
-/// features it had that cannot become pins, each with the reason. GeoJSON, GPX and KML are told
-/// apart by their content, never by the file's name.
+/// features it had that cannot become pins, each with the reason. GeoJSON, GPX, KML and KMZ are
+/// told apart by their content, never by the file's name. A KMZ is read as the KML inside it.
 struct PinImport: Sendable, Codable, Equatable {
     enum Format: String, Sendable, Codable {
         case geoJSON = "GeoJSON", gpx = "GPX", kml = "KML"
@@ -31,6 +32,8 @@ struct PinImport: Sendable, Codable, Equatable {
         static let fileBytes = 5 * 1024 * 1024
         /// Points and refused points together: a file past this is refused whole.
         static let points = 2_000
+        /// Files (images and all) in a KMZ; its KML, inflated, is held to `fileBytes` too.
+        static let kmzEntries = 1_000
         /// Elements or arrays and objects inside one another.
         static let depth = 64
         /// Characters of a name kept; longer ones are cut.
@@ -55,15 +58,13 @@ struct PinImport: Sendable, Codable, Equatable {
         static func unreadable(_ text: String) -> Refusal { Refusal(kind: .unreadable, description: text) }
     }
 
-    /// Reads a file of any accepted format.
+    /// Reads a file of any accepted format; a zip is taken for a KMZ.
     static func read(_ bytes: [UInt8]) throws(Refusal) -> PinImport {
         guard !bytes.isEmpty else { throw .unreadable("The file is empty.") }
         guard bytes.count <= Limits.fileBytes else {
             throw Refusal(kind: .tooLarge, description: "The file is \(megabytes(bytes.count)); files of up to \(megabytes(Limits.fileBytes)) can be imported.")
         }
-        if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
-            throw .unreadable("This is a zip archive (a KMZ file, perhaps). Unzip it and import the .kml file inside.")
-        }
+        if ZipReader.isZip(bytes) { return try KMZImport.read(bytes) }
         if bytes.starts(with: [0x1F, 0x8B]) { throw .unreadable("This file is gzip-compressed. Uncompress it and import the file inside.") }
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             throw .unreadable("This file is in UTF-16. Save it as UTF-8 and import it again.")
@@ -73,7 +74,7 @@ struct PinImport: Sendable, Codable, Equatable {
         switch bytes[safe: start] {
         case UInt8(ascii: "{"), UInt8(ascii: "["): return try GeoJSONImport.read(bytes)
         case UInt8(ascii: "<"): return try xml(bytes)
-        default: throw .unreadable("This is not a GeoJSON, GPX or KML file: it starts with neither “{” nor “<”.")
+        default: throw .unreadable("This is not a GeoJSON, GPX, KML or KMZ file: it starts with neither “{” nor “<”.")
         }
     }
 

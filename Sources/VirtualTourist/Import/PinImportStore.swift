@@ -66,12 +66,12 @@ struct PinImportStore: Sendable {
     }
 
     /// Makes the pins of a pending import in one transaction, under the same lock and limit as
-    /// dropping one pin (PinStore.create): all of them or, past the limit, none. `name` gives
-    /// an unnamed point the name a dropped pin would get. Their albums start as a dropped pin's
-    /// does (AlbumStore.startCollections), all in one statement rather than a transaction per pin
-    /// (2,000 of those took 15 s); the workers' fair queue then takes them in turn with everyone
-    /// else's, under the provider budget. Past the person's photo storage the pins stay new, as a
-    /// dropped pin does.
+    /// dropping one pin (PinStore.drop): all of them or, past the limit, none. `name` gives an
+    /// unnamed point the name a dropped pin would get. Their albums start as a dropped pin's does
+    /// (AlbumStore.startCollections), all in one statement rather than a transaction per pin, whose
+    /// cost grows with the file (docs/performance.md, "Exports, zips and imports"); the workers'
+    /// fair queue then takes them in turn with everyone else's, under the provider budget. Past the
+    /// person's photo storage the pins stay new, as a dropped pin does.
     func confirm(_ id: Int64, of userID: Int64, name: (PinImport.Point) -> String?) throws -> Confirmed {
         try pool.transaction { db in
             let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",

@@ -19,6 +19,7 @@ final class Housekeeping: @unchecked Sendable {
     private let queue = DispatchQueue(label: "housekeeping")
     private var timer: (any DispatchSourceTimer)?
     private let logger = Logger(label: "photo-store")
+    private let retentionLogger = Logger(label: "housekeeping")
 
     init(pool: PostgresPool, photoDays: Int, jobDays: Int = 7, collector: PhotoCollector? = nil, grace: Double = 3600,
          firstRunAfter: Double = 60) {
@@ -58,16 +59,30 @@ final class Housekeeping: @unchecked Sendable {
     @discardableResult
     func purgePhotos() -> Int {
         guard photoDays > 0 else { return 0 }
-        return (try? pool.query("DELETE FROM photos WHERE created_at < now() - make_interval(days => $1::int)", [photoDays]).affectedRows) ?? 0
+        return deleting("photos past PHOTO_RETENTION_DAYS") {
+            try pool.query("DELETE FROM photos WHERE created_at < now() - make_interval(days => $1::int)", [photoDays]).affectedRows
+        }
     }
 
     /// Deletes done, failed and cancelled jobs that finished more than `jobDays` ago.
     @discardableResult
     func pruneJobs() -> Int {
         guard jobDays > 0 else { return 0 }
-        return (try? pool.query("""
-            DELETE FROM album_jobs
-            WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < now() - make_interval(days => $1::int)
-            """, [jobDays]).affectedRows) ?? 0
+        return deleting("album jobs past JOB_RETENTION_DAYS") {
+            try pool.query("""
+                DELETE FROM album_jobs
+                WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < now() - make_interval(days => $1::int)
+                """, [jobDays]).affectedRows
+        }
+    }
+
+    /// A failed delete is said in the log: unsaid, retention looks on while nothing is deleted.
+    private func deleting(_ what: String, _ delete: () throws -> Int) -> Int {
+        do {
+            return try delete()
+        } catch {
+            retentionLogger.warning("could not delete \(what): \(error)")
+            return 0
+        }
     }
 }

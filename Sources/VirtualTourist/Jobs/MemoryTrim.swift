@@ -6,11 +6,11 @@ import Dispatch
 /// glibc's malloc_trim(3) (malloc.h), which the Glibc module does not export.
 @_silgen_name("malloc_trim") private func mallocTrim(_ pad: Int) -> Int32
 
-/// Gives freed memory back to the system every few seconds. glibc keeps what large pages and
-/// album downloads freed in its arenas (one per thread that allocated), so RSS only ever grew
-/// (docs/architecture.md, "Albums", memory). `malloc_trim(0)` releases the free
-/// tops and, since glibc 2.8, whole free pages inside each arena; with nothing to release it costs
-/// well under a millisecond.
+/// Gives freed memory back to the system every few seconds. glibc keeps what large pages and album
+/// downloads freed in its arenas (one per thread that allocated), so without a trim RSS only grows
+/// (docs/architecture.md, "Memory"; docs/performance.md, "Memory"). `malloc_trim(0)` releases the
+/// free tops and, since glibc 2.8, whole free pages inside each arena; with nothing to release it
+/// costs well under a millisecond.
 final class MemoryTrim: @unchecked Sendable {
     let seconds: Double
     private let queue = DispatchQueue(label: "memory-trim", qos: .background)

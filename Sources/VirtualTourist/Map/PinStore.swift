@@ -36,20 +36,28 @@ public struct PinStore: Sendable {
         public var total: Int
         public var listed: [Pin]
         public var view: Viewport
+        /// The person's map version, read in the same snapshot as the rest, so it names exactly the
+        /// state shown (MapPageCache keeps the page under it); nil when they have no version row.
+        public var version: Int64?
     }
 
+    /// The statements run in one REPEATABLE READ transaction opened and committed inside the
+    /// pipeline (still one round trip): every one sees the same snapshot, the version included.
     public func mapPage(of userID: Int64, region: MapRegion, listOffset: Int, listLimit: Int,
                         maxMarkers: Int = 300) throws -> MapPageData {
         let box = Self.firstFrame(of: region)
         let view = Self.viewStatements(userID: userID, box: box, zoom: region.zoom, maxMarkers: maxMarkers)
         let results = try pool.pipeline([
+            PostgresStatement("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
             PostgresStatement.genericPlans,
+            PostgresStatement("SELECT version FROM map_versions WHERE user_id = $1", [userID]),
             PostgresStatement("SELECT coalesce(sum(pins), 0)::bigint AS n FROM pin_cells WHERE user_id = $1 AND level = 0", [userID]),
             PostgresStatement("SELECT \(Self.columns) FROM pins p WHERE p.user_id = $1 ORDER BY p.id DESC LIMIT $2 OFFSET $3",
                               [userID, listLimit, listOffset]),
-        ] + view.statements)
-        return MapPageData(total: try results[1][0].decode("n"), listed: try results[2].map(Self.pin),
-                           view: try view.read(Array(results[3...]), maxMarkers))
+        ] + view.statements + [PostgresStatement("COMMIT")])
+        return MapPageData(total: try results[3][0].decode("n"), listed: try results[4].map(Self.pin),
+                           view: try view.read(Array(results[5..<(5 + view.statements.count)]), maxMarkers),
+                           version: try results[2].first?.decode("version"))
     }
 
     /// The box the first frame of a 2560 × 1600 screen shows around the region's centre.
@@ -263,20 +271,41 @@ public struct PinStore: Sendable {
         try pool.query("SELECT \(Self.columns) FROM pins p WHERE p.id = $1 AND p.user_id = $2", [id, userID]).first.map(Self.pin)
     }
 
-    /// Throws `QuotaReached` when the person has their limit of pins (users.max_pins, else the
-    /// default). The person's row is locked for the count, so simultaneous drops cannot overshoot.
+    /// A new pin with no album yet. Throws `QuotaReached` when the person has their limit of pins.
     public func create(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
+        try pool.transaction { db in try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas) }
+    }
+
+    /// A pin dropped on the map: the pin and the start of its album in one transaction, as an
+    /// import makes its pins (PinImportStore.confirm), so the workers never see the pin without its
+    /// job and its row is not locked a second time. Throws `QuotaReached` when the person has their
+    /// limit of pins; past their photo storage the pin stays new (its album starts when there is
+    /// room and it is opened). The pin is returned as inserted.
+    public func drop(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
         try pool.transaction { db in
-            let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
-                                          [userID, quotas.pins])[0].decode("n")
-            let rows = try db.query("""
-                INSERT INTO pins (user_id, lat, lon, place_name)
-                SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
-                RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
-                """, [userID, lat, lon, placeName, limit])
-            guard let row = rows.first else { throw QuotaReached.pins(limit) }
-            return try Self.pin(row)
+            let pin = try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
+            guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, quotas: quotas, newCollection: false) == nil else {
+                return pin
+            }
+            try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID)
+            try AlbumChange(userID: userID, pinID: pin.id).announce(db)
+            return pin
         }
+    }
+
+    /// The person's row is locked for the count (users.max_pins, else the default), so
+    /// simultaneous drops cannot overshoot.
+    private static func insert(_ db: PostgresConnection, userID: Int64, lat: Double, lon: Double, placeName: String?,
+                               quotas: Quotas) throws -> Pin {
+        let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
+                                      [userID, quotas.pins])[0].decode("n")
+        let rows = try db.query("""
+            INSERT INTO pins (user_id, lat, lon, place_name)
+            SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
+            RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
+            """, [userID, lat, lon, placeName, limit])
+        guard let row = rows.first else { throw QuotaReached.pins(limit) }
+        return try pin(row)
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.

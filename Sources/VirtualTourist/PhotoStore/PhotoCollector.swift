@@ -1,6 +1,7 @@
 import Foundation
 import Log
 import Postgres
+import Synchronization
 
 /// Upkeep of the photo store: moving images still kept in `photos.bytes` into the store, and
 /// removing blobs no row names any more (replaced collections, deleted photos, retention).
@@ -11,11 +12,40 @@ import Postgres
 public struct PhotoCollector: Sendable {
     let pool: PostgresPool
     let store: any PhotoStore
+    /// How long a blob must have been seen unreferenced before it is removed. A backup dumps the
+    /// database, then archives the store: a photo deleted in between is named by the dump, and its
+    /// blob must still be there for the archive, however old the blob is. So the wait counts from
+    /// when the last row stopped naming the blob, not from the blob's last write, and a backup is
+    /// consistent when it takes less than this (docs/admin.md, Backups).
+    let unreferencedGrace: TimeInterval
+    /// The default wait: a day, far longer than any backup of one host's photos takes; a deleted
+    /// photo's file costs its disk space that much longer.
+    public static let backupGrace: TimeInterval = 24 * 3600
+    private let sightings = Sightings()
     private let logger = Logger(label: "photo-store")
 
-    public init(pool: PostgresPool, store: any PhotoStore) {
+    /// When this instance first saw each blob that no row names, in the sweep that saw it so. Kept
+    /// in memory: a restart forgets them and the wait begins again, which only keeps files longer;
+    /// every instance waits on its own sightings, so none removes a blob earlier than it would alone.
+    private final class Sightings: Sendable {
+        let firstSeen = Mutex<[String: Date]>([:])
+
+        /// Records the blobs unreferenced in this sweep and forgets every other one (named again,
+        /// or gone); returns when each of them was first seen unreferenced.
+        func update(unreferenced: Set<String>, at now: Date) -> [String: Date] {
+            firstSeen.withLock { seen in
+                var kept: [String: Date] = [:]
+                for hash in unreferenced { kept[hash] = seen[hash] ?? now }
+                seen = kept
+                return kept
+            }
+        }
+    }
+
+    public init(pool: PostgresPool, store: any PhotoStore, unreferencedGrace: TimeInterval = PhotoCollector.backupGrace) {
         self.pool = pool
         self.store = store
+        self.unreferencedGrace = unreferencedGrace
     }
 
     /// Moves up to `batch` images from their rows into the store, in one transaction: a run that
@@ -58,7 +88,9 @@ public struct PhotoCollector: Sendable {
     }
 
     /// Mark and sweep: lists the blobs, then reads which hashes rows name, then removes the rest —
-    /// except blobs written or refreshed within `grace`. A download stores its blob (a put, which
+    /// except blobs written or refreshed within `grace`, and blobs this collector has not yet seen
+    /// unreferenced for `unreferencedGrace` (sweeps run hourly, so removal comes at the first sweep
+    /// after that wait). A download stores its blob (a put, which
     /// refreshes an existing blob's age) before its row names it, so a blob a row is about to name
     /// is always younger than the grace period; and the age is checked again under the store's
     /// lock at the moment of removal, so a put between the mark and the sweep still wins.
@@ -75,9 +107,11 @@ public struct PhotoCollector: Sendable {
                 UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS named
             """).map { try $0.decode("hash", as: String.self) })
         let cutoff = started.addingTimeInterval(-grace)
+        let firstSeen = sightings.update(unreferenced: Set(blobs.map(\.hash)).subtracting(named), at: started)
+        let seenBefore = started.addingTimeInterval(-unreferencedGrace)
         try afterMark()
         var removed = 0
-        for blob in blobs where !named.contains(blob.hash) && blob.modified < cutoff {
+        for blob in blobs where !named.contains(blob.hash) && blob.modified < cutoff && firstSeen[blob.hash].map({ $0 <= seenBefore }) == true {
             if try store.delete(blob.hash, ifNotModifiedSince: cutoff) { removed += 1 }
         }
         if removed > 0 { logger.info("photo store: removed \(removed) unreferenced blobs") }

@@ -4,9 +4,10 @@ import Synchronization
 
 /// Provider searches made for pages (the photo picker), kept apart from everything else a page
 /// handler does. A handler thread blocked on a slow provider is a handler no one else can use:
-/// sixteen slow picker pages used to stall every page of the site. Here searches run on their own
-/// few slots, a page waits for one at most `timeout` (the search goes on and lands in the cache for
-/// the reload), a full set of slots answers "busy" at once, and recent answers are reused.
+/// enough slow picker pages would hold every handler and stall every page of the site. Here
+/// searches run on their own few slots, a page waits for one at most `timeout` (the search goes on
+/// and lands in the cache for the reload), a full set of slots answers "busy" at once, and recent
+/// answers are reused.
 public final class PickerSearches: Sendable {
     public struct Busy: Error {}
     public struct TimedOut: Error {}

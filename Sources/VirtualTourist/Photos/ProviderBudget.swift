@@ -61,9 +61,9 @@ public final class ProviderBudget: Sendable {
         """
 
     /// Takes one call from the bucket, or says how long to wait for the next one. One statement,
-    /// one round trip (it was a transaction of five, ahead of every search a pin drop waits for):
-    /// the sub-select locks the row and reads it as it was, the update writes the draw. A bucket
-    /// not there yet is made first, once.
+    /// one round trip, since every search a pin drop waits for draws first: the sub-select locks
+    /// the row and reads it as it was, the update writes the draw. A bucket not there yet is made
+    /// first, once.
     public func draw() throws -> Draw {
         let rate = limits.perHour / 3600
         for attempt in 1...2 {

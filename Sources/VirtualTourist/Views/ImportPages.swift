@@ -41,8 +41,8 @@ enum ImportPages {
             <form method="post" action="/import" enctype="multipart/form-data" class="stacked">
             \(Layout.csrfField(chrome.csrfToken ?? ""))
             <div class="field">
-            <label for="import-file">A GeoJSON, GPX or KML file</label>
-            <input id="import-file" name="file" type="file" required accept=".geojson,.json,.gpx,.kml,application/geo+json,application/gpx+xml,application/vnd.google-earth.kml+xml" aria-describedby="import-room\(problem == nil ? HTML.empty : " import-error")">
+            <label for="import-file">A GeoJSON, GPX, KML or KMZ file</label>
+            <input id="import-file" name="file" type="file" required accept=".geojson,.json,.gpx,.kml,.kmz,application/geo+json,application/gpx+xml,application/vnd.google-earth.kml+xml,application/vnd.google-earth.kmz" aria-describedby="import-room\(problem == nil ? HTML.empty : " import-error")">
             \(roomText)
             </div>
             <button type="submit" class="button primary">Read the file</button>
@@ -58,11 +58,12 @@ enum ImportPages {
         <ul class="import-formats" id="import-accepted">
         <li><strong>GeoJSON</strong> (RFC 7946): Point and MultiPoint geometries, in features or alone, named by the feature’s <code>name</code> (or <code>title</code>) property. Lines and polygons are left out.</li>
         <li><strong>GPX</strong> 1.0 and 1.1: waypoints (<code>&lt;wpt&gt;</code>) with their names. Route and track points are the shape of a trip, not places, so they are left out.</li>
-        <li><strong>KML</strong> 2.2: placemarks with a point (also inside a MultiGeometry), named after the placemark. A KMZ file is a zip: unzip it and import the .kml inside.</li>
+        <li><strong>KML</strong> 2.2: placemarks with a point (also inside a MultiGeometry), named after the placemark. Coordinates with more than three values are read as longitude, latitude and the rest left aside.</li>
+        <li><strong>KMZ</strong>: the KML inside is read as above (<code>doc.kml</code>, else the first .kml file); its images are left aside.</li>
         </ul>
         <h2>Limits</h2>
         <ul class="import-limits" id="import-limits">
-        <li>Files of up to 5 MB, in UTF-8 (or ISO-8859-1 for XML).</li>
+        <li>Files of up to 5 MB, in UTF-8 (or ISO-8859-1 for XML). In a KMZ, the KML too is held to 5 MB uncompressed, and the KMZ to 1,000 files; an encrypted one cannot be read.</li>
         <li>Up to 2,000 points per file, and no more than your pin limit leaves room for.</li>
         <li>Nesting up to 64 levels deep (elements, arrays, objects).</li>
         <li>Coordinates must be numbers: latitude −90 to 90, longitude −180 to 180. Points outside are listed and left out.</li>

@@ -27,7 +27,7 @@ enum Layout {
         <main id="main">
         \(main)
         </main>
-        <footer class="site-footer"><p>Virtual Tourist — your places, your photos, your server.</p></footer>
+        <footer class="site-footer"><p>Virtual Tourist \(text: Version.number) — your places, your photos, your server.</p></footer>
         </body>
         </html>
         """

@@ -114,7 +114,7 @@ enum MapPage {
 
     /// With no pins yet there is nothing to download, but pins can come from another app.
     static let importOnly: HTML = """
-        <p class="exports" id="pin-exports"><a href="/import">Import pins</a> from a GeoJSON, GPX or KML file</p>
+        <p class="exports" id="pin-exports"><a href="/import">Import pins</a> from a GeoJSON, GPX, KML or KMZ file</p>
         """
 
     /// Previous and next links under the list, when there is more than one page.

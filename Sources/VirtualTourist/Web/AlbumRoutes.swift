@@ -257,10 +257,10 @@ struct AlbumJSON: Codable {
 
 /// An album page's event stream as an `AlbumWatcher`: each change is a "change" event whose data is
 /// the album's fragment as album.html would answer it, so the page shows a new photo without
-/// fetching album.html first (script/bench pindrop: that round trip was on the way to the first
-/// thumbnail). The Albums module knows watchers, never HTTP streams. Changes that come while the
-/// album is being read are folded into one more read; if it cannot be read (the database busy), the
-/// event carries the ids only and the page fetches album.html itself.
+/// fetching album.html first: that round trip would lie on the way to the first thumbnail
+/// (script/bench pindrop). The Albums module knows watchers, never HTTP streams. Changes that come
+/// while the album is being read are folded into one more read; if it cannot be read (the database
+/// busy), the event carries the ids only and the page fetches album.html itself.
 final class StreamWatcher: AlbumWatcher {
     private let stream: ResponseStream
     private let albums: AlbumStore

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 
-/// /import: a GeoJSON, GPX or KML file in, a preview kept in the database, pins out on Confirm.
+/// /import: a GeoJSON, GPX, KML or KMZ file in, a preview kept in the database, pins out on Confirm.
 /// Each pin's album is queued as a dropped pin's is (PinImportStore.confirm), so imports wait in
 /// the same fair queue and spend the same provider budget.
 extension WebPipeline {
@@ -9,7 +9,7 @@ extension WebPipeline {
     /// Content-Length alone, before the body is read (HTTPLimits.uploads).
     static let importUpload = HTTPLimits.Upload(
         method: "POST", path: "/import", maxBodyBytes: PinImport.Limits.fileBytes + 64 * 1024,
-        refusal: "files of up to \(PinImport.megabytes(PinImport.Limits.fileBytes)) can be imported (GeoJSON, GPX or KML); this one is larger")
+        refusal: "files of up to \(PinImport.megabytes(PinImport.Limits.fileBytes)) can be imported (GeoJSON, GPX, KML or KMZ); this one is larger")
 
     mutating func addImportRoutes(imports: PinImportStore, places: @escaping @Sendable () -> PlaceIndex) {
         let secure = secureCookies

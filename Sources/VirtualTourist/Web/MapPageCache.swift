@@ -6,9 +6,12 @@ import HTTPServer
 /// statements, the page's HTML and its gzip. Whether anything it shows changed
 /// is one number: the person's map version (migration 0097), moved on by triggers on pins and on
 /// the photo counts — so also by an administrator's SQL — and returned by the session's own
-/// statement. A page is reused only when that version, the saved region, the list page and the
-/// session's chrome (CSRF token, name, email) are all what it was rendered with, and never when
-/// the page carries a flash message. A hit costs the session's round trip and a copy.
+/// statement. A page is kept under the version read in the same snapshot as its pins
+/// (`PinStore.mapPage`), so the key names exactly what the page shows, and never without a version
+/// row (migration 0119 puts back a row deleted under a person who still exists). It is reused only
+/// when that version, the saved region, the list page and the session's chrome (CSRF token, name,
+/// email) are all what it was rendered with, and never when the page carries a flash message. A
+/// hit costs the session's round trip and a copy.
 ///
 /// Bounded: at most `maxBytes` of HTML and gzip together (16 MB: a club of 200 at about 25 KB a
 /// page is 5 MB), the least recently used page dropped first (a BoundedCache by person). Per process: with several instances

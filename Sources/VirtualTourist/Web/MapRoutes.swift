@@ -3,7 +3,7 @@ import HTTPServer
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebPipeline {
-    mutating func addMapRoutes(pins: PinStore, albums: AlbumStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
+    mutating func addMapRoutes(pins: PinStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings,
                                tiles: TileInfo? = nil, mapPages: MapPageCache) {
         let secure = secureCookies
         // The page names only our own tile route; the script learns the rest from /tiles.json.
@@ -14,18 +14,24 @@ extension WebPipeline {
             return page
         }()
 
-        // The session and then one statement for the page (docs/architecture.md, "Pages"); only the
+        // The session and then one round trip for the page (docs/architecture.md, "Pages"); only the
         // session while the person's map version says the page kept from the last visit is right.
         signedIn("GET", "/") { context in
             let page = Self.listPage(context.request)
             let gzip = Compression.acceptsGzip(context.request.headers["Accept-Encoding"])
-            // A page showing a flash message is shown once, never kept.
-            let key = context.flash != nil ? nil : MapPageCache.Key(version: context.mapVersion, region: context.mapRegion ?? .world,
-                                                                     page: page, csrfToken: context.csrfToken, user: context.user)
-            if let key, let kept = mapPages.response(for: key, acceptsGzip: gzip) { return kept }
-            let html = MapPage.render(try Self.mapModel(context, pins: pins, settings: settings, page: page), chrome: context.chrome)
-            guard let key else { return .page(html) }
-            return mapPages.keep(html.bytes, for: key, acceptsGzip: gzip)
+            // A page showing a flash message is shown once, never kept; nor is one without a
+            // version row, since no number would name its state.
+            func key(_ version: Int64?) -> MapPageCache.Key? {
+                guard context.flash == nil, let version else { return nil }
+                return MapPageCache.Key(version: version, region: context.mapRegion ?? .world, page: page,
+                                        csrfToken: context.csrfToken, user: context.user)
+            }
+            if let known = key(context.mapVersion), let kept = mapPages.response(for: known, acceptsGzip: gzip) { return kept }
+            let fresh = try Self.mapModel(context, pins: pins, settings: settings, page: page)
+            let html = MapPage.render(fresh.model, chrome: context.chrome)
+            // Kept under the version read with the pins, not the session's: the two may differ.
+            guard let rendered = key(fresh.version) else { return .page(html) }
+            return mapPages.keep(html.bytes, for: rendered, acceptsGzip: gzip)
         }
 
         // Pins in a box, for maps with more pins than the page embeds.
@@ -120,16 +126,15 @@ extension WebPipeline {
                                              value: request.formValue("place") ?? "", context: context, pins: pins, settings: settings)
             }
             if placeName == nil { placeName = places().nearest(lat: lat, lon: lon).map { $0.place.label } }
+            // The album starts downloading at once, so it is often ready by the time it is opened.
             let pin: Pin
             do {
-                pin = try pins.create(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+                pin = try pins.drop(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
             } catch let reached as QuotaReached {
                 if wantsJSON { throw HTTPError(.tooManyRequests, reached.description) }
                 return try Self.mapWithError(reached.description, value: request.formValue("place") ?? "", context: context,
                                              pins: pins, settings: settings)
             }
-            // The album starts downloading at once, so it is often ready by the time it is opened.
-            _ = try albums.startCollection(pinID: pin.id, userID: context.user.id, onlyIfNew: true)
             if wantsJSON { return .jsonValue(PinJSON(pin), status: .created) }
             return .redirect(to: "/", flash: "Pin added: \(pin.title).", secure: secure)
         }
@@ -210,7 +215,7 @@ extension WebPipeline {
 
     static func mapWithError(_ message: String, value: String, context: SignedInContext, pins: PinStore,
                              settings: AppSettings) throws -> HTTPResponse {
-        var model = try mapModel(context, pins: pins, settings: settings, page: 1)
+        var model = try mapModel(context, pins: pins, settings: settings, page: 1).model
         model.addError = message
         model.addValue = value
         return .page(MapPage.render(model, chrome: context.chrome), status: .unprocessableContent)
@@ -222,13 +227,15 @@ extension WebPipeline {
         InputNumber.page(request.queryValue("page"), last: 1_000_000)
     }
 
-    static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings, page: Int) throws -> MapPage.Model {
+    /// The page's model and the map version it shows (nil: the person has no version row).
+    static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings,
+                         page: Int) throws -> (model: MapPage.Model, version: Int64?) {
         let region = context.mapRegion ?? .world
         let data = try pins.mapPage(of: context.user.id, region: region, listOffset: (page - 1) * MapPage.listPageSize,
                                     listLimit: MapPage.listPageSize, maxMarkers: MapPage.embedLimit)
-        return MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
-                             embedded: data.view.pins, clusters: data.view.clusters,
-                             tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
+        return (MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
+                              embedded: data.view.pins, clusters: data.view.clusters,
+                              tileURL: settings.tileURL, tileAttribution: settings.tileAttribution), data.version)
     }
 }
 

@@ -6,8 +6,8 @@ import Synchronization
 ///
 /// It also remembers which session token opened each stream, so a client reopening refused
 /// streams in a loop with that token is refused before its session is even looked up
-/// (`isFull(token:)`): at 10 retries a second per refused stream, the session lookups were the
-/// bulk of what the attack cost (script/bench abuse, 500 streams of one account).
+/// (`isFull(token:)`): otherwise every retry costs a session lookup, the bulk of what that attack
+/// costs (script/bench abuse; docs/performance.md, "Abuse").
 final class StreamQuota: Sendable {
     let perPerson: Int
     private struct State {

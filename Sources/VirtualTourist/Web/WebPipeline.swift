@@ -32,8 +32,8 @@ public struct SignedInContext: Sendable {
     public let flash: String?
     /// Where the person left the map (nil: never saved), from the session's statement.
     public let mapRegion: MapRegion?
-    /// The person's map version, from the same statement (MapPageCache).
-    public let mapVersion: Int64
+    /// The person's map version, from the same statement (MapPageCache); nil without a version row.
+    public let mapVersion: Int64?
     /// The session cookie's token (StreamQuota remembers which token holds a stream).
     let sessionToken: String?
 
@@ -45,7 +45,7 @@ public struct SignedInContext: Sendable {
         csrfToken = context.csrfToken
         flash = context.flash
         mapRegion = context.session?.mapRegion
-        mapVersion = context.session?.mapVersion ?? 0
+        mapVersion = context.session?.mapVersion
         sessionToken = context.session?.token
     }
 }

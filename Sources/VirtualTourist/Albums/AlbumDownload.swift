@@ -1,0 +1,390 @@
+/// One album's downloads as a state machine, in the manner of PoolStateMachine and
+/// ConnectionStateMachine: events in, `now` passed in, actions out. It holds no lock, no clock and
+/// does no I/O; `AlbumWorkers.download` is the thin driver that performs the actions (the search,
+/// fetches and puts on the download slots, database writes on the worker's own thread) and feeds
+/// back what became of them. Every rule of an album's life is here, testable on values
+/// (Tests/VirtualTouristTests/AlbumDownloadTests):
+///
+/// - at most `width` images are fetched or stored at once;
+/// - the first image to land is stored and written alone before the others are stored (they wait
+///   for it, or `firstGate` at most), so the page's first photo waits for one download;
+/// - results are written in batches (`ResultBatch`), one write at a time, and only once the
+///   album's rows are known (a fresh album writes its placeholders while its first images land);
+/// - the lease is renewed every `renewEvery` whatever the progress; a renewal refused (the job was
+///   cancelled or taken over) or none for a whole lease ends the album with nothing more written;
+/// - trouble (the database, the photo store, the image host, a refused write) stops new fetches;
+///   what is in flight lands, what was stored is written when the trouble allows, and the album
+///   ends with its reason — pending photos stay pending for the job's next turn.
+struct AlbumDownload {
+    struct Settings: Equatable {
+        var width = 30
+        var batchSize = 6
+        var batchAge: Duration = .milliseconds(250)
+        var renewEvery: Duration = .seconds(20)
+        var lease: Duration = .seconds(60)
+        var firstGate: Duration = .seconds(1)
+    }
+
+    /// How one image's fetch ended.
+    enum Fetched: Equatable {
+        case image
+        /// This photo fails for good (404, 410, not an image, too large).
+        case failed(String)
+        /// Outside the provider's image hosts or on an internal address: the photo leaves the album.
+        case refused(String)
+        /// The image host is down, slow or asks for a wait: the photo stays pending. With a wait
+        /// named (429, 503 with Retry-After) no further image is fetched; otherwise the others
+        /// still are, and the album waits at its end for the ones left.
+        case hostDown(retryAfter: Int?)
+    }
+
+    /// How one image's put into the photo store ended.
+    enum Put: Equatable {
+        case stored
+        /// The store refused this image for a reason of its own (not an outage): the photo fails.
+        case failed(String)
+        /// The store is down: the photo stays pending and the album waits for the store.
+        case storeDown
+    }
+
+    enum Event: Equatable {
+        /// The search answered with this many photos (the driver writes their placeholders next).
+        case searched(count: Int)
+        /// The search failed; the driver keeps the error.
+        case searchFailed
+        /// The placeholders' row ids by position; nil when a newer collection superseded the job.
+        case rowsWritten([Int64]?)
+        case fetched(Int, Fetched)
+        case put(Int, Put)
+        /// A batch was written (false: nothing was, the job is no longer ours).
+        case batchWritten(Bool)
+        case leaseRenewed(Bool)
+        case databaseDown
+        /// The database refused a write for a reason other than an outage.
+        case writeRefused
+        /// The worker is stopping (the process shuts down).
+        case stopping
+        /// Nothing happened; the time moved on (timers: lease, batch, first-photo gate).
+        case tick
+    }
+
+    /// A result ready to be written: the row, and why it failed (nil: stored, the driver holds its image).
+    struct Item: Equatable {
+        let index: Int
+        let rowID: Int64
+        let failure: String?
+    }
+
+    enum Action: Equatable {
+        case search
+        case writePlaceholders
+        case fetch(Int)
+        case put(Int)
+        case writeBatch([Item])
+        /// A refused image's row leaves the album.
+        case drop(Int64)
+        /// The album no longer waits (a resumed album stored an image again).
+        case clearWaiting
+        case renewLease
+        case end(End)
+    }
+
+    enum End: Equatable {
+        /// Every photo ready or failed: the album is complete.
+        case finished
+        /// A newer collection (or a deleted pin) made the job stale.
+        case superseded
+        /// The job is no longer ours: nothing more is written, nothing finished.
+        case leaseLost
+        case databaseDown
+        case writeRefused
+        case searchFailed
+        case storeDown
+        case imageHostDown(retryAfter: Int?)
+        /// Released for another worker (the process stops): at once, what is in flight abandoned
+        /// (pending, downloaded again by the next holder).
+        case released
+
+        /// An end that still writes what was stored before it.
+        var waits: Bool {
+            switch self {
+            case .storeDown, .imageHostDown, .finished: return true
+            default: return false
+            }
+        }
+    }
+
+    enum Phase: Equatable {
+        case searching
+        case running
+        /// No new fetches; waits for what is in flight, then ends.
+        case ending(End)
+        case ended(End)
+    }
+
+    private enum Slot: Equatable {
+        case waiting
+        case fetching
+        /// Landed, waiting for the first photo to be written before it is stored.
+        case held
+        case putting
+        /// Fetched and stored, or failed: its result waits for its row or its batch.
+        case landed
+        case written
+        /// Not fetched (the album ended first): stays pending.
+        case left
+    }
+
+    let settings: Settings
+    private(set) var phase: Phase
+    private var slots: [Slot] = []
+    private var rowIDs: [Int64]?
+    /// Results whose rows are not known yet, in landing order.
+    private var unplaced: [(index: Int, failure: String?)] = []
+    /// Refused images whose rows are not known yet.
+    private var undropped: [Int] = []
+    private var batch: ResultBatch<Item>
+    private var writing = false
+    /// The rows of the batch being written: left pending again if the write does not go through.
+    private var inWrite: [Int] = []
+    private var renewing = false
+    private var lastRenewed: ContinuousClock.Instant
+    /// When the first image landed (the others wait for its row, or `firstGate`).
+    private var firstLanded: ContinuousClock.Instant?
+    private var firstWritten = false
+    private var clearsWaiting: Bool
+    /// An image host answered as if down: the longest wait it named (0: none).
+    private var hostDown: Int?
+
+    /// A fresh collection: search first. `now` is when the job was claimed (the lease's start).
+    init(searching settings: Settings, now: ContinuousClock.Instant) {
+        self.settings = settings
+        phase = .searching
+        lastRenewed = now
+        clearsWaiting = false
+        batch = ResultBatch(size: settings.batchSize, maxAge: settings.batchAge, now: now, firstAtOnce: true)
+    }
+
+    /// An album whose rows exist (a resumed job, chosen photos): download what is pending.
+    /// `clearsWaiting`: the album shows a wait to clear once an image is stored again.
+    init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, now: ContinuousClock.Instant) {
+        self.init(searching: settings, now: now)
+        self.rowIDs = rowIDs
+        self.clearsWaiting = clearsWaiting
+        slots = Array(repeating: .waiting, count: rowIDs.count)
+        phase = .running
+    }
+
+    /// The first actions.
+    mutating func start(now: ContinuousClock.Instant) -> [Action] {
+        phase == .searching ? [.search] : advance(now: now)
+    }
+
+    /// When the driver must call `handle(.tick, now:)` if no other event comes first.
+    func deadline() -> ContinuousClock.Instant? {
+        if case .ended = phase { return nil }
+        var times = [lastRenewed + settings.renewEvery]
+        if let oldest = batch.oldest { times.append(oldest + settings.batchAge) }
+        if let first = firstLanded, !firstWritten, slots.contains(.held) { times.append(first + settings.firstGate) }
+        return times.min()
+    }
+
+    mutating func handle(_ event: Event, now: ContinuousClock.Instant) -> [Action] {
+        if case .ended = phase { return [] }
+        switch event {
+        case .searched(let count):
+            guard phase == .searching else { break }
+            slots = Array(repeating: .waiting, count: count)
+            phase = .running
+            return [.writePlaceholders] + advance(now: now)
+        case .searchFailed:
+            stop(.searchFailed)
+        case .rowsWritten(let ids):
+            guard rowIDs == nil, phase != .searching else { break }
+            guard let ids, ids.count == slots.count else { stop(.superseded); break }
+            rowIDs = ids
+            for (index, failure) in unplaced { add(Item(index: index, rowID: ids[index], failure: failure), now: now) }
+            unplaced = []
+            guard mayWrite else { break }
+            let drops = undropped.map { Action.drop(ids[$0]) }
+            for index in undropped { slots[index] = .written }
+            undropped = []
+            return drops + advance(now: now)
+        case .fetched(let index, let fetched):
+            guard slots.indices.contains(index), slots[index] == .fetching else { break }
+            switch fetched {
+            case .image:
+                if firstLanded == nil && phase == .running {
+                    firstLanded = now
+                    slots[index] = .putting
+                    return [.put(index)] + advance(now: now)
+                }
+                slots[index] = .held  // `advance` stores it, or leaves it pending
+            case .failed(let reason):
+                landed(index, failure: reason, now: now)
+            case .refused:
+                if let rowIDs, mayWrite {
+                    slots[index] = .written
+                    return [.drop(rowIDs[index])] + advance(now: now)
+                }
+                slots[index] = .landed
+                undropped.append(index)
+            case .hostDown(let retryAfter):
+                slots[index] = .left
+                hostDown = max(hostDown ?? 0, retryAfter ?? 0)
+                if retryAfter != nil { stop(.imageHostDown(retryAfter: retryAfter)) }
+            }
+        case .put(let index, let put):
+            guard slots.indices.contains(index), slots[index] == .putting else { break }
+            switch put {
+            case .stored:
+                landed(index, failure: nil, now: now)
+                if clearsWaiting {
+                    clearsWaiting = false
+                    return [.clearWaiting] + advance(now: now)
+                }
+            case .failed(let reason):
+                landed(index, failure: reason, now: now)
+            case .storeDown:
+                slots[index] = .left
+                stop(.storeDown)
+            }
+        case .batchWritten(let written):
+            writing = false
+            if written {
+                firstWritten = true
+                inWrite = []
+            } else {
+                unwrite()
+                stop(.leaseLost)
+            }
+        case .leaseRenewed(let held):
+            renewing = false
+            if held { lastRenewed = now } else { stop(.leaseLost) }
+        case .databaseDown:
+            if writing { unwrite() }
+            writing = false
+            renewing = false
+            stop(.databaseDown)
+        case .writeRefused:
+            if writing { unwrite() }
+            writing = false
+            stop(.writeRefused)
+        case .stopping:
+            stop(.released)
+        case .tick:
+            break
+        }
+        return advance(now: now)
+    }
+
+    /// Photos that were not written (still pending), for the tests and the log.
+    var unwritten: Int { slots.filter { $0 != .written }.count }
+
+    // MARK: Rules
+
+    private mutating func landed(_ index: Int, failure: String?, now: ContinuousClock.Instant) {
+        slots[index] = .landed
+        if let rowIDs {
+            add(Item(index: index, rowID: rowIDs[index], failure: failure), now: now)
+        } else {
+            unplaced.append((index, failure))
+        }
+    }
+
+    private mutating func unwrite() {
+        for index in inWrite { slots[index] = .left }
+        inWrite = []
+    }
+
+    private mutating func add(_ item: Item, now: ContinuousClock.Instant) {
+        _ = batch.add(item, now: now)
+    }
+
+    /// The first trouble decides how the album ends, but a lost lease outranks everything (nothing
+    /// more may be written), and the database outranks a wait for the store or the image host.
+    private mutating func stop(_ end: End) {
+        guard case .ending(let current) = phase else {
+            if phase == .searching || phase == .running { phase = .ending(end) }
+            return
+        }
+        if current == .leaseLost { return }
+        if end == .leaseLost || ([.databaseDown, .writeRefused, .released].contains(end) && current.waits) { phase = .ending(end) }
+    }
+
+    /// Whether results may still be written: not once the job may be someone else's, the
+    /// database is away, or the album is stale.
+    private var mayWrite: Bool {
+        switch phase {
+        case .searching, .running: return true
+        case .ending(let end): return end.waits
+        case .ended: return false
+        }
+    }
+
+    private var inFlight: Int {
+        slots.filter { $0 == .fetching || $0 == .putting || $0 == .held }.count
+    }
+
+    /// Everything that can be done now: the lease, new fetches, held images, a batch, the end.
+    private mutating func advance(now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        // A whole lease without a renewal: another worker may hold the job by now.
+        if now - lastRenewed >= settings.lease { stop(.leaseLost) }
+        if !renewing, now - lastRenewed >= settings.renewEvery, mayWrite {
+            renewing = true
+            actions.append(.renewLease)
+        }
+        let ending: End?
+        switch phase {
+        case .ending(let end): ending = end
+        case .ended: return actions
+        case .searching: return actions
+        case .running: ending = nil
+        }
+        // Held images go once the first photo is written, or the gate has waited long enough.
+        let gateOpen = firstWritten || (firstLanded.map { now - $0 >= settings.firstGate } ?? false) || ending != nil
+        if gateOpen {
+            for index in slots.indices where slots[index] == .held {
+                if !mayWrite {
+                    slots[index] = .left
+                } else {
+                    slots[index] = .putting
+                    actions.append(.put(index))
+                }
+            }
+        }
+        if ending == nil {
+            var next = slots.firstIndex(of: .waiting)
+            while let index = next, inFlight < settings.width {
+                slots[index] = .fetching
+                actions.append(.fetch(index))
+                next = slots[index...].firstIndex(of: .waiting)
+            }
+        }
+        // A batch: only one write at a time, only with rows known, never for a job no longer ours.
+        if mayWrite, !writing, rowIDs != nil {
+            let rest = slots.allSatisfy { $0 == .landed || $0 == .written || $0 == .left } || (ending != nil && inFlight == 0)
+            if let items = batch.take(now: now, rest: rest) {
+                writing = true
+                for item in items { slots[item.index] = .written }
+                inWrite = items.map(\.index)
+                actions.append(.writeBatch(items))
+            }
+        }
+        // The end: nothing in flight, nothing being written or renewed, nothing left to write.
+        guard inFlight == 0 || ending == .released, !writing, !renewing else { return actions }
+        if let ending {
+            if mayWrite && rowIDs != nil && !batch.waiting.isEmpty { return actions }
+            for index in slots.indices where slots[index] != .written { slots[index] = .left }
+            phase = .ended(ending)
+            actions.append(.end(ending))
+        } else if rowIDs != nil, slots.allSatisfy({ $0 == .written || $0 == .left }), batch.waiting.isEmpty {
+            let end: End = hostDown.map { .imageHostDown(retryAfter: $0 > 0 ? $0 : nil) } ?? .finished
+            phase = .ended(end)
+            actions.append(.end(end))
+        }
+        return actions
+    }
+
+}

@@ -1,0 +1,310 @@
+import Testing
+@testable import VirtualTourist
+
+/// The album's state machine on values: no database, no threads, no clock but the one passed in.
+/// The scenarios walk an album's life; `everyEventInEveryState` feeds each event to the machine in
+/// each of its states and checks the rules that must hold whatever happens.
+@Suite struct AlbumDownloadTests {
+    typealias Machine = AlbumDownload
+    let t0 = ContinuousClock.now
+    var settings: Machine.Settings {
+        var settings = Machine.Settings()
+        settings.width = 3
+        settings.batchSize = 2
+        settings.batchAge = .seconds(10)
+        settings.renewEvery = .seconds(20)
+        settings.lease = .seconds(60)
+        settings.firstGate = .seconds(1)
+        return settings
+    }
+    let rows: [Int64] = [100, 101, 102, 103, 104]
+
+    func fetches(_ actions: [Machine.Action]) -> [Int] {
+        actions.compactMap { if case .fetch(let index) = $0 { return index } else { return nil } }
+    }
+    func puts(_ actions: [Machine.Action]) -> [Int] {
+        actions.compactMap { if case .put(let index) = $0 { return index } else { return nil } }
+    }
+    func batches(_ actions: [Machine.Action]) -> [[Machine.Item]] {
+        actions.compactMap { if case .writeBatch(let items) = $0 { return items } else { return nil } }
+    }
+    func ends(_ actions: [Machine.Action]) -> [Machine.End] {
+        actions.compactMap { if case .end(let end) = $0 { return end } else { return nil } }
+    }
+
+    /// A fresh album of five photos, searched and its rows written: fetches 0, 1, 2 in flight.
+    func searched(now: ContinuousClock.Instant? = nil) -> Machine {
+        var album = Machine(searching: settings, now: t0)
+        #expect(album.start(now: t0) == [.search])
+        let actions = album.handle(.searched(count: 5), now: t0)
+        #expect(actions.first == .writePlaceholders, "the rows are written first")
+        #expect(fetches(actions) == [0, 1, 2], "at most `width` images at once, while the rows are written")
+        #expect(album.handle(.rowsWritten(rows), now: t0).isEmpty)
+        return album
+    }
+
+    @Test func anAlbumFromSearchToFinish() {
+        var album = searched()
+        var actions = album.handle(.fetched(0, .image), now: t0)
+        #expect(puts(actions) == [0], "the first image is stored at once")
+        #expect(fetches(actions) == [], "a stored image still holds its slot")
+        actions = album.handle(.put(0, .stored), now: t0)
+        #expect(batches(actions) == [[.init(index: 0, rowID: 100, failure: nil)]], "the first photo is written alone, at once")
+        #expect(fetches(actions) == [3])
+        actions = album.handle(.fetched(1, .failed("HTTP 404")), now: t0)
+        #expect(batches(actions).isEmpty, "one write at a time")
+        #expect(fetches(actions) == [4], "a failed image frees its slot")
+        actions = album.handle(.batchWritten(true), now: t0)
+        #expect(batches(actions).isEmpty, "one result waits for its batch")
+        #expect(album.handle(.fetched(2, .image), now: t0) == [.put(2)], "after the first photo is written, no gate")
+        actions = album.handle(.put(2, .stored), now: t0)
+        #expect(batches(actions) == [[.init(index: 1, rowID: 101, failure: "HTTP 404"), .init(index: 2, rowID: 102, failure: nil)]])
+        #expect(album.handle(.batchWritten(true), now: t0).isEmpty)
+        #expect(album.handle(.fetched(3, .refused("internal address")), now: t0) == [.drop(103)])
+        _ = album.handle(.fetched(4, .image), now: t0)
+        actions = album.handle(.put(4, .stored), now: t0)
+        #expect(batches(actions) == [[.init(index: 4, rowID: 104, failure: nil)]], "the last, partial batch at the end")
+        actions = album.handle(.batchWritten(true), now: t0)
+        #expect(ends(actions) == [.finished])
+        #expect(album.unwritten == 0)
+        #expect(album.handle(.tick, now: t0).isEmpty, "an ended album does nothing more")
+    }
+
+    @Test func theOthersWaitForTheFirstPhotoOrTheGate() {
+        var album = searched()
+        #expect(puts(album.handle(.fetched(0, .image), now: t0)) == [0])
+        #expect(puts(album.handle(.fetched(1, .image), now: t0)).isEmpty, "held until the first photo is written")
+        #expect(album.deadline() == t0 + .seconds(1), "the gate's end is a deadline")
+        #expect(puts(album.handle(.tick, now: t0 + .milliseconds(999))).isEmpty)
+        #expect(puts(album.handle(.tick, now: t0 + .seconds(1))) == [1], "the gate opens after a second")
+    }
+
+    @Test func resultsWaitForTheirRows() {
+        var album = Machine(searching: settings, now: t0)
+        _ = album.start(now: t0)
+        _ = album.handle(.searched(count: 2), now: t0)
+        // The images land before the placeholders' write has answered.
+        #expect(album.handle(.fetched(0, .image), now: t0) == [.put(0)])
+        #expect(batches(album.handle(.put(0, .stored), now: t0)).isEmpty, "no row yet: nothing written")
+        #expect(album.handle(.fetched(1, .refused("redirect to 10.0.0.1")), now: t0).isEmpty)
+        let actions = album.handle(.rowsWritten([7, 8]), now: t0)
+        #expect(actions.contains(.drop(8)))
+        #expect(batches(actions) == [[.init(index: 0, rowID: 7, failure: nil)]])
+        #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.finished])
+    }
+
+    @Test func theLeaseIsRenewedOnATimerWhateverTheProgress() {
+        var album = searched()
+        #expect(album.deadline() == t0 + .seconds(20))
+        #expect(album.handle(.tick, now: t0 + .seconds(19)).isEmpty)
+        #expect(album.handle(.tick, now: t0 + .seconds(20)) == [.renewLease], "no image landed, still renewed")
+        #expect(album.handle(.tick, now: t0 + .seconds(21)).isEmpty, "one renewal at a time")
+        #expect(album.handle(.leaseRenewed(true), now: t0 + .seconds(21)).isEmpty)
+        #expect(album.deadline() == t0 + .seconds(41), "the next one counts from the last answer")
+        #expect(album.handle(.tick, now: t0 + .seconds(41)) == [.renewLease])
+    }
+
+    @Test func aLostLeaseWritesNothingMoreAndNeverFinishes() {
+        var album = searched()
+        _ = album.handle(.fetched(0, .image), now: t0)
+        #expect(fetches(album.handle(.put(0, .stored), now: t0)) == [3], "0 written: its slot goes to 3")
+        _ = album.handle(.batchWritten(true), now: t0)
+        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
+        _ = album.handle(.tick, now: t0 + .seconds(20))
+        // Another worker took the job over.
+        var actions = album.handle(.leaseRenewed(false), now: t0 + .seconds(20))
+        #expect(actions.isEmpty)
+        #expect(album.handle(.put(1, .stored), now: t0 + .seconds(20)).isEmpty, "stored, never written")
+        #expect(album.handle(.fetched(2, .image), now: t0 + .seconds(20)).isEmpty, "not even stored")
+        actions = album.handle(.fetched(3, .failed("404")), now: t0 + .seconds(20))
+        #expect(actions == [.end(.leaseLost)], "ends once what is in flight has landed")
+        #expect(album.unwritten == 4)
+    }
+
+    @Test func aBatchWrittenForAJobNoLongerOursEndsTheAlbum() {
+        var album = searched()
+        _ = album.handle(.fetched(0, .image), now: t0)
+        _ = album.handle(.put(0, .stored), now: t0)
+        #expect(album.handle(.batchWritten(false), now: t0).isEmpty)
+        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.fetched(2, .failed("404")), now: t0)
+        #expect(album.handle(.fetched(3, .image), now: t0) == [.end(.leaseLost)])
+        #expect(album.unwritten == 5, "the first photo's write did not go through either")
+    }
+
+    @Test func noRenewalForAWholeLeaseCountsAsLost() {
+        var album = searched()
+        #expect(album.handle(.tick, now: t0 + .seconds(20)) == [.renewLease])
+        #expect(album.handle(.databaseDown, now: t0 + .seconds(20)).isEmpty, "no renewal while the database is away")
+        _ = album.handle(.fetched(0, .image), now: t0 + .seconds(61))
+        _ = album.handle(.fetched(1, .image), now: t0 + .seconds(61))
+        let actions = album.handle(.fetched(2, .image), now: t0 + .seconds(61))
+        #expect(actions == [.end(.leaseLost)], "past the lease the job may be another worker's: that outranks the outage")
+    }
+
+    @Test func theStoreGoingDownStopsNewFetchesAndKeepsWhatWasStored() {
+        var album = searched()
+        _ = album.handle(.fetched(0, .image), now: t0)
+        _ = album.handle(.put(0, .stored), now: t0)  // and fetch(3)
+        _ = album.handle(.batchWritten(true), now: t0)
+        _ = album.handle(.fetched(1, .image), now: t0)
+        #expect(album.handle(.put(1, .storeDown), now: t0).isEmpty, "no new fetch once the store is down")
+        #expect(album.handle(.fetched(2, .image), now: t0) == [.put(2)], "what landed is still offered to the store")
+        #expect(album.handle(.put(2, .stored), now: t0).isEmpty, "3 is still in flight")
+        let actions = album.handle(.fetched(3, .failed("410")), now: t0)
+        #expect(batches(actions) == [[.init(index: 2, rowID: 102, failure: nil), .init(index: 3, rowID: 103, failure: "410")]],
+                "what was stored meanwhile is kept")
+        #expect(album.handle(.batchWritten(true), now: t0) == [.end(.storeDown)])
+        #expect(album.unwritten == 2, "1 and 4 stay pending for the job's next turn")
+    }
+
+    @Test func anImageHostThatIsDownLeavesItsPhotosPendingAndTheAlbumWaits() {
+        var album = searched()
+        var actions = album.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0)
+        #expect(fetches(actions) == [3], "one image failing: the others are still fetched")
+        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.put(1, .stored), now: t0)
+        _ = album.handle(.batchWritten(true), now: t0)
+        _ = album.handle(.fetched(2, .hostDown(retryAfter: nil)), now: t0)
+        _ = album.handle(.fetched(3, .failed("HTTP 410")), now: t0)
+        actions = album.handle(.fetched(4, .hostDown(retryAfter: nil)), now: t0)
+        #expect(batches(actions) == [[.init(index: 3, rowID: 103, failure: "HTTP 410")]])
+        actions = album.handle(.batchWritten(true), now: t0)
+        #expect(ends(actions) == [.imageHostDown(retryAfter: nil)], "never finished with photos pending")
+        #expect(album.unwritten == 3)
+    }
+
+    @Test func aWaitTheImageHostNamesStopsNewFetches() {
+        var album = searched()
+        let actions = album.handle(.fetched(0, .hostDown(retryAfter: 30)), now: t0)
+        #expect(fetches(actions).isEmpty)
+        _ = album.handle(.fetched(1, .hostDown(retryAfter: 5)), now: t0)
+        #expect(ends(album.handle(.fetched(2, .failed("404")), now: t0)) == [], "the failure is written first")
+        #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.imageHostDown(retryAfter: 30)], "the longest wait named")
+    }
+
+    @Test func theDatabaseGoingDownMidWriteLeavesTheBatchPending() {
+        var album = searched()
+        _ = album.handle(.fetched(0, .image), now: t0)
+        #expect(batches(album.handle(.put(0, .stored), now: t0)).count == 1)
+        #expect(album.handle(.databaseDown, now: t0).isEmpty)
+        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.fetched(2, .image), now: t0)
+        let actions = album.handle(.fetched(3, .image), now: t0)
+        #expect(actions == [.end(.databaseDown)], "nothing more is stored or written")
+        #expect(album.unwritten == 5)
+    }
+
+    @Test func aSupersededAlbumEndsWithoutWriting() {
+        var album = Machine(searching: settings, now: t0)
+        _ = album.start(now: t0)
+        _ = album.handle(.searched(count: 2), now: t0)
+        #expect(album.handle(.rowsWritten(nil), now: t0).isEmpty, "two fetches in flight")
+        _ = album.handle(.fetched(0, .image), now: t0)
+        #expect(ends(album.handle(.fetched(1, .image), now: t0)) == [.superseded])
+    }
+
+    @Test func anEmptySearchFinishesOnceItsResultIsWritten() {
+        var album = Machine(searching: settings, now: t0)
+        _ = album.start(now: t0)
+        #expect(album.handle(.searched(count: 0), now: t0) == [.writePlaceholders])
+        #expect(album.handle(.rowsWritten([]), now: t0) == [.end(.finished)])
+    }
+
+    @Test func aFailedSearchEnds() {
+        var album = Machine(searching: settings, now: t0)
+        _ = album.start(now: t0)
+        #expect(album.handle(.searchFailed, now: t0) == [.end(.searchFailed)])
+    }
+
+    @Test func aResumedAlbumClearsItsWaitOnceAnImageIsStored() {
+        var album = Machine(resuming: [7, 8], settings: settings, clearsWaiting: true, now: t0)
+        #expect(fetches(album.start(now: t0)) == [0, 1])
+        _ = album.handle(.fetched(0, .image), now: t0)
+        let actions = album.handle(.put(0, .stored), now: t0)
+        #expect(actions.first == .clearWaiting)
+        #expect(batches(actions).count == 1)
+        _ = album.handle(.batchWritten(true), now: t0)
+        #expect(!album.handle(.fetched(1, .image), now: t0).contains(.clearWaiting))
+        #expect(!album.handle(.put(1, .stored), now: t0).contains(.clearWaiting), "once")
+    }
+
+    @Test func stoppingReleasesAtOnce() {
+        var album = searched()
+        #expect(album.handle(.stopping, now: t0) == [.end(.released)], "fetches in flight are not waited for")
+        #expect(album.unwritten == 5)
+    }
+
+    // MARK: Every event in every state
+
+    enum State: CaseIterable {
+        case searching, runningWithoutRows, running, endingForTheStore, leaseLost, ended
+    }
+
+    func machine(in state: State) -> Machine {
+        var album: Machine
+        switch state {
+        case .searching:
+            album = Machine(searching: settings, now: t0)
+            _ = album.start(now: t0)
+        case .runningWithoutRows:
+            album = Machine(searching: settings, now: t0)
+            _ = album.start(now: t0)
+            _ = album.handle(.searched(count: 5), now: t0)
+        case .running:
+            album = searched()
+        case .endingForTheStore:
+            album = searched()
+            _ = album.handle(.fetched(0, .image), now: t0)
+            _ = album.handle(.put(0, .storeDown), now: t0)
+        case .leaseLost:
+            album = searched()
+            _ = album.handle(.tick, now: t0 + .seconds(20))
+            _ = album.handle(.leaseRenewed(false), now: t0 + .seconds(20))
+        case .ended:
+            album = Machine(searching: settings, now: t0)
+            _ = album.start(now: t0)
+            _ = album.handle(.searchFailed, now: t0)
+        }
+        return album
+    }
+
+    static let events: [AlbumDownload.Event] = [
+        .searched(count: 5), .searchFailed, .rowsWritten([100, 101, 102, 103, 104]), .rowsWritten(nil),
+        .fetched(1, .image), .fetched(1, .failed("404")), .fetched(1, .refused("internal")), .fetched(1, .hostDown(retryAfter: nil)),
+        .fetched(1, .hostDown(retryAfter: 9)), .put(0, .stored), .put(0, .failed("EIO")), .put(0, .storeDown),
+        .batchWritten(true), .batchWritten(false), .leaseRenewed(true), .leaseRenewed(false),
+        .databaseDown, .writeRefused, .stopping, .tick,
+    ]
+
+    @Test(arguments: State.allCases) func everyEventInEveryState(_ state: State) {
+        for event in Self.events {
+            var album = machine(in: state)
+            let before = album.phase
+            let actions = album.handle(event, now: t0 + .seconds(1))
+            // An ended album does nothing, whatever arrives.
+            if case .ended = before { #expect(actions.isEmpty, "\(state) + \(event)") }
+            // A job no longer ours writes nothing and fetches nothing.
+            if case .ending(.leaseLost) = before {
+                #expect(batches(actions).isEmpty && fetches(actions).isEmpty && puts(actions).isEmpty, "\(state) + \(event)")
+                #expect(!actions.contains(.renewLease))
+            }
+            // Once the album is ending, nothing new is fetched.
+            if case .ending = before { #expect(fetches(actions).isEmpty, "\(state) + \(event)") }
+            // Never more than one end, and an end is the last action.
+            #expect(ends(actions).count <= 1)
+            if let last = actions.last, !ends(actions).isEmpty { #expect(ends([last]).count == 1, "\(state) + \(event)") }
+            // Never finished while photos are unwritten.
+            if ends(actions) == [.finished] { #expect(album.unwritten == 0, "\(state) + \(event)") }
+            // A lost lease, wherever it happens, leads to no write afterwards.
+            if event == .leaseRenewed(false) || event == .batchWritten(false) {
+                for later in Self.events {
+                    var copy = album
+                    let next = copy.handle(later, now: t0 + .seconds(2))
+                    #expect(batches(next).isEmpty, "\(state) + \(event) + \(later)")
+                    #expect(!ends(next).contains(.finished), "\(state) + \(event) + \(later)")
+                }
+            }
+        }
+    }
+}
