@@ -73,8 +73,8 @@ import TestSupport
 
     /// The case. Ann's album of 30 is ready; the store starts swallowing every request
     /// (new and kept connections); Ann's page asks for 45 thumbnails at once while Bob loads his
-    /// map and pins. Bob's pages must not wait for the store: without the breaker they queued
-    /// behind thumbnails each holding a handler slot for the store's whole timeout. The thumbnails
+    /// map and pins. Bob's pages must not wait for the store, as they would behind thumbnails each
+    /// holding a handler slot for the store's whole timeout. The thumbnails
     /// get 503 with Retry-After, at once once the breaker is open; when the store answers again
     /// every thumbnail reads back.
     @Test func aStoreThatHangsLeavesPagesServedAndPhotosAnswer503UntilItAnswers() throws {
