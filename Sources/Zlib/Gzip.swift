@@ -25,25 +25,52 @@ public enum Gzip {
 
     /// For tests and for reading compressed data back.
     public static func decompress(_ input: [UInt8], limit: Int = 64 * 1024 * 1024) -> [UInt8]? {
+        guard case .inflated(let output) = inflate(input[...], windowBits: 15 + 32, limit: limit) else { return nil }
+        return output
+    }
+
+    /// How an inflate ended.
+    public enum Inflated: Equatable {
+        case inflated([UInt8])
+        /// The output would pass the limit: stopped there, so a bomb costs at most the limit.
+        case tooLarge
+        /// The input ended before the stream did.
+        case endsEarly
+        case invalid
+    }
+
+    /// Inflates `input` (windowBits as for zlib's inflateInit2: 15 + 32 for zlib or gzip, -15 for
+    /// raw deflate as zip holds it), never holding more than `limit` bytes of output.
+    public static func inflate(_ input: ArraySlice<UInt8>, windowBits: Int32, limit: Int) -> Inflated {
         var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+        guard inflateInit2_(&stream, windowBits, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return .invalid }
         defer { inflateEnd(&stream) }
         var output: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        return input.withUnsafeBufferPointer { inBuf -> [UInt8]? in
+        return input.withUnsafeBufferPointer { inBuf -> Inflated in
             stream.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress)
             stream.avail_in = uInt(inBuf.count)
             while true {
                 let status: Int32 = chunk.withUnsafeMutableBufferPointer { outBuf in
                     stream.next_out = outBuf.baseAddress
                     stream.avail_out = uInt(outBuf.count)
-                    return inflate(&stream, Z_NO_FLUSH)
+                    return zlibInflate(&stream, Z_NO_FLUSH)
                 }
-                output.append(contentsOf: chunk[0..<(chunk.count - Int(stream.avail_out))])
-                if output.count > limit { return nil }
-                if status == Z_STREAM_END { return output }
-                if status != Z_OK { return nil }
+                let produced = chunk.count - Int(stream.avail_out)
+                guard output.count + produced <= limit else { return .tooLarge }
+                output.append(contentsOf: chunk[0..<produced])
+                switch status {
+                case Z_STREAM_END: return .inflated(output)
+                case Z_OK: continue
+                // No progress possible: the input ended before the deflate stream did.
+                case Z_BUF_ERROR: return .endsEarly
+                default: return .invalid
+                }
             }
         }
     }
 }
+
+/// zlib's inflate, named apart from `Gzip.inflate`.
+private func zlibInflate(_ stream: UnsafeMutablePointer<z_stream>, _ flush: Int32) -> Int32 { inflate(stream, flush) }
+

@@ -171,38 +171,12 @@ public struct ZipReader: Sendable {
     /// output would pass `maxBytes` (the size the header claims), so a bomb costs at most that much
     /// memory and the time to inflate it.
     static func inflateRaw(_ input: ArraySlice<UInt8>, maxBytes: Int, name: String) throws(Failure) -> [UInt8] {
-        var stream = z_stream()
-        // Negative windowBits: raw deflate (zlib manual, inflateInit2).
-        guard inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw .corrupt(name: name, why: "zlib could not start")
+        switch Gzip.inflate(input, windowBits: -15, limit: maxBytes) {
+        case .inflated(let output): return output
+        case .tooLarge: throw .corrupt(name: name, why: "it inflates to more than the \(maxBytes) bytes its header says")
+        case .endsEarly: throw .corrupt(name: name, why: "its deflate data ends early")
+        case .invalid: throw .corrupt(name: name, why: "its deflate data is invalid")
         }
-        defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let result: Result<[UInt8], Failure> = input.withUnsafeBufferPointer { inBuf in
-            stream.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress)
-            stream.avail_in = uInt(inBuf.count)
-            while true {
-                let status: Int32 = chunk.withUnsafeMutableBufferPointer { outBuf in
-                    stream.next_out = outBuf.baseAddress
-                    stream.avail_out = uInt(outBuf.count)
-                    return inflate(&stream, Z_NO_FLUSH)
-                }
-                let produced = chunk.count - Int(stream.avail_out)
-                guard output.count + produced <= maxBytes else {
-                    return .failure(.corrupt(name: name, why: "it inflates to more than the \(maxBytes) bytes its header says"))
-                }
-                output.append(contentsOf: chunk[0..<produced])
-                switch status {
-                case Z_STREAM_END: return .success(output)
-                case Z_OK: continue
-                // No progress possible: the input ended before the deflate stream did.
-                case Z_BUF_ERROR: return .failure(.corrupt(name: name, why: "its deflate data ends early"))
-                default: return .failure(.corrupt(name: name, why: "its deflate data is invalid"))
-                }
-            }
-        }
-        return try result.get()
     }
 }
 

@@ -230,6 +230,10 @@ import TestSupport
 /// kernel's own: a remount read-only (EROFS, as ext4 does after an error with errors=remount-ro)
 /// and FS_IOC_SHUTDOWN (every operation then fails with EIO, as on a disk that died).
 /// device-mapper's error target would be the other way to get EIO; containers rarely have it.
+final class LogLines: Sendable {
+    let list = Mutex<[String]>([])
+}
+
 final class LoopFileSystem {
     let image: String
     let mount: String
@@ -318,20 +322,28 @@ struct FileSystemFaultTests {
         return app
     }
 
-    @Test func aFileSystemRemountedReadOnlyKeepsPhotosServedAndTheAlbumWaits() throws {
-        let fs = try LoopFileSystem()
-        let lines = Mutex<[String]>([])
+    /// An album a few photos in, on `fs`; whether the store logged a line naming `fs` with some
+    /// text; and the end of that watch.
+    static func albumUnderWay(on fs: LoopFileSystem) throws
+        -> (TestApp, Browser, Int, logged: @Sendable (String) -> Bool, stop: @Sendable () -> Void) {
+        let lines = LogLines()
         let mount = fs.mount
-        let stopObserving = Logger.observe { line in if line.contains("photo store") && line.contains(mount) { lines.withLock { $0.append(line) } } }
-        defer { stopObserving() }
+        let stopObserving = Logger.observe { line in if line.contains("photo store") && line.contains(mount) { lines.list.withLock { $0.append(line) } } }
         let app = try Self.appOn(fs)
         let browser = try app.signedUp()
         let pin = try AlbumTests.dropPin(browser)
         try #require(eventually(timeout: 20) { ((try? AlbumTests.state(browser, pin: pin))?.count("ready") ?? 0) >= 3 })
+        return (app, browser, pin, { text in lines.list.withLock { $0.contains { $0.contains(text) } } }, stopObserving)
+    }
+
+    @Test func aFileSystemRemountedReadOnlyKeepsPhotosServedAndTheAlbumWaits() throws {
+        let fs = try LoopFileSystem()
+        let (app, browser, pin, logged, stopObserving) = try Self.albumUnderWay(on: fs)
+        defer { stopObserving() }
 
         try fs.remount(readOnly: true)
         let remounted = Date()
-        #expect(eventually(timeout: 20) { lines.withLock { $0.contains { $0.contains("Read-only file system") } } })
+        #expect(eventually(timeout: 20) { logged("Read-only file system") })
         usleep(1_500_000)
         let during = try AlbumTests.state(browser, pin: pin)
         let before = try StoreOutageTests.readyPhotos(app, pin: pin)
@@ -361,19 +373,13 @@ struct FileSystemFaultTests {
 
     @Test func aFileSystemThatFailsWithEIOKeepsPhotosPendingAndResumesOnANewDisk() throws {
         let fs = try LoopFileSystem()
-        let lines = Mutex<[String]>([])
-        let mount = fs.mount
-        let stopObserving = Logger.observe { line in if line.contains("photo store") && line.contains(mount) { lines.withLock { $0.append(line) } } }
+        let (app, browser, pin, logged, stopObserving) = try Self.albumUnderWay(on: fs)
         defer { stopObserving() }
-        let app = try Self.appOn(fs)
-        let browser = try app.signedUp()
-        let pin = try AlbumTests.dropPin(browser)
-        try #require(eventually(timeout: 20) { ((try? AlbumTests.state(browser, pin: pin))?.count("ready") ?? 0) >= 3 })
 
         let before = try StoreOutageTests.readyPhotos(app, pin: pin)
         try fs.shutDown()
         let failed = Date()
-        #expect(eventually(timeout: 20) { lines.withLock { $0.contains { $0.contains("Input/output error") } } })
+        #expect(eventually(timeout: 20) { logged("Input/output error") })
         usleep(1_500_000)
         let during = try AlbumTests.state(browser, pin: pin)
         let port = app.port, cookies = browser.cookies
