@@ -432,8 +432,8 @@ public final class AlbumWorkers: @unchecked Sendable {
                 case .renewLease:
                     event = write { .leaseRenewed(try store.renewLease(job, leaseSeconds: settings.leaseSeconds)) }
                 case .end(let end):
-                    if end != .finished && end != .released && end != .superseded {
-                        logger.notice("album of pin \(job.pinID) stops: \(end), \(album.unwritten) photos pending")
+                    if let why = end.whyStopped {
+                        logger.notice("album of pin \(job.pinID) stops, \(why): \(album.unwritten) photos pending")
                     }
                     return (end, trouble)
                 }
@@ -537,6 +537,20 @@ extension AlbumDownload.Action {
         switch self {
         case .search, .fetch, .put: return true
         default: return false
+        }
+    }
+}
+
+extension AlbumDownload.End {
+    /// For the log, when an album stops with photos pending; nil when the end says it elsewhere.
+    var whyStopped: String? {
+        switch self {
+        case .finished, .released, .superseded, .searchFailed: return nil
+        case .leaseLost: return "its job was taken over or cancelled"
+        case .databaseDown: return "the database is unavailable"
+        case .writeRefused: return "the database refused a write"
+        case .storeDown: return "the photo store is unavailable"
+        case .imageHostDown(let retryAfter): return retryAfter.map { "the image host asked for a wait of \($0) s" } ?? "the image host is unavailable"
         }
     }
 }
