@@ -376,7 +376,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                     }
                 case .fetch(let index):
                     let url = urls[index]
-                    runOnSlot(inbox) { [self] in
+                    runOnSlot { [self] in
                         switch fetchImage(url, hosts: hosts) {
                         case .success(let (bytes, info)): inbox.post(.fetched(index, .image), .image(bytes, info, putStarted: nil))
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
@@ -387,7 +387,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                     }
                 case .put(let index):
                     guard let image = images.removeValue(forKey: index) else { break }
-                    runOnSlot(inbox) { [self] in
+                    runOnSlot(first: true) { [self] in
                         // The blob first, then the row that names it: a row never names a blob
                         // that is not there. Thumbnails too (JPEG only), into the same store.
                         let putStarted = Date()
@@ -464,9 +464,10 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    /// Runs `task` on a download slot; once the slots have stopped (shutting down), here.
-    private func runOnSlot(_ inbox: Inbox, _ task: @escaping @Sendable () -> Void) {
-        if !downloads.submit(task) { task() }
+    /// Runs `task` on a download slot (`first`: ahead of those waiting); once the slots have
+    /// stopped (shutting down), here.
+    private func runOnSlot(first: Bool = false, _ task: @escaping @Sendable () -> Void) {
+        if !downloads.submit(first: first, task) { task() }
     }
 
     /// A step of an album, at debug level with the log's millisecond stamp: script/bench pindrop lines

@@ -62,11 +62,13 @@ final class DownloadPool: Sendable {
         return Running(group: group, onCaller: nil)
     }
 
-    /// Runs `task` on a slot without waiting for it; false once the pool has stopped.
+    /// Runs `task` on a slot without waiting for it; false once the pool has stopped. `first`:
+    /// ahead of the tasks waiting (an image already downloaded is stored before more are fetched,
+    /// so downloaded bytes never pile up behind other albums' downloads).
     @discardableResult
-    func submit(_ task: @escaping @Sendable () -> Void) -> Bool {
+    func submit(first: Bool = false, _ task: @escaping @Sendable () -> Void) -> Bool {
         guard startIfNeeded() else { return false }
-        enqueue(task)
+        enqueue(task, first: first)
         return true
     }
 
@@ -78,9 +80,9 @@ final class DownloadPool: Sendable {
         condition.unlock()
     }
 
-    private func enqueue(_ task: @escaping @Sendable () -> Void) {
+    private func enqueue(_ task: @escaping @Sendable () -> Void, first: Bool = false) {
         condition.lock()
-        queue.withLock { $0.tasks.append(task) }
+        queue.withLock { if first { $0.tasks.insert(task, at: 0) } else { $0.tasks.append(task) } }
         condition.signal()
         condition.unlock()
     }
