@@ -19,8 +19,14 @@ import Testing
     }
     let rows: [Int64] = [100, 101, 102, 103, 104]
 
+    /// Fetches asked for, with or without the store on the same slot.
     func fetches(_ actions: [Machine.Action]) -> [Int] {
-        actions.compactMap { if case .fetch(let index) = $0 { return index } else { return nil } }
+        actions.compactMap {
+            switch $0 {
+            case .fetch(let index), .fetchAndPut(let index): return index
+            default: return nil
+            }
+        }
     }
     func puts(_ actions: [Machine.Action]) -> [Int] {
         actions.compactMap { if case .put(let index) = $0 { return index } else { return nil } }
@@ -68,6 +74,24 @@ import Testing
         #expect(ends(actions) == [.finished])
         #expect(album.unwritten == 0)
         #expect(album.handle(.tick, now: t0).isEmpty, "an ended album does nothing more")
+    }
+
+    /// Once the first photo is written, a fetch stores its image on the same slot: no put is
+    /// asked for, the result comes as `fetched` then `put`.
+    @Test func afterTheFirstPhotoAFetchStoresOnItsOwnSlot() {
+        var settings = self.settings
+        settings.width = 1
+        var album = Machine(resuming: [7, 8, 9], settings: settings, clearsWaiting: false, now: t0)
+        #expect(album.start(now: t0) == [.fetch(0)])
+        #expect(album.handle(.fetched(0, .image), now: t0) == [.put(0)])
+        #expect(album.handle(.put(0, .stored), now: t0) == [.fetch(1), .writeBatch([.init(index: 0, rowID: 7, failure: nil)])],
+                "the first photo is not written yet: a plain fetch")
+        #expect(album.handle(.batchWritten(true), now: t0).isEmpty)
+        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
+        #expect(album.handle(.put(1, .stored), now: t0) == [.fetchAndPut(2)], "the first photo written: the slot stores it too")
+        #expect(album.handle(.fetched(2, .image), now: t0).isEmpty, "no put asked for")
+        #expect(batches(album.handle(.put(2, .stored), now: t0)) == [[.init(index: 1, rowID: 8, failure: nil), .init(index: 2, rowID: 9, failure: nil)]])
+        #expect(album.handle(.batchWritten(true), now: t0) == [.end(.finished)])
     }
 
     @Test func theOthersWaitForTheFirstPhotoOrTheGate() {

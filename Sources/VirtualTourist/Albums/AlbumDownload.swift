@@ -79,6 +79,9 @@ struct AlbumDownload {
         case search
         case writePlaceholders
         case fetch(Int)
+        /// Fetch, and store it on the same slot if it is an image (once the first photo is
+        /// written): the bytes never wait for a slot of their own. Reported as `fetched`, then `put`.
+        case fetchAndPut(Int)
         case put(Int)
         case writeBatch([Item])
         /// A refused image's row leaves the album.
@@ -153,6 +156,8 @@ struct AlbumDownload {
     private var firstLanded: ContinuousClock.Instant?
     private var firstWritten = false
     private var clearsWaiting: Bool
+    /// Images fetched by `fetchAndPut`: their slot stores them without being asked.
+    private var storedInline: Set<Int> = []
     /// An image host answered as if down: the longest wait it named (0: none).
     private var hostDown: Int?
 
@@ -214,6 +219,10 @@ struct AlbumDownload {
             guard slots.indices.contains(index), slots[index] == .fetching else { break }
             switch fetched {
             case .image:
+                if storedInline.contains(index) {
+                    slots[index] = .putting
+                    break
+                }
                 if firstLanded == nil && phase == .running {
                     firstLanded = now
                     slots[index] = .putting
@@ -358,7 +367,12 @@ struct AlbumDownload {
             var next = slots.firstIndex(of: .waiting)
             while let index = next, inFlight < settings.width {
                 slots[index] = .fetching
-                actions.append(.fetch(index))
+                if firstWritten {
+                    storedInline.insert(index)
+                    actions.append(.fetchAndPut(index))
+                } else {
+                    actions.append(.fetch(index))
+                }
                 next = slots[index...].firstIndex(of: .waiting)
             }
         }

@@ -281,7 +281,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         enum Payload {
             case page(PhotoSearchPage)
             case error(any Error)
-            case image([UInt8], ImageInfo, putStarted: Date?)
+            case image([UInt8], ImageInfo)
             case stored(AlbumJobQueue.PhotoResult)
             case storeDown(StoreDown)
             /// The store refused this image for a reason of its own, for the log.
@@ -374,11 +374,14 @@ public final class AlbumWorkers: @unchecked Sendable {
                         let ids = (0..<result.photos.count).compactMap { placed[$0] }
                         return .rowsWritten(ids.count == result.photos.count ? ids : nil)
                     }
-                case .fetch(let index):
-                    let url = urls[index]
+                case .fetch(let index), .fetchAndPut(let index):
+                    let url = urls[index], andPut = action == .fetchAndPut(index)
                     runOnSlot { [self] in
                         switch fetchImage(url, hosts: hosts) {
-                        case .success(let (bytes, info)): inbox.post(.fetched(index, .image), .image(bytes, info, putStarted: nil))
+                        case .success(let (bytes, info)):
+                            guard andPut else { return inbox.post(.fetched(index, .image), .image(bytes, info)) }
+                            inbox.post(.fetched(index, .image))
+                            storeImage(index, bytes: bytes, info: info, inbox: inbox)
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
                         case .refused(let reason): inbox.post(.fetched(index, .refused(reason)), .hostDown(reason))
                         case .unavailable(let reason, let retryAfter):
@@ -387,22 +390,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                     }
                 case .put(let index):
                     guard let image = images.removeValue(forKey: index) else { break }
-                    runOnSlot(first: true) { [self] in
-                        // The blob first, then the row that names it: a row never names a blob
-                        // that is not there. Thumbnails too (JPEG only), into the same store.
-                        let putStarted = Date()
-                        do {
-                            let hash = try store.photos.put(image.bytes)
-                            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: image.bytes, store: store.photos)
-                            storeAnswered(putStarted: putStarted)
-                            inbox.post(.put(index, .stored), .stored(.stored(0, hash: hash, byteSize: image.bytes.count,
-                                                                               info: image.info, thumbnails: thumbnails)))
-                        } catch let error as PhotoStoreError where error.outage {
-                            inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
-                        } catch {
-                            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
-                        }
-                    }
+                    runOnSlot(first: true) { [self] in storeImage(index, bytes: image.bytes, info: image.info, inbox: inbox) }
                 case .writeBatch(let items):
                     event = write {
                         let results = items.map { item -> AlbumJobQueue.PhotoResult in
@@ -445,10 +433,10 @@ public final class AlbumWorkers: @unchecked Sendable {
                 page = result
                 urls = result.photos.map(\.imageURL)
             case (_, .error(let error)?): trouble.search = error
-            case (.fetched(let index, _), .image(let bytes, let info, _)?):
+            case (.fetched(let index, .image), let payload):
                 if !firstDownloaded { stage(job, "first image downloaded") }
                 firstDownloaded = true
-                images[index] = (bytes, info)
+                if case .image(let bytes, let info)? = payload { images[index] = (bytes, info) }
             case (.put(let index, _), .stored(let result)?):
                 if stored.isEmpty && !firstWritten { stage(job, "first image stored") }
                 stored[index] = result
@@ -461,6 +449,23 @@ public final class AlbumWorkers: @unchecked Sendable {
             default: break
             }
             actions = album.handle(event, now: .now)
+        }
+    }
+
+    /// Puts one image (and its thumbnails) into the photo store, on the slot it runs on, and
+    /// reports how that went. The blob first, then the row that names it (written later by the
+    /// driver): a row never names a blob that is not there.
+    private func storeImage(_ index: Int, bytes: [UInt8], info: ImageInfo, inbox: Inbox) {
+        let putStarted = Date()
+        do {
+            let hash = try store.photos.put(bytes)
+            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: bytes, store: store.photos)
+            storeAnswered(putStarted: putStarted)
+            inbox.post(.put(index, .stored), .stored(.stored(0, hash: hash, byteSize: bytes.count, info: info, thumbnails: thumbnails)))
+        } catch let error as PhotoStoreError where error.outage {
+            inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
+        } catch {
+            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
         }
     }
 
@@ -536,7 +541,7 @@ extension AlbumDownload.Action {
     /// by the driver itself.
     var runsElsewhere: Bool {
         switch self {
-        case .search, .fetch, .put: return true
+        case .search, .fetch, .fetchAndPut, .put: return true
         default: return false
         }
     }
