@@ -354,7 +354,8 @@ public final class AlbumWorkers: @unchecked Sendable {
                 var event: AlbumDownload.Event?
                 switch action {
                 case .search:
-                    DispatchQueue.global().async { [provider] in
+                    // On a download slot: a thread that exists anyway, not a new one per search.
+                    runOnSlot { [provider] in
                         do {
                             let result = try provider.search(lat: search.lat, lon: search.lon,
                                                              page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages))
