@@ -209,9 +209,14 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     var downloadSettings: AlbumDownload.Settings {
         let lease = Duration.seconds(settings.leaseSeconds)
-        return AlbumDownload.Settings(width: min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max),
-                                      batchSize: settings.resultBatch, batchAge: .seconds(settings.resultBatchSeconds),
-                                      renewEvery: lease / 3, lease: lease)
+        var album = AlbumDownload.Settings(width: min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max),
+                                           batchSize: settings.resultBatch, batchAge: .seconds(settings.resultBatchSeconds),
+                                           renewEvery: lease / 3, lease: lease)
+        // The first photo goes first only while this album has the slots to itself: with other
+        // albums downloading, images held back for it would pile up in memory (up to a page an
+        // album) while their slots fetch for the others.
+        if activeJobs > 1 { album.firstGate = .zero }
+        return album
     }
 
     /// What the album's end does to the job.
