@@ -291,7 +291,8 @@ public final class AlbumWorkers: @unchecked Sendable {
             case storeDown(StoreDown)
             /// The store refused this image for a reason of its own, for the log.
             case unstored(String)
-            case hostDown(String)
+            /// Why an image was refused or its host counts as down, for the log and the wait.
+            case reason(String)
         }
         private let condition = NSCondition()
         private var events: [(AlbumDownload.Event, Payload?)] = []  // guarded by `condition`
@@ -389,9 +390,9 @@ public final class AlbumWorkers: @unchecked Sendable {
                             inbox.post(.fetched(index, .image))
                             storeImage(index, bytes: bytes, info: info, inbox: inbox)
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
-                        case .refused(let reason): inbox.post(.fetched(index, .refused(reason)), .hostDown(reason))
+                        case .refused(let reason): inbox.post(.fetched(index, .refused(reason)), .reason(reason))
                         case .unavailable(let reason, let retryAfter):
-                            inbox.post(.fetched(index, .hostDown(retryAfter: retryAfter)), .hostDown(reason))
+                            inbox.post(.fetched(index, .hostDown(retryAfter: retryAfter)), .reason(reason))
                         }
                     }
                 case .put(let index):
@@ -448,8 +449,8 @@ public final class AlbumWorkers: @unchecked Sendable {
                 stored[index] = result
             case (.put(let index, _), .unstored(let error)?): unstored[index] = error
             case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
-            case (.fetched(_, .hostDown), .hostDown(let reason)?): trouble.imageHost = reason
-            case (.fetched(let index, .refused), .hostDown(let reason)?):
+            case (.fetched(_, .hostDown), .reason(let reason)?): trouble.imageHost = reason
+            case (.fetched(let index, .refused), .reason(let reason)?):
                 // Never shown as a broken tile: the photo leaves the album, the log says why.
                 logger.warning("album of pin \(job.pinID): image \(index) dropped, \(reason)")
             default: break
