@@ -94,6 +94,22 @@ import Testing
         #expect(album.handle(.batchWritten(true), now: t0) == [.end(.finished)])
     }
 
+    /// Without a gate (other albums share the slots) every fetch stores on its own slot: nothing
+    /// is held in memory waiting for the driver.
+    @Test func withoutAGateEveryFetchStoresOnItsOwnSlot() {
+        var settings = self.settings
+        settings.firstGate = .zero
+        var album = Machine(resuming: [7, 8, 9], settings: settings, clearsWaiting: false, now: t0)
+        #expect(album.start(now: t0) == [.fetchAndPut(0), .fetchAndPut(1), .fetchAndPut(2)])
+        for index in 0..<3 { #expect(album.handle(.fetched(index, .image), now: t0).isEmpty, "no put asked for") }
+        #expect(batches(album.handle(.put(1, .stored), now: t0)) == [[.init(index: 1, rowID: 8, failure: nil)]],
+                "the first stored is written alone")
+        _ = album.handle(.put(0, .stored), now: t0)
+        _ = album.handle(.put(2, .stored), now: t0)
+        #expect(batches(album.handle(.batchWritten(true), now: t0)) == [[.init(index: 0, rowID: 7, failure: nil), .init(index: 2, rowID: 9, failure: nil)]])
+        #expect(album.handle(.batchWritten(true), now: t0) == [.end(.finished)])
+    }
+
     @Test func theOthersWaitForTheFirstPhotoOrTheGate() {
         var album = searched()
         #expect(puts(album.handle(.fetched(0, .image), now: t0)) == [0])

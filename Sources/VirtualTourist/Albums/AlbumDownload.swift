@@ -367,7 +367,10 @@ struct AlbumDownload {
             var next = slots.firstIndex(of: .waiting)
             while let index = next, inFlight < settings.width {
                 slots[index] = .fetching
-                if firstWritten {
+                // With no gate (other albums share the slots) nothing is held back: the slot that
+                // fetches an image stores it, so no image waits in memory for this album's driver
+                // while the slots work for other albums (peak RSS, docs/performance.md "Albums").
+                if firstWritten || settings.firstGate == .zero {
                     storedInline.insert(index)
                     actions.append(.fetchAndPut(index))
                 } else {
