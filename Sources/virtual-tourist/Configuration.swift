@@ -207,6 +207,8 @@ struct Configuration {
         ranged("QUOTA_COLLECTIONS_PER_HOUR", "New Collections per person per hour (`0`: none, except for people given a limit of their own)", 0...100_000, default: code(d.app.quotas.collectionsPerHour)) { $0.app.quotas.collectionsPerHour = $1 },
         ranged("QUOTA_PHOTO_MB", "stored photo megabytes per person; past it no new album starts (`0`: no albums, except for people given a limit of their own)", Int64(0)...100_000_000, unit: "MB",
                default: code(d.app.quotas.photoBytes / Int64(mib))) { $0.app.quotas.photoBytes = $1 * Int64(mib) },
+        ranged("QUOTA_SHARED_MAPS", "shared maps a person may belong to, owned or joined (`0`: nobody shares maps)", 0...10_000, default: code(d.app.quotas.sharedMaps)) { $0.app.quotas.sharedMaps = $1 },
+        ranged("QUOTA_MAP_MEMBERS", "members of one shared map, its owners included", 1...100_000, default: code(d.app.quotas.membersPerMap)) { $0.app.quotas.membersPerMap = $1 },
         ranged("DATABASE_POOL_SIZE", "database connections per instance; requests that need one wait their turn (raise it for a database server with more cores than the app's)", 1...500,
                default: "2 per CPU core, at least `4`") { $0.databasePoolSize = $1 },
         text("METRICS_TOKEN", "serves `/metrics` on the app's port to `Authorization: Bearer TOKEN` (unset: not served there)") { $0.app.metricsToken = $1 },

@@ -286,9 +286,18 @@ public struct AccountStore: Sendable {
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
                        s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
-                       r.center_lat, r.center_lon, r.zoom, v.version AS map_version
-                FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN map_regions r ON r.user_id = s.user_id
-                LEFT JOIN map_versions v ON v.user_id = s.user_id
+                       mm.map_id, mm.role AS map_role, mu.display_name AS map_name,
+                       coalesce(mm.center_lat, r.center_lat) AS center_lat, coalesce(mm.center_lon, r.center_lon) AS center_lon,
+                       coalesce(mm.zoom, r.zoom) AS zoom, v.version AS map_version,
+                       (SELECT json_agg(json_build_object('id', c.map_id, 'name', cu.display_name, 'role', c.role)
+                                        ORDER BY lower(cu.display_name), c.map_id)::text
+                        FROM map_members c JOIN users cu ON cu.id = c.map_id WHERE c.user_id = s.user_id) AS maps
+                FROM sessions s JOIN users u ON u.id = s.user_id
+                -- The shared map shown, only while the person is still its member (else their own).
+                LEFT JOIN map_members mm ON mm.map_id = u.shown_map AND mm.user_id = s.user_id
+                LEFT JOIN users mu ON mu.id = mm.map_id
+                LEFT JOIN map_regions r ON r.user_id = s.user_id AND mm.map_id IS NULL
+                LEFT JOIN map_versions v ON v.user_id = coalesce(mm.map_id, s.user_id)
                 WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))),
             renewed AS (
                 UPDATE sessions SET last_seen_at = now(), expires_at = now() + make_interval(days => $3::int)
@@ -300,15 +309,26 @@ public struct AccountStore: Sendable {
                 WHERE user_id IN (SELECT id FROM found WHERE disabled)
                    OR token_hash IN (SELECT token_hash FROM found WHERE expired)
                 RETURNING 1)
-            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom, map_version FROM found
+            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom, map_version,
+                   map_id, map_role, map_name, maps FROM found
             """, [token, Self.renewalIntervalSeconds, Self.sessionLifetimeDays])
         guard let row = rows.first else { return nil }
         if try row.decode("disabled", as: Bool.self) || row.decode("expired", as: Bool.self) { return nil }
-        var session = Session(user: try user(from: row), csrfToken: try row.decode("csrf_token"), token: token,
+        let user = try user(from: row)
+        var session = Session(user: user, csrfToken: try row.decode("csrf_token"), token: token,
                               renewed: try row.decode("stale", as: Bool.self))
         session.mapVersion = try row.decode("map_version")
         if !row.isNull("center_lat") {
             session.mapRegion = MapRegion(lat: try row.decode("center_lat"), lon: try row.decode("center_lon"), zoom: try row.decode("zoom"))
+        }
+        if !row.isNull("map_id"), let role = MapRole(parsing: try row.decode("map_role")) {
+            session.map = .shared(id: try row.decode("map_id"), name: try row.decode("map_name"), role: role)
+        } else {
+            session.map = .own(user)
+        }
+        if !row.isNull("maps") {
+            let json: String = try row.decode("maps")
+            session.maps = (try? JSONDecoder().decode([MapChoice].self, from: Data(json.utf8))) ?? []
         }
         return session
     }

@@ -6,6 +6,10 @@ public struct Quotas: Sendable, Equatable {
     public var pins = 5_000
     public var collectionsPerHour = 60
     public var photoBytes: Int64 = 2 * 1024 * 1024 * 1024
+    /// Shared maps a person may belong to (owned or joined).
+    public var sharedMaps = 20
+    /// Members of one shared map: a club of 200 fits.
+    public var membersPerMap = 250
 
     public init() {}
 }

@@ -32,4 +32,18 @@ public struct Session: Sendable {
     /// does, so a page rendered at the same version, region and session is still right (MapPageCache).
     /// Nil while they have no version row (no pin yet): no kept page matches it.
     public var mapVersion: Int64? = nil
+    /// The map this session works on: a shared map the person switched to while they are still its
+    /// member, else their own (read in the same statement: a member removed loses the map at their
+    /// next request).
+    public var map: MapAccess
+    /// The shared maps the person is a member of, for the switcher (same statement).
+    public var maps: [MapChoice] = []
+
+    init(user: User, csrfToken: String, token: String, renewed: Bool) {
+        self.user = user
+        self.csrfToken = csrfToken
+        self.token = token
+        self.renewed = renewed
+        map = .own(user)
+    }
 }

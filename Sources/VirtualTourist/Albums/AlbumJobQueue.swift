@@ -39,7 +39,7 @@ public struct AlbumJobQueue: Sendable {
     }
 
     /// Claims the next due job, or one whose worker's lease ran out (the worker died). People take
-    /// turns: the job of the person served least recently comes first (then the oldest), and the
+    /// turns (by who asked, on whichever map): the job of the person served least recently comes first (then the oldest), and the
     /// claim records the turn in the same statement. A job whose lease has lapsed `parkAfterLapses`
     /// times (its worker keeps dying with it in hand) is parked instead: failed with Retry on the
     /// album, its reason in admin_jobs, so one album cannot take the workers down forever.
@@ -56,13 +56,14 @@ public struct AlbumJobQueue: Sendable {
                   AND p.status = \(PinStatus.downloading.sql)
                 RETURNING p.id, p.user_id),
             next AS (
-                SELECT j.id, j.user_id FROM album_jobs j LEFT JOIN queue_turns t ON t.user_id = j.user_id
+                SELECT j.id, coalesce(j.asked_by, j.user_id) AS asker FROM album_jobs j
+                LEFT JOIN queue_turns t ON t.user_id = coalesce(j.asked_by, j.user_id)
                 WHERE (j.state = \(JobState.queued.sql) AND j.run_after <= now())
                    OR (j.state = \(JobState.running.sql) AND j.locked_until < now() AND j.lapses < $3)
                 ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
                 LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
             turn AS (
-                INSERT INTO queue_turns (user_id, served_at) SELECT user_id, clock_timestamp() FROM next
+                INSERT INTO queue_turns (user_id, served_at) SELECT asker, clock_timestamp() FROM next
                 ON CONFLICT (user_id) DO UPDATE SET served_at = EXCLUDED.served_at)
             UPDATE album_jobs SET state = \(JobState.running.sql), attempts = attempts + 1, locked_by = $1,
                    lapses = lapses + CASE WHEN state = \(JobState.running.sql) THEN 1 ELSE 0 END,

@@ -263,7 +263,8 @@ public struct AlbumStore: Sendable {
     /// old job and queues a new one, in one transaction. `onlyIfNew` is the automatic first
     /// album; otherwise it is New Collection or Retry. Concurrent calls serialize on the pin's row
     /// lock, so two New Collection presses make exactly one collection.
-    public func startCollection(pinID: Int64, userID: Int64, onlyIfNew: Bool = false) throws -> Start {
+    /// `person`: who asked (the fair queue takes turns by them; the album shows them).
+    public func startCollection(pinID: Int64, userID: Int64, by person: Int64? = nil, onlyIfNew: Bool = false) throws -> Start {
         try pool.transaction { db in
             let rows = try db.query("SELECT status FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
             guard let row = rows.first else { return .notFound }
@@ -273,7 +274,7 @@ public struct AlbumStore: Sendable {
             if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, quotas: quotas, newCollection: !onlyIfNew) {
                 return .quotaReached(reached)
             }
-            try Self.startCollections(db, pinIDs: [pinID], userID: userID)
+            try Self.startCollections(db, pinIDs: [pinID], userID: userID, askedBy: person)
             try AlbumChange(userID: userID, pinID: pinID).announce(db)
             return .started
         }
@@ -284,14 +285,15 @@ public struct AlbumStore: Sendable {
     /// of them in one statement; the workers are woken at commit. A dropped pin and an import's
     /// thousands take the same path. Returns the pins started.
     @discardableResult
-    static func startCollections(_ db: PostgresConnection, pinIDs: [Int64], userID: Int64) throws -> [Int64] {
+    static func startCollections(_ db: PostgresConnection, pinIDs: [Int64], userID: Int64, askedBy person: Int64? = nil) throws -> [Int64] {
         guard !pinIDs.isEmpty else { return [] }
         // The INSERT reads `cancelled` first, so the old jobs are cancelled before the new ones go
         // in: one live job per pin is a unique index, and a data-modifying WITH has no order of
         // its own. Identical notifications in a transaction are delivered once.
         let rows = try db.query("""
             WITH started AS (
-                UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now()
+                UPDATE pins SET generation = generation + 1, status = \(PinStatus.downloading.sql), error = NULL, updated_at = now(),
+                       collected_by = $4
                 WHERE id = ANY($1::bigint[]) AND user_id = $2 RETURNING id, generation
             ), dropped AS (
                 DELETE FROM photos WHERE pin_id IN (SELECT id FROM started) AND user_id = $2
@@ -300,11 +302,11 @@ public struct AlbumStore: Sendable {
                 WHERE pin_id IN (SELECT id FROM started) AND user_id = $2 AND state IN (\(JobState.queued.sql), \(JobState.running.sql))
                 RETURNING id
             ), queued AS (
-                INSERT INTO album_jobs (pin_id, user_id, generation, kind)
-                SELECT id, $2, generation, \(JobKind.collection.sql) FROM started WHERE (SELECT count(*) FROM cancelled) >= 0
+                INSERT INTO album_jobs (pin_id, user_id, generation, kind, asked_by)
+                SELECT id, $2, generation, \(JobKind.collection.sql), $4 FROM started WHERE (SELECT count(*) FROM cancelled) >= 0
             )
             SELECT id, pg_notify($3, '') FROM started
-            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", userID, AlbumChange.jobsChannel])
+            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", userID, AlbumChange.jobsChannel, person ?? userID])
         return try rows.map { try $0.decode("id") }
     }
 

@@ -72,10 +72,12 @@ struct PinImportStore: Sendable {
     /// cost grows with the file (docs/performance.md, "Exports, zips and imports"); the workers'
     /// fair queue then takes them in turn with everyone else's, under the provider budget. Past the
     /// person's photo storage the pins stay new, as a dropped pin does.
-    func confirm(_ id: Int64, of userID: Int64, name: (PinImport.Point) -> String?) throws -> Confirmed {
-        try pool.transaction { db in
+    /// `person`: who imports (their max_pins counts the pins, on whichever map).
+    func confirm(_ id: Int64, of userID: Int64, by person: Int64? = nil, name: (PinImport.Point) -> String?) throws -> Confirmed {
+        let person = person ?? userID
+        return try pool.transaction { db in
             let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
-                                          [userID, quotas.pins])[0].decode("n")
+                                          [person, quotas.pins])[0].decode("n")
             guard let row = try db.query("""
                 SELECT file_name, contents::text AS contents FROM pin_imports
                 WHERE id = $1 AND user_id = $2 AND expires_at > now() FOR UPDATE
@@ -86,17 +88,17 @@ struct PinImportStore: Sendable {
             // The photo-storage check startCollection makes, once for all (none of these pins has photos).
             let collect = try AlbumStore.quotaReached(db, pinID: 0, userID: userID, quotas: quotas, newCollection: false) == nil
             let rows = try db.query("""
-                INSERT INTO pins (user_id, lat, lon, place_name, status)
-                SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name', \(PinStatus.new.sql)
+                INSERT INTO pins (user_id, lat, lon, place_name, status, dropped_by)
+                SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name', \(PinStatus.new.sql), $4
                 FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(p, n)
-                WHERE (SELECT count(*) FROM pins WHERE user_id = $1) + jsonb_array_length($2::jsonb) <= $3
+                WHERE (SELECT count(*) FROM pins WHERE dropped_by = $4) + jsonb_array_length($2::jsonb) <= $3
                 ORDER BY n
                 RETURNING id
-                """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit])
+                """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit, person])
             // The limit holds for all of them or none: the count is the one before the insert.
             guard !rows.isEmpty || points.isEmpty else { return .quotaReached(.pins(limit)) }
             let pinIDs: [Int64] = try rows.map { try $0.decode("id") }.sorted()
-            if collect { try AlbumStore.startCollections(db, pinIDs: pinIDs, userID: userID) }
+            if collect { try AlbumStore.startCollections(db, pinIDs: pinIDs, userID: userID, askedBy: person) }
             try db.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2", [id, userID])
             return .created(pinIDs: pinIDs, fileName: try row.decode("file_name"))
         }

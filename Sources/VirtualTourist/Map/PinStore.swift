@@ -273,7 +273,7 @@ public struct PinStore: Sendable {
 
     /// A new pin with no album yet. Throws `QuotaReached` when the person has their limit of pins.
     public func create(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
-        try pool.transaction { db in try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas) }
+        try pool.transaction { db in try Self.insert(db, userID: userID, by: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas) }
     }
 
     /// A pin dropped on the map: the pin and the start of its album in one transaction, as an
@@ -281,29 +281,30 @@ public struct PinStore: Sendable {
     /// job and its row is not locked a second time. Throws `QuotaReached` when the person has their
     /// limit of pins; past their photo storage the pin stays new (its album starts when there is
     /// room and it is opened). The pin is returned as inserted.
-    public func drop(for userID: Int64, lat: Double, lon: Double, placeName: String?) throws -> Pin {
+    public func drop(for userID: Int64, by person: Int64? = nil, lat: Double, lon: Double, placeName: String?) throws -> Pin {
         try pool.transaction { db in
-            let pin = try Self.insert(db, userID: userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
+            let pin = try Self.insert(db, userID: userID, by: person ?? userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
             guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, quotas: quotas, newCollection: false) == nil else {
                 return pin
             }
-            try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID)
+            try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID, askedBy: person)
             try AlbumChange(userID: userID, pinID: pin.id).announce(db)
             return pin
         }
     }
 
-    /// The person's row is locked for the count (users.max_pins, else the default), so
-    /// simultaneous drops cannot overshoot.
-    private static func insert(_ db: PostgresConnection, userID: Int64, lat: Double, lon: Double, placeName: String?,
+    /// The dropper's row is locked for the count (users.max_pins, else the default), so
+    /// simultaneous drops cannot overshoot. Pins count against the person who drops them, on
+    /// whichever map (pins.dropped_by).
+    private static func insert(_ db: PostgresConnection, userID: Int64, by person: Int64, lat: Double, lon: Double, placeName: String?,
                                quotas: Quotas) throws -> Pin {
         let limit: Int = try db.query("SELECT coalesce(max_pins, $2) AS n FROM users WHERE id = $1 FOR UPDATE",
-                                      [userID, quotas.pins])[0].decode("n")
+                                      [person, quotas.pins])[0].decode("n")
         let rows = try db.query("""
-            INSERT INTO pins (user_id, lat, lon, place_name)
-            SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM pins WHERE user_id = $1) < $5
+            INSERT INTO pins (user_id, lat, lon, place_name, dropped_by)
+            SELECT $1, $2, $3, $4, $6 WHERE (SELECT count(*) FROM pins WHERE dropped_by = $6) < $5
             RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
-            """, [userID, lat, lon, placeName, limit])
+            """, [userID, lat, lon, placeName, limit, person])
         guard let row = rows.first else { throw QuotaReached.pins(limit) }
         return try pin(row)
     }
@@ -321,7 +322,16 @@ public struct PinStore: Sendable {
         }
     }
 
-    public func saveRegion(_ region: MapRegion, of userID: Int64) throws {
+    /// Where the person left a map: their own (`sharedMap` nil) in map_regions, a shared one in
+    /// their map_members row (nothing is saved once they are no longer a member).
+    public func saveRegion(_ region: MapRegion, of userID: Int64, sharedMap: Int64? = nil) throws {
+        if let sharedMap {
+            try pool.query("""
+                UPDATE map_members SET center_lat = $3, center_lon = $4, zoom = $5
+                WHERE map_id = $1 AND user_id = $2 AND (center_lat, center_lon, zoom) IS DISTINCT FROM ($3, $4, $5)
+                """, [sharedMap, userID, region.lat, region.lon, region.zoom])
+            return
+        }
         try pool.query("""
             INSERT INTO map_regions (user_id, center_lat, center_lon, zoom) VALUES ($1, $2, $3, $4)
             ON CONFLICT (user_id) DO UPDATE

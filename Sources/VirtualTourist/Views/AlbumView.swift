@@ -20,6 +20,15 @@ struct AlbumView: Sendable {
 
     static func owner(_ pinID: Int64) -> AlbumView { AlbumView(base: "/pins/\(pinID)", photos: "/photos") }
 
+    /// A member of the map the pin is on: the owner's page, read-only for a viewer, and back to
+    /// the map by its name.
+    static func member(_ pinID: Int64, map: MapAccess) -> AlbumView {
+        var view = owner(pinID)
+        view.readOnly = map.role < .editor
+        if map.sharedID != nil { view.back = ("/", "← " + map.name) }
+        return view
+    }
+
     static func visitor(token: String, pinID: Int64?, hideLocation: Bool,
                         hiddenName: @escaping @Sendable (Pin) -> String) -> AlbumView {
         let root = "/s/" + token

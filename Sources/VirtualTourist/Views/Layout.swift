@@ -6,6 +6,9 @@ enum Layout {
         var user: User?
         var csrfToken: String?
         var flash: String?
+        /// The map the page works on, and the shared maps the person may switch to.
+        var map: MapAccess?
+        var maps: [MapChoice] = []
     }
 
     static func page(title: String, chrome: Chrome, bodyClass: String = "", head: HTML = .empty, main: HTML) -> HTML {
@@ -53,8 +56,29 @@ enum Layout {
         return """
             <header class="site-header">
             <a class="brand" href="/"><img src="/favicon.svg" alt="" width="24" height="24"> Virtual Tourist</a>
+            \(switcher(chrome))
             \(account)
             </header>
+            """
+    }
+
+    /// The map switcher: a plain form (a select and a button), so it works without script, from
+    /// the keyboard and with a screen reader; no script, no change of page on select.
+    static func switcher(_ chrome: Chrome) -> HTML {
+        guard let map = chrome.map, let csrf = chrome.csrfToken else { return .empty }
+        let selected: HTML = " selected"
+        let shared = HTML.each(chrome.maps) { choice in
+            "<option value=\"\(choice.id)\"\(choice.id == map.sharedID ? selected : .empty)>\(text: choice.name)</option>"
+        }
+        let manage: HTML = map.sharedID == nil ? "Shared maps" : "Members"
+        return """
+            <form class="map-switcher" method="post" action="/maps/switch">
+            \(csrfField(csrf))
+            <label for="map-switch">Map</label>
+            <select id="map-switch" name="map"><option value="own"\(map.sharedID == nil ? selected : .empty)>My map</option>\(shared)</select>
+            <button type="submit" class="small">Open</button>
+            <a href="/maps" class="maps-link">\(manage)</a>
+            </form>
             """
     }
 

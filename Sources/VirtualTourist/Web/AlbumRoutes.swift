@@ -12,24 +12,26 @@ extension WebPipeline {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
-            guard let id = Self.pinID(context.request), var album = try albums.album(pinID: id, userID: context.user.id) else {
+            let holder = context.map.forReading
+            guard let id = Self.pinID(context.request), var album = try albums.album(pinID: id, userID: holder) else {
                 throw HTTPError.notFound
             }
             // A pin with no album yet gets one when opened (pins made before workers ran, say); only
             // then does the page cost more than the session and one statement.
             var chrome = context.chrome
             if album.pin.status == .new {
-                let start = try albums.startCollection(pinID: id, userID: context.user.id, onlyIfNew: true)
-                guard start != .notFound, let started = try albums.album(pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+                // Any member's look starts it: the first album is the pin's, not a change of theirs.
+                let start = try albums.startCollection(pinID: id, userID: holder, by: context.user.id, onlyIfNew: true)
+                guard start != .notFound, let started = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
                 if case .quotaReached(let reached) = start { chrome.flash = reached.description }
                 album = started
             }
-            return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name))
+            return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name, view: .member(id, map: context.map)))
         }
 
         // The album as data, for the page's script to redraw the grid after a change.
         signedIn("GET", "/pins/:id/album.json") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
                 throw HTTPError.notFound
             }
             var response = HTTPResponse.jsonValue(AlbumJSON(album))
@@ -40,10 +42,10 @@ extension WebPipeline {
         // The banner and the grid as the page draws them, for album.js to patch the page with:
         // the grid has one renderer, the server's (AlbumPages.fragment).
         signedIn("GET", "/pins/:id/album.html") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
+            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
                 throw HTTPError.notFound
             }
-            var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken))
+            var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken, view: .member(id, map: context.map)))
             response.headers.set("Cache-Control", "private, no-cache")
             return ETag.conditional(context.request, response)
         }
@@ -55,8 +57,8 @@ extension WebPipeline {
         // central directory. The list is read before the head goes out, so another person's pin
         // is a 404.
         signedIn("GET", "/pins/:id/album.zip") { context in
-            let user = context.user.id
-            guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: user) else {
+            let user = context.user.id, holder = context.map.forReading
+            guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: holder) else {
                 throw HTTPError.notFound
             }
             let ticket: DownloadSlots.Ticket
@@ -77,7 +79,7 @@ extension WebPipeline {
                 // The slot is held until the writer is done (and given back if it never starts).
                 defer { withExtendedLifetime(ticket) { stream.close() } }
                 do {
-                    _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: user) },
+                    _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: holder) },
                                                sink: { stream.writeWhenDrained($0) })
                 } catch {
                     // The head is out: all that is left is to end the download short.
@@ -94,18 +96,19 @@ extension WebPipeline {
             // Checked before the album is read, so a client reopening refused streams in a loop costs
             // the session's round trip only, not the album's as well (script/bench abuse). At the
             // cap every pin id gets 429, so it tells nothing.
-            let user = context.user.id
+            let user = context.user.id, holder = context.map.forReading
             guard !streams.isFull(user) else { throw tooManyStreams }
-            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: context.user.id) != nil else {
+            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: holder) != nil else {
                 throw HTTPError.notFound
             }
-            let change = AlbumChange(userID: user, pinID: id)
+            let change = AlbumChange(userID: holder, pinID: id)
+            let view = AlbumView.member(id, map: context.map)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
                 // Counted once the stream runs, so a stream refused by a busy server holds no place.
                 let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
-                let watcher = StreamWatcher(stream, albums: albums, userID: user, pinID: id, csrf: context.csrfToken)
+                let watcher = StreamWatcher(stream, albums: albums, userID: holder, pinID: id, csrf: context.csrfToken, view: view)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }
                 watcher.albumChanged(change)  // catch up on anything missed
@@ -117,7 +120,8 @@ extension WebPipeline {
         for action in ["collection", "retry"] {
             signedIn("POST", "/pins/:id/\(action)") { context in
                 guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-                let result = try albums.startCollection(pinID: id, userID: context.user.id)
+                let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+                let result = try albums.startCollection(pinID: id, userID: holder, by: context.user.id)
                 if result == .notFound { throw HTTPError.notFound }
                 if case .quotaReached(let reached) = result {
                     if context.request.headers["Accept"]?.contains("application/json") ?? false {
@@ -138,18 +142,21 @@ extension WebPipeline {
         addPhotoBytesRoute(albums: albums)
 
         signedIn("GET", "/photos/:id/view") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.user.id),
+            guard let id = Self.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.map.forReading),
                   let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
             let shown = album.photos.filter { $0.status == .ready || $0.id == id }
             let index = shown.firstIndex { $0.id == id } ?? 0
             return .page(AlbumPages.photoPage(photo, pin: album.pin,
                                               previous: index > 0 ? shown[index - 1].id : nil,
                                               next: index + 1 < shown.count ? shown[index + 1].id : nil,
-                                              index: index, count: shown.count, chrome: context.chrome, providerName: provider.name))
+                                              index: index, count: shown.count, chrome: context.chrome, providerName: provider.name,
+                                              view: .member(album.pin.id, map: context.map)))
         }
 
         signedIn("DELETE", "/photos/:id") { context in
-            guard let id = Self.pinID(context.request), try albums.deletePhoto(id, userID: context.user.id) != nil else {
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
+            guard try albums.deletePhoto(id, userID: holder) != nil else {
                 throw HTTPError.notFound
             }
             albums.access?.forget(photo: id)
@@ -157,7 +164,9 @@ extension WebPipeline {
         }
 
         signedIn("POST", "/photos/:id/delete") { context in
-            guard let id = Self.pinID(context.request), let pinID = try albums.deletePhoto(id, userID: context.user.id) else {
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
+            guard let pinID = try albums.deletePhoto(id, userID: holder) else {
                 throw HTTPError.notFound
             }
             albums.access?.forget(photo: id)
@@ -165,9 +174,9 @@ extension WebPipeline {
         }
 
         signedIn("GET", "/pins/:id/picker") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
-                throw HTTPError.notFound
-            }
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+            guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
             // Without a page: not the one the album already shows (page 1 is usually the album's own
             // thirty photos), so the picker opens on photos that can still be added.
             let shown = album.page ?? 0
@@ -175,14 +184,14 @@ extension WebPipeline {
                 ? min(shown == 1 ? 2 : 1, provider.lastPage)
                 : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
             let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
-            let saved = try albums.savedRemoteIDs(pinID: id, userID: context.user.id)
+            let saved = try albums.savedRemoteIDs(pinID: id, userID: holder)
             return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
         }
 
         signedIn("POST", "/pins/:id/picker") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.user.id) else {
-                throw HTTPError.notFound
-            }
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+            guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
             let chosen = Set(context.request.formItems.filter { $0.name == "photo" }.map(\.value))
             let page = InputNumber.page(context.request.formValue("page"), last: provider.lastPage)
             guard !chosen.isEmpty else {
@@ -191,7 +200,7 @@ extension WebPipeline {
             // Details come from the provider again, never from the form: only real results are saved.
             let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
-            guard let added = try albums.addPhotos(photos, pinID: id, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let added = try albums.addPhotos(photos, pinID: id, userID: holder) else { throw HTTPError.notFound }
             let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
                 : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
             return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
@@ -267,13 +276,15 @@ final class StreamWatcher: AlbumWatcher {
     private let userID: Int64
     private let pinID: Int64
     private let csrf: String
+    private let view: AlbumView
     private struct Reads { var running = false, again = false }
     private let reads = Mutex(Reads())
     /// Reads block on the database: a few serial queues (a pin's always the same one) bound the
     /// threads, also when every open page re-reads at once (`AlbumEvents.everyoneReread`).
     private static let queues = (0..<4).map { DispatchQueue(label: "album-stream-reads-\($0)") }
 
-    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String) {
+    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String, view: AlbumView) {
+        self.view = view
         self.stream = stream
         self.albums = albums
         self.userID = userID
@@ -294,7 +305,7 @@ final class StreamWatcher: AlbumWatcher {
     private func readAndSend(_ change: AlbumChange) {
         repeat {
             if let album = try? albums.album(pinID: pinID, userID: userID) {
-                stream.send(event: "change", data: String(decoding: AlbumPages.fragment(album, csrf: csrf).bytes, as: UTF8.self))
+                stream.send(event: "change", data: String(decoding: AlbumPages.fragment(album, csrf: csrf, view: view).bytes, as: UTF8.self))
             } else {
                 stream.send(event: "change", data: change.payload)
             }

@@ -15,12 +15,12 @@ extension WebPipeline {
         let secure = secureCookies
 
         signedIn("GET", "/import") { context in
-            .page(ImportPages.form(room: try imports.room(of: context.user.id), chrome: context.chrome))
+            .page(ImportPages.form(room: try imports.room(of: try context.map.forChanging()), chrome: context.chrome))
         }
 
         signedIn("POST", "/import") { context in
             func refuse(_ status: HTTPStatus, _ problem: ImportPages.Problem) throws -> HTTPResponse {
-                .page(ImportPages.form(room: try imports.room(of: context.user.id), problem: problem, chrome: context.chrome), status: status)
+                .page(ImportPages.form(room: try imports.room(of: try context.map.forChanging()), problem: problem, chrome: context.chrome), status: status)
             }
             let parsed: Result<MultipartForm?, MultipartForm.Failure>
             do throws(MultipartForm.Failure) { parsed = .success(try MultipartForm(context.request)) } catch { parsed = .failure(error) }
@@ -50,26 +50,26 @@ extension WebPipeline {
                 return try refuse(.unprocessableContent, .init(message: what + (file.notes.isEmpty ? "" : " " + file.notes.joined(separator: " ")),
                                                              refused: file.refused))
             }
-            let room = try imports.room(of: context.user.id)
+            let room = try imports.room(of: try context.map.forChanging())
             guard file.points.count <= room.left else {
                 return try refuse(.unprocessableContent, .init(message: "The file has \(file.points.count) points, and you have room for \(room.left) more pins (your limit is \(room.limit)). Delete some pins, or import a smaller file."))
             }
             let name = PinImport.cleanName(part.filename.map { String($0.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? "") }) ?? "the file"
-            let id = try imports.save(file, fileName: name, for: context.user.id)
+            let id = try imports.save(file, fileName: name, for: try context.map.forChanging())
             return .redirect(to: "/import/\(id)")
         }
 
         signedIn("GET", "/import/:id") { context in
-            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: context.user.id) else {
+            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try context.map.forChanging()) else {
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             }
-            return .page(ImportPages.preview(pending, room: try imports.room(of: context.user.id), chrome: context.chrome))
+            return .page(ImportPages.preview(pending, room: try imports.room(of: try context.map.forChanging()), chrome: context.chrome))
         }
 
         signedIn("POST", "/import/:id/confirm") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
             // The place index only for points without a name (its first use loads it).
-            switch try imports.confirm(id, of: context.user.id, name: { places().nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
+            switch try imports.confirm(id, of: try context.map.forChanging(), by: context.user.id, name: { places().nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
             case .notFound:
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             case .quotaReached(let reached):
@@ -81,7 +81,7 @@ extension WebPipeline {
         }
 
         signedIn("POST", "/import/:id/cancel") { context in
-            guard let id = Self.pinID(context.request), try imports.cancel(id, of: context.user.id) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), try imports.cancel(id, of: try context.map.forChanging()) else { throw HTTPError.notFound }
             return .redirect(to: "/import", flash: "Import cancelled: nothing was added.", secure: secure)
         }
     }

@@ -23,6 +23,16 @@ final class MapPageCache: Sendable {
         let page: Int
         let csrfToken: String
         let user: User
+        /// The map shown and the switcher's maps: a page kept for one map is never another's, and
+        /// a renamed or joined map changes the header.
+        let map: MapAccess
+        let maps: [MapChoice]
+
+        init(version: Int64, region: MapRegion, page: Int, csrfToken: String, user: User, map: MapAccess? = nil, maps: [MapChoice] = []) {
+            (self.version, self.region, self.page, self.csrfToken, self.user) = (version, region, page, csrfToken, user)
+            self.map = map ?? .own(user)
+            self.maps = maps
+        }
     }
 
     private struct Entry: Sendable {

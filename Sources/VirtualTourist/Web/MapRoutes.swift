@@ -24,7 +24,7 @@ extension WebPipeline {
             func key(_ version: Int64?) -> MapPageCache.Key? {
                 guard context.flash == nil, let version else { return nil }
                 return MapPageCache.Key(version: version, region: context.mapRegion ?? .world, page: page,
-                                        csrfToken: context.csrfToken, user: context.user)
+                                        csrfToken: context.csrfToken, user: context.user, map: context.map, maps: context.maps)
             }
             if let known = key(context.mapVersion), let kept = mapPages.response(for: known, acceptsGzip: gzip) { return kept }
             let fresh = try Self.mapModel(context, pins: pins, settings: settings, page: page)
@@ -50,7 +50,7 @@ extension WebPipeline {
                 // The map's view: at most a few hundred markers, clusters where pins crowd, and
                 // how many pins are inside the box the answer counted (the asked box grown to the
                 // grid's cells), so nothing is left out without saying so.
-                let view = try pins.viewport(of: context.user.id, box: box, zoom: zoom)
+                let view = try pins.viewport(of: context.map.forReading, box: box, zoom: zoom)
                 body.reserveCapacity(view.pins.count * 96 + view.clusters.count * 48 + 128)
                 PinJSON.write(view.pins, to: &body)
                 body.append(contentsOf: Array(#","clusters":"#.utf8))
@@ -64,7 +64,7 @@ extension WebPipeline {
                 }
                 body.append(UInt8(ascii: "]"))
             } else {
-                let found = try pins.pins(of: context.user.id, in: box, limit: 2000)
+                let found = try pins.pins(of: context.map.forReading, in: box, limit: 2000)
                 body.reserveCapacity(found.count * 96 + 16)
                 PinJSON.write(found, to: &body)
             }
@@ -87,7 +87,7 @@ extension WebPipeline {
                 var after: Int64 = 0
                 var first = true
                 while true {
-                    let batch = try pins.pins(of: context.user.id, after: after, limit: 1000)
+                    let batch = try pins.pins(of: context.map.forReading, after: after, limit: 1000)
                     format.append(batch, first: first, links: links, to: &body)
                     guard let last = batch.last, batch.count == 1000 else { break }
                     after = last.id
@@ -129,7 +129,7 @@ extension WebPipeline {
             // The album starts downloading at once, so it is often ready by the time it is opened.
             let pin: Pin
             do {
-                pin = try pins.drop(for: context.user.id, lat: lat, lon: lon, placeName: placeName)
+                pin = try pins.drop(for: try context.map.forChanging(), by: context.user.id, lat: lat, lon: lon, placeName: placeName)
             } catch let reached as QuotaReached {
                 if wantsJSON { throw HTTPError(.tooManyRequests, reached.description) }
                 return try Self.mapWithError(reached.description, value: request.formValue("place") ?? "", context: context,
@@ -141,15 +141,17 @@ extension WebPipeline {
 
         let photoAccess = photoAccess
         signedIn("DELETE", "/pins/:id") { context in
-            guard let id = Self.pinID(context.request), try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging()
+            guard let id = Self.pinID(context.request), try pins.delete(id, of: holder) else { throw HTTPError.notFound }
             photoAccess?.forget(pin: id)
             return HTTPResponse(status: .noContent)
         }
 
         // The form version (HTML forms cannot send DELETE).
         signedIn("POST", "/pins/:id/delete") { context in
-            guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: context.user.id),
-                  try pins.delete(id, of: context.user.id) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging()
+            guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: holder),
+                  try pins.delete(id, of: holder) else { throw HTTPError.notFound }
             photoAccess?.forget(pin: id)
             return .redirect(to: "/", flash: "Pin deleted: \(pin.title).", secure: secure)
         }
@@ -164,7 +166,7 @@ extension WebPipeline {
             }
             let region = MapRegion(lat: lat, lon: lon, zoom: zoom)
             guard region.isValid else { throw HTTPError(.unprocessableContent, "That region is outside the map.") }
-            try pins.saveRegion(region, of: context.user.id)
+            try pins.saveRegion(region, of: context.user.id, sharedMap: context.map.sharedID)
             return HTTPResponse(status: .noContent)
         }
 
@@ -231,7 +233,7 @@ extension WebPipeline {
     static func mapModel(_ context: SignedInContext, pins: PinStore, settings: AppSettings,
                          page: Int) throws -> (model: MapPage.Model, version: Int64?) {
         let region = context.mapRegion ?? .world
-        let data = try pins.mapPage(of: context.user.id, region: region, listOffset: (page - 1) * MapPage.listPageSize,
+        let data = try pins.mapPage(of: context.map.forReading, region: region, listOffset: (page - 1) * MapPage.listPageSize,
                                     listLimit: MapPage.listPageSize, maxMarkers: MapPage.embedLimit)
         return (MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
                               embedded: data.view.pins, clusters: data.view.clusters,

@@ -43,7 +43,7 @@ extension WebPipeline {
             if let seconds = breaker?.refusal() { return Self.storeUnavailable(retryAfter: seconds) }
             let width = Self.photoWidth(context.request)
             let mark = access?.mark()
-            switch try albums.accessPhoto(id, userID: context.user.id) {
+            switch try albums.accessPhoto(id, userID: context.map.forReading) {
             case nil:
                 throw HTTPError.notFound
             case .stored(let photo)?:

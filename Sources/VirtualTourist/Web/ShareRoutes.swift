@@ -17,18 +17,22 @@ extension WebPipeline {
         // ----- the owner's -----
 
         signedIn("GET", "/pins/:id/shares") { context in
-            guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: context.user.id) else { throw HTTPError.notFound }
-            return .page(SharePages.manage(pin: pin, links: try links.list(userID: context.user.id, pinID: id), created: nil, chrome: context.chrome))
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forOwning { try pins.pin(id, of: $0) != nil }
+            guard let pin = try pins.pin(id, of: holder) else { throw HTTPError.notFound }
+            return .page(SharePages.manage(pin: pin, links: try links.list(userID: holder, pinID: id), created: nil, chrome: context.chrome))
         }
         signedIn("GET", "/shares") { context in
-            .page(SharePages.manage(pin: nil, links: try links.list(userID: context.user.id), created: nil, chrome: context.chrome))
+            .page(SharePages.manage(pin: nil, links: try links.list(userID: try context.map.forOwning()), created: nil, chrome: context.chrome))
         }
         for pattern in ["/pins/:id/shares", "/shares"] {
             signedIn("POST", pattern) { context in
-                let user = context.user.id
+                let pinID = pattern == "/shares" ? nil : Self.pinID(context.request)
+                if pattern != "/shares" && pinID == nil { throw HTTPError.notFound }
+                let user = try pinID.map { id in try context.map.forOwning { try pins.pin(id, of: $0) != nil } } ?? context.map.forOwning()
                 var pin: Pin?
-                if pattern != "/shares" {
-                    guard let id = Self.pinID(context.request), let found = try pins.pin(id, of: user) else { throw HTTPError.notFound }
+                if let id = pinID {
+                    guard let found = try pins.pin(id, of: user) else { throw HTTPError.notFound }
                     pin = found
                 }
                 var new = ShareLinks.NewLink(pinID: pin?.id)
@@ -56,7 +60,7 @@ extension WebPipeline {
             }
         }
         signedIn("POST", "/shares/:id/revoke") { context in
-            guard let id = Self.pinID(context.request), let pinID = try links.revoke(id, userID: context.user.id) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), let pinID = try links.revoke(id, userID: try context.map.forOwning()) else { throw HTTPError.notFound }
             return .redirect(to: pinID == 0 ? "/shares" : "/pins/\(pinID)/shares", flash: "Link revoked: it opens nothing any more.", secure: secure)
         }
 

@@ -36,8 +36,13 @@ public struct SignedInContext: Sendable {
     public let mapVersion: Int64?
     /// The session cookie's token (StreamQuota remembers which token holds a stream).
     let sessionToken: String?
+    /// The map this request works on and the person's role there (MapAccess: its holder is what
+    /// every query of map data filters by).
+    public let map: MapAccess
+    /// The shared maps the person belongs to, for the switcher.
+    public let maps: [MapChoice]
 
-    var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash) }
+    var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash, map: map, maps: maps) }
 
     fileprivate init(_ context: RequestContext, user: User) {
         request = context.request
@@ -47,6 +52,8 @@ public struct SignedInContext: Sendable {
         mapRegion = context.session?.mapRegion
         mapVersion = context.session?.mapVersion
         sessionToken = context.session?.token
+        map = context.session?.map ?? .own(user)
+        maps = context.session?.maps ?? []
     }
 }
 
@@ -122,7 +129,11 @@ struct WebPipeline: Sendable {
                     }
                     throw HTTPError(.unauthorized, "Please sign in again.")
                 }
-                return try handler(SignedInContext(context, user: user))
+                do {
+                    return try handler(SignedInContext(context, user: user))
+                } catch let refused as MapAccessRefused {
+                    throw refused.isNotFound ? HTTPError.notFound : HTTPError(.forbidden, refused.description)
+                }
             }
         }
     }
@@ -169,7 +180,9 @@ struct WebPipeline: Sendable {
             session = try accounts.session(token: token)
             if session == nil { setCookies.append(Cookies.clear(Cookies.session, secure: secure)) }
             if let access, let mark, let session {
-                access.remember(PhotoAccess.key(sessionToken: token), userID: session.user.id, since: mark)
+                // Photos are granted by the map the session shows (its holder's), so a member removed
+                // from a shared map loses its photos with the grant this request replaces.
+                access.remember(PhotoAccess.key(sessionToken: token), userID: session.map.holder, since: mark)
             }
         }
 

@@ -1,0 +1,93 @@
+import Foundation
+
+/// What a person may do on a map.
+public enum MapRole: String, Sendable, Comparable, CaseIterable {
+    /// Looks, opens albums and photos, downloads.
+    case viewer
+    /// And drops, renames and deletes pins, takes New Collections, removes photos, imports.
+    case editor
+    /// And manages members and roles, renames and deletes the map, makes share links. A person is
+    /// the owner of their own map.
+    case owner
+
+    public static func < (a: MapRole, b: MapRole) -> Bool { a.rank < b.rank }
+    private var rank: Int { switch self { case .viewer: 0; case .editor: 1; case .owner: 2 } }
+
+    /// As shown on pages.
+    public var label: String { switch self { case .viewer: "Viewer"; case .editor: "Editor"; case .owner: "Owner" } }
+
+    /// A role from a form or the database; nil for anything else.
+    public init?(parsing text: String) { self.init(rawValue: text) }
+}
+
+/// The map a request works on, and as what: made only by the session's statement (AccountStore,
+/// which checks membership there), so a route holds a map's holder only when the person may reach
+/// it (docs/architecture.md, "Shared maps"). Every row of a map's data carries its holder's id in
+/// user_id: the person's own id for their own map, the shared map's for a shared one.
+public struct MapAccess: Sendable, Equatable {
+    /// The id every query of this map's data filters by.
+    let holder: Int64
+    /// The shared map's id (the same as `holder`); nil on the person's own map.
+    public let sharedID: Int64?
+    public let name: String
+    public let role: MapRole
+
+    /// The person's own map: they own it.
+    static func own(_ person: User) -> MapAccess {
+        MapAccess(holder: person.id, sharedID: nil, name: "My map", role: .owner)
+    }
+
+    /// A shared map the session's statement found the person a member of.
+    static func shared(id: Int64, name: String, role: MapRole) -> MapAccess {
+        MapAccess(holder: id, sharedID: id, name: name, role: role)
+    }
+
+    /// The holder to read this map's data by: every member may look.
+    var forReading: Int64 { holder }
+
+    /// The holder to change this map's data by: editors and owners; a viewer gets 403 (they can see
+    /// the map, so 404 would lie).
+    func forChanging() throws -> Int64 {
+        guard role >= .editor else {
+            throw MapAccessRefused(description: "You can look at “\(name)” but not change it: ask one of its owners to make you an editor. Nothing was changed.")
+        }
+        return holder
+    }
+
+    /// The same for one thing of the map (a pin, a photo): a viewer gets 403 only for a thing they
+    /// can see, 404 for anything else, as everyone else does (`found` asks with the holder).
+    func forChanging(_ found: (Int64) throws -> Bool) throws -> Int64 {
+        if role < .editor, try !found(holder) { throw MapAccessRefused.notFound }
+        return try forChanging()
+    }
+
+    /// The same for one thing of the map: 404 for what the person cannot see, 403 for what they can.
+    func forOwning(_ found: (Int64) throws -> Bool) throws -> Int64 {
+        if role < .owner, try !found(holder) { throw MapAccessRefused.notFound }
+        return try forOwning()
+    }
+
+    /// The holder to manage by (members, share links): owners only.
+    func forOwning() throws -> Int64 {
+        guard role == .owner else {
+            throw MapAccessRefused(description: "Only the owners of “\(name)” can do that. Nothing was changed.")
+        }
+        return holder
+    }
+}
+
+/// A member tried something their role does not allow: 403 with this sentence.
+public struct MapAccessRefused: Error, CustomStringConvertible {
+    public let description: String
+    /// Not there for this person: 404, as for a thing of someone else's.
+    var isNotFound = false
+
+    static let notFound = MapAccessRefused(description: "", isNotFound: true)
+}
+
+/// A shared map in a person's switcher (from the session's statement).
+public struct MapChoice: Sendable, Equatable, Decodable {
+    public let id: Int64
+    public let name: String
+    public let role: String
+}

@@ -1,0 +1,316 @@
+import Foundation
+import Postgres
+
+/// Shared maps in SQL (migration 0120): a map is a users row of kind 'map' that holds its pins as a
+/// person holds theirs; map_members says who may open it and as what. Every statement that reads
+/// or changes a map names the person asking and checks their role in the same statement, so a
+/// route cannot act on a map its person is not a member of (docs/architecture.md, "Shared maps").
+public struct SharedMaps: Sendable {
+    let pool: PostgresPool
+    let quotas: Quotas
+
+    public init(pool: PostgresPool, quotas: Quotas) {
+        self.pool = pool
+        self.quotas = quotas
+    }
+
+    public static let maxNameLength = 100
+    /// How long an invitation link opens the map.
+    public static let invitationDays = 7
+
+    /// A map as its members' list shows it.
+    public struct Summary: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+        public let role: MapRole
+        public let members: Int
+        public let pins: Int
+    }
+
+    public struct Member: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+        public let email: String
+        public let role: MapRole
+        public let addedAt: Date
+    }
+
+    /// A map's own page: what it is, who is in it, and the viewer's role.
+    public struct Detail: Sendable {
+        public let summary: Summary
+        public let members: [Member]
+        public let openInvitations: Int
+    }
+
+    public enum Refusal: Error, Equatable, CustomStringConvertible {
+        /// Not a member (or no such map): 404, whatever the map.
+        case notFound
+        /// A member whose role does not allow it: 403 with the sentence.
+        case notAllowed(String)
+        /// The request cannot be done as asked (a cap, the last owner, no such person): 422.
+        case problem(String)
+
+        public var description: String {
+            switch self {
+            case .notFound: "No such map."
+            case .notAllowed(let why), .problem(let why): why
+            }
+        }
+    }
+
+    /// The name of a map from a form: trimmed, 1 to 100 characters; the sentence says what is wrong.
+    public static func name(_ text: String?) -> Result<String, Refusal> {
+        let name = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        if name.isEmpty { return .failure(.problem("Give the map a name.")) }
+        if name.count > maxNameLength { return .failure(.problem("A map's name is at most \(maxNameLength) characters.")) }
+        return .success(name)
+    }
+
+    // MARK: Reading
+
+    /// The shared maps a person belongs to, by name.
+    public func maps(of person: Int64) throws -> [Summary] {
+        try pool.query("""
+            SELECT m.id, m.display_name AS name, mm.role,
+                   (SELECT count(*) FROM map_members c WHERE c.map_id = m.id)::int AS members,
+                   (SELECT count(*) FROM pins p WHERE p.user_id = m.id)::int AS pins
+            FROM map_members mm JOIN users m ON m.id = mm.map_id
+            WHERE mm.user_id = $1 ORDER BY lower(m.display_name), m.id
+            """, [person]).map(Self.summary)
+    }
+
+    /// A map's page, for one of its members; nil for anyone else.
+    public func detail(_ mapID: Int64, for person: Int64) throws -> Detail? {
+        let results = try pool.withConnection { db in try db.pipeline([
+            PostgresStatement("""
+             SELECT m.id, m.display_name AS name, mm.role,
+                    (SELECT count(*) FROM map_members c WHERE c.map_id = m.id)::int AS members,
+                    (SELECT count(*) FROM pins p WHERE p.user_id = m.id)::int AS pins,
+                    (SELECT count(*) FROM map_invitations i WHERE i.map_id = m.id AND i.used_at IS NULL AND i.expires_at > now())::int AS invitations
+             FROM map_members mm JOIN users m ON m.id = mm.map_id AND m.kind = 'map'
+             WHERE mm.map_id = $1 AND mm.user_id = $2
+             """, [mapID, person]),
+            PostgresStatement("""
+             SELECT u.id, u.display_name AS name, u.email, c.role, c.added_at
+             FROM map_members c JOIN users u ON u.id = c.user_id
+             WHERE c.map_id = $1 AND EXISTS (SELECT 1 FROM map_members me WHERE me.map_id = $1 AND me.user_id = $2)
+             ORDER BY CASE c.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, lower(u.display_name), u.id
+             """, [mapID, person]),
+        ]) }
+        guard let row = results[0].first else { return nil }
+        let members = try results[1].map { row in
+            Member(id: try row.decode("id"), name: try row.decode("name"), email: try row.decode("email"),
+                   role: MapRole(parsing: try row.decode("role")) ?? .viewer, addedAt: try row.decode("added_at"))
+        }
+        return Detail(summary: try Self.summary(row), members: members, openInvitations: try row.decode("invitations"))
+    }
+
+    private static func summary(_ row: PostgresRow) throws -> Summary {
+        Summary(id: try row.decode("id"), name: try row.decode("name"), role: MapRole(parsing: try row.decode("role")) ?? .viewer,
+                members: try row.decode("members"), pins: try row.decode("pins"))
+    }
+
+    // MARK: Making and ending
+
+    /// A new map owned by `person`, shown to them at once. Past `quotas.sharedMaps` memberships: a problem.
+    public func create(name: String, by person: Int64) throws -> Int64 {
+        try pool.transaction { db in
+            // The person's row locked for the count, so two presses cannot pass the cap together.
+            let count: Int = try db.query("""
+                SELECT (SELECT count(*) FROM map_members WHERE user_id = $1)::int AS n FROM users WHERE id = $1 FOR UPDATE
+                """, [person])[0].decode("n")
+            guard count < quotas.sharedMaps else {
+                throw Refusal.problem("You belong to \(quotas.sharedMaps) shared maps, the limit. Leave or delete one to make another.")
+            }
+            let id: Int64 = try db.query("""
+                INSERT INTO users (kind, display_name, password_hash) VALUES ('map', $1, '!') RETURNING id
+                """, [name])[0].decode("id")
+            try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, 'owner')", [id, person])
+            try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, id])
+            return id
+        }
+    }
+
+    public func rename(_ mapID: Int64, to name: String, by person: Int64) throws {
+        try requireRole(.owner, on: mapID, person: person, doing: "rename it")
+        try pool.query("UPDATE users SET display_name = $2 WHERE id = $1 AND kind = 'map'", [mapID, name])
+    }
+
+    /// Deletes the map and everything on it (pins, albums, share links; the photo store's blobs go
+    /// with the collector's next round).
+    public func delete(_ mapID: Int64, by person: Int64) throws {
+        try requireRole(.owner, on: mapID, person: person, doing: "delete it")
+        try pool.query("DELETE FROM users WHERE id = $1 AND kind = 'map'", [mapID])
+    }
+
+    /// Shows a map to the person from their next page on (nil: their own map). False when they
+    /// are not a member of it.
+    @discardableResult
+    public func show(_ mapID: Int64?, to person: Int64) throws -> Bool {
+        try pool.query("""
+            UPDATE users SET shown_map = $2 WHERE id = $1
+              AND ($2::bigint IS NULL OR EXISTS (SELECT 1 FROM map_members WHERE map_id = $2 AND user_id = $1))
+            """, [person, mapID]).affectedRows == 1
+    }
+
+    // MARK: Members
+
+    public enum Added: Equatable {
+        case added(name: String)
+        case alreadyMember(name: String)
+    }
+
+    /// Adds the person with this email (an account on this instance) as `role`.
+    public func add(email: String, role: MapRole, to mapID: Int64, by owner: Int64) throws -> Added {
+        try pool.transaction { db in
+            try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "add members", lock: true)
+            guard let row = try db.query("""
+                SELECT id, display_name FROM users WHERE lower(email) = lower($1) AND kind = 'person' AND disabled_at IS NULL
+                """, [email]).first else {
+                throw Refusal.problem("Nobody on this server has the email \(email). They need an account first; an invitation link lets them join once they have one.")
+            }
+            let id: Int64 = try row.decode("id"), name: String = try row.decode("display_name")
+            if try !db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, id]).isEmpty {
+                return .alreadyMember(name: name)
+            }
+            try Self.checkRoom(db, mapID: mapID, person: id, quotas: quotas)
+            try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, $3)", [mapID, id, role.rawValue])
+            return .added(name: name)
+        }
+    }
+
+    /// A new invitation link's code (single use, `invitationDays`), giving `role`.
+    public func invite(to mapID: Int64, role: MapRole, by owner: Int64) throws -> String {
+        guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
+        try requireRole(.owner, on: mapID, person: owner, doing: "invite people")
+        let code = Tokens.make()
+        try pool.query("""
+            INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at)
+            VALUES ($1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int))
+            """, [mapID, code, role.rawValue, owner, Self.invitationDays])
+        return code
+    }
+
+    /// Withdraws every open invitation of the map.
+    public func withdrawInvitations(of mapID: Int64, by owner: Int64) throws -> Int {
+        try requireRole(.owner, on: mapID, person: owner, doing: "withdraw invitations")
+        return try pool.query("DELETE FROM map_invitations WHERE map_id = $1 AND used_at IS NULL", [mapID]).affectedRows
+    }
+
+    public enum Joined: Equatable {
+        case joined(mapID: Int64, name: String)
+        case alreadyMember(mapID: Int64, name: String)
+    }
+
+    /// Joins the map an invitation code names; the code is used up. The map is shown at once.
+    public func join(code: String, person: Int64) throws -> Joined {
+        guard Tokens.isWellFormed(code) else { throw Refusal.problem(Self.deadInvitation) }
+        return try pool.transaction { db in
+            guard let row = try db.query("""
+                SELECT i.id, i.map_id, i.role, m.display_name AS name, i.used_at IS NOT NULL AS used, i.expires_at <= now() AS expired
+                FROM map_invitations i JOIN users m ON m.id = i.map_id
+                WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) FOR UPDATE OF i
+                """, [code]).first else { throw Refusal.problem(Self.deadInvitation) }
+            let mapID: Int64 = try row.decode("map_id"), name: String = try row.decode("name")
+            if try !db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, person]).isEmpty {
+                try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
+                return .alreadyMember(mapID: mapID, name: name)
+            }
+            if try row.decode("used", as: Bool.self) || row.decode("expired", as: Bool.self) {
+                throw Refusal.problem(Self.deadInvitation)
+            }
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [mapID])
+            try Self.checkRoom(db, mapID: mapID, person: person, quotas: quotas)
+            try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, $3)",
+                         [mapID, person, try row.decode("role", as: String.self)])
+            try db.query("UPDATE map_invitations SET used_at = now(), used_by = $2 WHERE id = $1", [try row.decode("id", as: Int64.self), person])
+            try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
+            return .joined(mapID: mapID, name: name)
+        }
+    }
+
+    /// What an open invitation joins (map name and role); nil when it is used, expired or unknown.
+    public func invitation(code: String) throws -> (mapID: Int64, name: String, role: MapRole)? {
+        guard Tokens.isWellFormed(code) else { return nil }
+        guard let row = try pool.query("""
+            SELECT i.map_id, m.display_name AS name, i.role FROM map_invitations i JOIN users m ON m.id = i.map_id
+            WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.used_at IS NULL AND i.expires_at > now()
+            """, [code]).first, let role = MapRole(parsing: try row.decode("role")) else { return nil }
+        return (try row.decode("map_id"), try row.decode("name"), role)
+    }
+
+    static let deadInvitation = "This invitation has been used, has expired or was withdrawn. Ask one of the map's owners for a new one."
+
+    /// Gives a member another role. An owner may change anyone's, their own included, as long as
+    /// the map keeps an owner.
+    public func setRole(_ role: MapRole, of member: Int64, on mapID: Int64, by owner: Int64) throws {
+        try pool.transaction { db in
+            try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "change roles", lock: true)
+            let changed = try db.query("UPDATE map_members SET role = $3 WHERE map_id = $1 AND user_id = $2 RETURNING 1",
+                                       [mapID, member, role.rawValue])
+            guard !changed.isEmpty else { throw Refusal.problem("That person is not a member of this map.") }
+            try Self.keepAnOwner(db, mapID: mapID)
+        }
+    }
+
+    /// Removes a member (an owner removing anyone), or the person themselves (leaving). The last
+    /// owner cannot go while the map has other members: they hand it over first, or delete it.
+    public func remove(_ member: Int64, from mapID: Int64, by person: Int64) throws {
+        try pool.transaction { db in
+            if member != person {
+                try Self.requireRole(db, .owner, on: mapID, person: person, doing: "remove members", lock: true)
+            } else {
+                try Self.requireRole(db, .viewer, on: mapID, person: person, doing: "leave it", lock: true)
+            }
+            let gone = try db.query("DELETE FROM map_members WHERE map_id = $1 AND user_id = $2 RETURNING 1", [mapID, member])
+            guard !gone.isEmpty else { throw Refusal.problem("That person is not a member of this map.") }
+            let left: Int = try db.query("SELECT count(*)::int AS n FROM map_members WHERE map_id = $1", [mapID])[0].decode("n")
+            if left == 0 {
+                throw Refusal.problem("You are this map's only member: delete the map instead (its page has the button).")
+            }
+            try Self.keepAnOwner(db, mapID: mapID)
+        }
+    }
+
+    // MARK: Checks
+
+    private func requireRole(_ role: MapRole, on mapID: Int64, person: Int64, doing what: String) throws {
+        try pool.transaction { db in try Self.requireRole(db, role, on: mapID, person: person, doing: what, lock: false) }
+    }
+
+    /// The person's role on the map, at least `role`: else 404 for a non-member, 403 for a member.
+    /// `lock`: the map's row, so member changes on one map happen one at a time (the caps and the
+    /// last owner hold).
+    static func requireRole(_ db: PostgresConnection, _ role: MapRole, on mapID: Int64, person: Int64, doing what: String,
+                            lock: Bool) throws {
+        if lock { try db.query("SELECT 1 FROM users WHERE id = $1 AND kind = 'map' FOR UPDATE", [mapID]) }
+        guard let row = try db.query("""
+            SELECT mm.role FROM map_members mm JOIN users m ON m.id = mm.map_id AND m.kind = 'map'
+            WHERE mm.map_id = $1 AND mm.user_id = $2
+            """, [mapID, person]).first else { throw Refusal.notFound }
+        let has = MapRole(parsing: try row.decode("role")) ?? .viewer
+        guard has >= role else { throw Refusal.notAllowed("Only the map's owners can \(what).") }
+    }
+
+    private static func keepAnOwner(_ db: PostgresConnection, mapID: Int64) throws {
+        let owners: Int = try db.query("SELECT count(*)::int AS n FROM map_members WHERE map_id = $1 AND role = 'owner'", [mapID])[0].decode("n")
+        guard owners > 0 else {
+            throw Refusal.problem("A map needs an owner: make another member an owner first, then change your own role or leave.")
+        }
+    }
+
+    /// Room on the map (members) and for the person (maps), both under their row locks.
+    private static func checkRoom(_ db: PostgresConnection, mapID: Int64, person: Int64, quotas: Quotas) throws {
+        let row = try db.query("""
+            SELECT (SELECT count(*) FROM map_members WHERE map_id = $1)::int AS members,
+                   (SELECT count(*) FROM map_members WHERE user_id = $2)::int AS maps
+            FROM users WHERE id = $2 FOR UPDATE
+            """, [mapID, person])[0]
+        guard try row.decode("members", as: Int.self) < quotas.membersPerMap else {
+            throw Refusal.problem("This map has \(quotas.membersPerMap) members, the limit.")
+        }
+        guard try row.decode("maps", as: Int.self) < quotas.sharedMaps else {
+            throw Refusal.problem("That person belongs to \(quotas.sharedMaps) shared maps, the limit.")
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import HTTPServer
+
+/// Shared maps: the list and the switcher's target (/maps, /maps/switch), a map's page and its
+/// owners' forms (/maps/:id/…), invitation links (/maps/join/:code). Who may do what is checked by
+/// SharedMaps in the statement that does it; here its refusals become 404, 403 or a flash.
+extension WebPipeline {
+    mutating func addMapsRoutes(maps: SharedMaps, publicURL: String?) {
+        let secure = secureCookies
+        let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+
+        /// Runs a change and goes to `done` (else `back`) with its sentence; a refusal becomes 404 /
+        /// 403, or a flash on `back`, the page the form was on.
+        @Sendable func changing(_ context: SignedInContext, back: String, done: String? = nil, _ body: () throws -> String) throws -> HTTPResponse {
+            do {
+                return .redirect(to: done ?? back, flash: try body(), secure: secure)
+            } catch let refusal as SharedMaps.Refusal {
+                switch refusal {
+                case .notFound: throw HTTPError.notFound
+                case .notAllowed(let why): throw HTTPError(.forbidden, why + " Nothing was changed.")
+                case .problem(let why): return .redirect(to: back, flash: why, secure: secure)
+                }
+            }
+        }
+        @Sendable func mapID(_ request: HTTPRequest) throws -> Int64 {
+            guard let id = Self.pinID(request) else { throw HTTPError.notFound }
+            return id
+        }
+        @Sendable func memberID(_ request: HTTPRequest) throws -> Int64 {
+            guard let id = request.parameters["member"].flatMap({ Int64($0) }), id > 0 else { throw HTTPError.notFound }
+            return id
+        }
+        @Sendable func role(_ request: HTTPRequest) throws -> MapRole {
+            guard let role = request.formValue("role").flatMap(MapRole.init(parsing:)) else {
+                throw HTTPError(.unprocessableContent, "Choose a role: owner, editor or viewer. Nothing was changed.")
+            }
+            return role
+        }
+
+        signedIn("GET", "/maps") { context in
+            .page(MapsPages.list(try maps.maps(of: context.user.id), current: context.map, chrome: context.chrome))
+        }
+
+        signedIn("POST", "/maps") { context in
+            switch SharedMaps.name(context.request.formValue("name")) {
+            case .failure(let refusal):
+                return .page(MapsPages.list(try maps.maps(of: context.user.id), current: context.map, chrome: context.chrome,
+                                            formError: refusal.description, name: context.request.formValue("name") ?? ""),
+                             status: .unprocessableContent)
+            case .success(let name):
+                do {
+                    let id = try maps.create(name: name, by: context.user.id)
+                    return .redirect(to: "/maps/\(id)", flash: "“\(name)” is ready and shown on your map. Add members below.", secure: secure)
+                } catch let refusal as SharedMaps.Refusal {
+                    return .page(MapsPages.list(try maps.maps(of: context.user.id), current: context.map, chrome: context.chrome,
+                                                formError: refusal.description, name: name), status: .unprocessableContent)
+                }
+            }
+        }
+
+        // The header's switcher and the Open buttons: "own" or a map id; back to the map.
+        signedIn("POST", "/maps/switch") { context in
+            let value = context.request.formValue("map") ?? ""
+            if value == "own" {
+                try maps.show(nil, to: context.user.id)
+                return .redirect(to: "/")
+            }
+            guard let id = Int64(value), id > 0, try maps.show(id, to: context.user.id) else { throw HTTPError.notFound }
+            return .redirect(to: "/")
+        }
+
+        signedIn("GET", "/maps/:id") { context in
+            guard let detail = try maps.detail(try mapID(context.request), for: context.user.id) else { throw HTTPError.notFound }
+            return .page(MapsPages.detail(detail, me: context.user.id, chrome: context.chrome))
+        }
+
+        signedIn("POST", "/maps/:id/rename") { context in
+            let id = try mapID(context.request)
+            return try changing(context, back: "/maps/\(id)") {
+                let name = try SharedMaps.name(context.request.formValue("name")).get()
+                try maps.rename(id, to: name, by: context.user.id)
+                return "Renamed to “\(name)”."
+            }
+        }
+
+        signedIn("POST", "/maps/:id/delete") { context in
+            let id = try mapID(context.request)
+            guard context.request.formValue("confirm") == "1" else {
+                return .redirect(to: "/maps/\(id)", flash: "Tick the box to confirm; the map was not deleted.", secure: secure)
+            }
+            return try changing(context, back: "/maps/\(id)", done: "/maps") {
+                try maps.delete(id, by: context.user.id)
+                return "The map was deleted."
+            }
+        }
+
+        signedIn("POST", "/maps/:id/members") { context in
+            let id = try mapID(context.request), role = try role(context.request)
+            let email = (context.request.formValue("email") ?? "").trimmingCharacters(in: .whitespaces)
+            return try changing(context, back: "/maps/\(id)") {
+                if let problem = User.emailProblem(email) { throw SharedMaps.Refusal.problem(problem) }
+                switch try maps.add(email: email, role: role, to: id, by: context.user.id) {
+                case .added(let name): return "\(name) is now a member (\(role.label.lowercased()))."
+                case .alreadyMember(let name): return "\(name) is already a member; change their role in the list."
+                }
+            }
+        }
+
+        signedIn("POST", "/maps/:id/invitations") { context in
+            let id = try mapID(context.request), role = try role(context.request)
+            do {
+                let code = try maps.invite(to: id, role: role, by: context.user.id)
+                guard let detail = try maps.detail(id, for: context.user.id) else { throw HTTPError.notFound }
+                // Shown on this answer only, never in a redirect's cookie or URL.
+                var response = HTTPResponse.page(MapsPages.detail(detail, me: context.user.id, chrome: context.chrome,
+                                                                  invitation: (base ?? "") + "/maps/join/" + code), status: .created)
+                response.headers.set("Cache-Control", "no-store")
+                return response
+            } catch let refusal as SharedMaps.Refusal {
+                return try changing(context, back: "/maps/\(id)") { throw refusal }
+            }
+        }
+
+        signedIn("POST", "/maps/:id/invitations/withdraw") { context in
+            let id = try mapID(context.request)
+            return try changing(context, back: "/maps/\(id)") {
+                let count = try maps.withdrawInvitations(of: id, by: context.user.id)
+                return count == 1 ? "1 invitation link withdrawn." : "\(count) invitation links withdrawn."
+            }
+        }
+
+        signedIn("POST", "/maps/:id/members/:member/role") { context in
+            let id = try mapID(context.request), member = try memberID(context.request), role = try role(context.request)
+            return try changing(context, back: "/maps/\(id)") {
+                try maps.setRole(role, of: member, on: id, by: context.user.id)
+                return "Role changed to \(role.label.lowercased())."
+            }
+        }
+
+        signedIn("POST", "/maps/:id/members/:member/remove") { context in
+            let id = try mapID(context.request), member = try memberID(context.request)
+            return try changing(context, back: "/maps/\(id)") {
+                try maps.remove(member, from: id, by: context.user.id)
+                return "Member removed: they no longer see this map."
+            }
+        }
+
+        signedIn("POST", "/maps/:id/leave") { context in
+            let id = try mapID(context.request)
+            return try changing(context, back: "/maps/\(id)", done: "/maps") {
+                try maps.remove(context.user.id, from: id, by: context.user.id)
+                return "You left the map."
+            }
+        }
+
+        // An invitation: GET shows what it joins (and changes nothing), POST joins.
+        signedIn("GET", "/maps/join/:code") { context in
+            let code = context.request.parameters["code"] ?? ""
+            guard let found = try maps.invitation(code: code) else {
+                throw HTTPError(.notFound, SharedMaps.deadInvitation)
+            }
+            var response = HTTPResponse.page(MapsPages.join(code: code, name: found.name, role: found.role, chrome: context.chrome))
+            response.headers.set("Referrer-Policy", "no-referrer")
+            return response
+        }
+        signedIn("POST", "/maps/join/:code") { context in
+            let code = context.request.parameters["code"] ?? ""
+            do {
+                switch try maps.join(code: code, person: context.user.id) {
+                case .joined(_, let name): return .redirect(to: "/", flash: "Welcome to “\(name)”: it is shown now.", secure: secure)
+                case .alreadyMember(_, let name): return .redirect(to: "/", flash: "You are already a member of “\(name)”.", secure: secure)
+                }
+            } catch let refusal as SharedMaps.Refusal {
+                throw HTTPError(.notFound, refusal.description)
+            }
+        }
+    }
+}
