@@ -9,6 +9,8 @@ document.documentElement.classList.add("js");
 const root = document.getElementById("map");
 const canvas = document.getElementById("map-canvas");
 const csrf = root.dataset.csrf;
+// A viewer on a shared map looks and opens albums; nothing on the page drops or deletes.
+const readOnly = root.dataset.readOnly === "true";
 const embedded = root.dataset.pins ? JSON.parse(root.dataset.pins) : null;
 
 const map = new MapView(canvas, {
@@ -56,24 +58,41 @@ if (embedded) {
   if (root.dataset.viewClusters) pins.setClusters(JSON.parse(root.dataset.viewClusters));
   map.redrawLayers();
 }
+// Not every pin is in the page: those in (or near) the view, refreshed as the map moves (and on a
+// shared map whenever another member drops or deletes one).
+const loadInView = async () => {
+  const b = map.bounds(map.width / 2);
+  try {
+    const data = await (await fetch(`/pins.json?bbox=${b.west},${b.south},${b.east},${b.north}&zoom=${map.zoom.toFixed(2)}`, { cache: "no-cache" })).json();
+    const pending = pins.pins.filter((p) => p.pending);
+    pins.set(data.pins);
+    // A crowded view comes as clusters with counts (computed by the server), and the number
+    // of pins inside, so nothing is left out without saying so.
+    pins.setClusters(data.clusters || []);
+    if (data.total !== undefined) root.dataset.pinsInView = String(data.total);
+    pending.forEach((p) => pins.pins.unshift(p));
+    map.redrawLayers();
+  } catch { /* the next move tries again */ }
+};
 if (root.dataset.pinsComplete !== "true") {
-  // Not every pin is in the page: those in (or near) the view, refreshed as the map moves.
-  const loadInView = async () => {
-    const b = map.bounds(map.width / 2);
-    try {
-      const data = await (await fetch(`/pins.json?bbox=${b.west},${b.south},${b.east},${b.north}&zoom=${map.zoom.toFixed(2)}`)).json();
-      const pending = pins.pins.filter((p) => p.pending);
-      pins.set(data.pins);
-      // A crowded view comes as clusters with counts (computed by the server), and the number
-      // of pins inside, so nothing is left out without saying so.
-      pins.setClusters(data.clusters || []);
-      if (data.total !== undefined) root.dataset.pinsInView = String(data.total);
-      pending.forEach((p) => pins.pins.unshift(p));
-      map.redrawLayers();
-    } catch { /* the next move tries again */ }
-  };
   map.on("moveend", loadInView);
   loadInView(); // the page embedded the first view's pins; the server's view follows
+}
+if (root.dataset.live === "true" && window.EventSource) {
+  // Other members' pins, live: each "pins" event re-reads the view, at most one read at a time
+  // (events during a read fold into one more). Once the pins are read from the server, the map
+  // follows moves too.
+  let reading = false, again = false;
+  const refresh = async () => {
+    if (reading) { again = true; return; }
+    reading = true;
+    do { again = false; await loadInView(); } while (again);
+    reading = false;
+    root.dataset.liveUpdates = String(Number(root.dataset.liveUpdates || 0) + 1);
+  };
+  const events = new EventSource("/map/events");
+  events.addEventListener("pins", refresh);
+  if (root.dataset.pinsComplete === "true") map.on("moveend", () => { if (root.dataset.liveUpdates) loadInView(); });
 }
 root.dataset.ready = "true";
 
@@ -83,6 +102,7 @@ setTimeout(() => hint.classList.add("faded"), 8000);
 map.on("longpress", ({ lat, lon }) => dropPinAt(lat, lon));
 
 async function dropPinAt(lat, lon) {
+  if (readOnly) { showToast("You are a viewer on this map: ask an owner to make you an editor to drop pins."); return; }
   hint.classList.add("faded");
   closeCard();
   const temporary = pins.add({ id: -Date.now(), lat, lon, name: "Saving…", photos: 0, status: "new", pending: true });
@@ -110,7 +130,7 @@ function setListTotal(change) {
   if (!listTitle) return;
   const total = Math.max(0, Number(listTitle.dataset.total) + change);
   listTitle.dataset.total = String(total);
-  listTitle.textContent = `Your pins (${total})`;
+  listTitle.textContent = listTitle.textContent.replace(/\(\d+\)$/, `(${total})`);
 }
 if (listPanel && !location.hash.includes("pin-list")) listPanel.open = false;
 
@@ -138,7 +158,7 @@ function openCard(pin, x, y) {
   cardPin = pin;
   pins.selected = pin;
   const photos = pin.photos === 1 ? "1 photo" : `${pin.photos} photos`;
-  const remove = el("button", { type: "button", class: "button danger-outline", onclick: () => confirmDelete(pin) }, "Delete pin");
+  const remove = readOnly ? "" : el("button", { type: "button", class: "button danger-outline", onclick: () => confirmDelete(pin) }, "Delete pin");
   card.replaceChildren(
     el("button", { type: "button", class: "card-close", "aria-label": "Close", onclick: closeCard }, "×"),
     el("h2", { id: "pin-card-title" }, pin.name || `${pin.lat.toFixed(4)}, ${pin.lon.toFixed(4)}`),
@@ -235,7 +255,7 @@ function describe(target, index, count) {
   if (target.count > 1) return `${target.count} pins close together, ${where}. Enter zooms in.`;
   const pin = target.members[0];
   const photos = pin.photos === 1 ? "1 photo" : `${pin.photos} photos`;
-  return `${pin.name || "Pin"}, ${photos}, ${where}. Enter opens it, Delete deletes it.`;
+  return `${pin.name || "Pin"}, ${photos}, ${where}. Enter opens it${readOnly ? "" : ", Delete deletes it"}.`;
 }
 
 function clearKeyboardFocus() {
@@ -272,7 +292,7 @@ canvas.addEventListener("keydown", (e) => {
     } else {
       openCard(target.members[0], target.x, target.y + 16);
     }
-  } else if ((e.key === "Delete" || e.key === "Backspace") && pins.focused && pins.focused.count === 1) {
+  } else if (!readOnly && (e.key === "Delete" || e.key === "Backspace") && pins.focused && pins.focused.count === 1) {
     e.preventDefault();
     const target = pins.focused;
     openCard(target.members[0], target.x, target.y + 16);
@@ -281,7 +301,7 @@ canvas.addEventListener("keydown", (e) => {
 });
 canvas.addEventListener("blur", clearKeyboardFocus);
 map.on("move", () => { if (keyboardIndex >= 0) clearKeyboardFocus(); });
-document.getElementById("drop-pin").addEventListener("click", () => {
+document.getElementById("drop-pin")?.addEventListener("click", () => {
   const { lat, lon } = map.view;
   dropPinAt(lat, lon);
 });

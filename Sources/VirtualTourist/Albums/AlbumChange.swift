@@ -24,6 +24,16 @@ public struct AlbumChange: Hashable, Sendable {
     /// The channel album pages listen on (LISTEN album_events).
     static let channel = "album_events"
 
+    /// The channel open map pages listen on (LISTEN map_events): a pin was dropped, imported or
+    /// deleted on the map of `userID` (its holder), with the same payload. Album progress is not
+    /// sent there: a club's every open map would re-read its pins for every batch of photos.
+    static let mapChannel = "map_events"
+
+    /// Announces a change of the map's pins when the transaction commits.
+    func announceToMap(_ db: PostgresConnection) throws {
+        try db.query("SELECT pg_notify($1, $2)", [Self.mapChannel, payload])
+    }
+
     /// The channel workers listen on (LISTEN album_jobs): a job was queued.
     static let jobsChannel = "album_jobs"
 

@@ -11,6 +11,9 @@ public protocol AlbumWatcher: AnyObject, Sendable {
 /// about downloads done by another.
 public final class AlbumEvents: Sendable {
     private let watchers = Mutex<[AlbumChange: [ObjectIdentifier: any AlbumWatcher]]>([:])
+    /// Open map pages by the map's holder: told of every change on any of its pins (a member's
+    /// drop, a deletion, an album filling), so each member's map shows it live.
+    private let mapWatchers = Mutex<[Int64: [ObjectIdentifier: any AlbumWatcher]]>([:])
 
     public init() {}
 
@@ -21,11 +24,32 @@ public final class AlbumEvents: Sendable {
         for watcher in watching { watcher.albumChanged(change) }
     }
 
+    /// Called by the LISTEN connection for map_events: a map's pins changed.
+    public func receivedForMap(_ payload: String) {
+        guard let change = AlbumChange(payload: payload) else { return }
+        let maps = mapWatchers.withLock { Array(($0[change.userID] ?? [:]).values) }
+        for watcher in maps { watcher.albumChanged(change) }
+    }
+
     /// After the LISTEN connection came back: changes made while it was down were never heard, so
     /// every open album re-reads its state.
     public func everyoneReread() {
         let all = watchers.withLock { $0.flatMap { change, byID in byID.values.map { (change, $0) } } }
         for (change, watcher) in all { watcher.albumChanged(change) }
+        let maps = mapWatchers.withLock { $0.flatMap { holder, byID in byID.values.map { (holder, $0) } } }
+        for (holder, watcher) in maps { watcher.albumChanged(AlbumChange(userID: holder, pinID: 0)) }
+    }
+
+    /// Watches every pin of one map (by its holder) until `stopWatchingMap`.
+    func watchMap(_ holder: Int64, _ watcher: any AlbumWatcher) {
+        mapWatchers.withLock { $0[holder, default: [:]][ObjectIdentifier(watcher)] = watcher }
+    }
+
+    func stopWatchingMap(_ holder: Int64, _ watcher: any AlbumWatcher) {
+        mapWatchers.withLock { all in
+            all[holder]?[ObjectIdentifier(watcher)] = nil
+            if all[holder]?.isEmpty == true { all[holder] = nil }
+        }
     }
 
     /// Watches one person's pin until `stopWatching`.
@@ -40,5 +64,7 @@ public final class AlbumEvents: Sendable {
         }
     }
 
-    public var watcherCount: Int { watchers.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    public var watcherCount: Int {
+        watchers.withLock { $0.values.reduce(0) { $0 + $1.count } } + mapWatchers.withLock { $0.values.reduce(0) { $0 + $1.count } }
+    }
 }

@@ -30,6 +30,10 @@ public struct Album: Sendable {
     public var waiting: String? = nil
     /// False when Retry cannot help (an invalid API key).
     public var retryable = true
+    /// Who dropped the pin and who last took a New Collection (a shared map shows them); nil
+    /// once their account is gone.
+    public var droppedBy: String? = nil
+    public var collectedBy: String? = nil
 
     public var isComplete: Bool { pin.status != .downloading }
     public var readyCount: Int { photos.filter { $0.status == .ready }.count }
@@ -78,8 +82,10 @@ public struct AlbumStore: Sendable {
             SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
                    ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
                    \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id,
-                   \(Self.accessColumns)
+                   \(Self.accessColumns), dropper.display_name AS dropped_by, collector.display_name AS collected_by
             FROM pins p
+            LEFT JOIN users dropper ON dropper.id = p.dropped_by
+            LEFT JOIN users collector ON collector.id = p.collected_by
             LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
             LEFT JOIN photo_licenses l ON l.id = ph.license_id
             WHERE p.id = \(pinSQL) AND p.user_id = $2
@@ -108,7 +114,8 @@ public struct AlbumStore: Sendable {
         }
         return Album(pin: pin, generation: generation, error: try first.decode("error"), page: try first.decode("page"),
                      totalPages: try first.decode("total_pages"), photos: photos, waiting: try first.decode("waiting"),
-                     retryable: try first.decode("retryable"))
+                     retryable: try first.decode("retryable"), droppedBy: try first.decode("dropped_by"),
+                     collectedBy: try first.decode("collected_by"))
     }
 
     /// A pin and its ready photos for the zip download, in the album's order; nil when the pin is

@@ -237,6 +237,7 @@ public final class App: Sendable {
         let workers = workers, events = events
         try listener.listen(AlbumChange.jobsChannel) { _ in workers.notify() }
         try listener.listen(AlbumChange.channel) { payload in events.received(payload) }
+        try listener.listen(AlbumChange.mapChannel) { payload in events.receivedForMap(payload) }
         let photoAccess = photoAccess
         try listener.listen(PhotoAccess.channel) { payload in photoAccess.received(payload) }
         // Notifications sent while the connection was down are lost: look for work at once, and

@@ -100,6 +100,7 @@ struct PinImportStore: Sendable {
             let pinIDs: [Int64] = try rows.map { try $0.decode("id") }.sorted()
             if collect { try AlbumStore.startCollections(db, pinIDs: pinIDs, userID: userID, askedBy: person) }
             try db.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2", [id, userID])
+            if let first = pinIDs.first { try AlbumChange(userID: userID, pinID: first).announceToMap(db) }
             return .created(pinIDs: pinIDs, fileName: try row.decode("file_name"))
         }
     }

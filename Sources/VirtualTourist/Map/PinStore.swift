@@ -284,6 +284,7 @@ public struct PinStore: Sendable {
     public func drop(for userID: Int64, by person: Int64? = nil, lat: Double, lon: Double, placeName: String?) throws -> Pin {
         try pool.transaction { db in
             let pin = try Self.insert(db, userID: userID, by: person ?? userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
+            try AlbumChange(userID: userID, pinID: pin.id).announceToMap(db)
             guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, quotas: quotas, newCollection: false) == nil else {
                 return pin
             }
@@ -310,8 +311,12 @@ public struct PinStore: Sendable {
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.
+    /// The deletion is announced (AlbumChange), so the map's other open pages drop the pin.
     public func delete(_ id: Int64, of userID: Int64) throws -> Bool {
-        try pool.query("DELETE FROM pins WHERE id = $1 AND user_id = $2", [id, userID]).affectedRows == 1
+        try pool.query("""
+            WITH gone AS (DELETE FROM pins WHERE id = $1 AND user_id = $2 RETURNING id)
+            SELECT pg_notify($3, $2::text || ':' || id) FROM gone
+            """, [id, userID, AlbumChange.mapChannel]).count == 1
     }
 
     // MARK: Region

@@ -31,6 +31,7 @@ enum AlbumPages {
             <div class="album-title">
             <h1>\(text: title)</h1>
             <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
+            \(view.showsWho ? who(album) : .empty)
             </div>
             \(view.readOnly ? HTML.empty : actions(album, csrf: csrf))
             </header>
@@ -39,6 +40,14 @@ enum AlbumPages {
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
             \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
+    }
+
+    /// Who dropped the pin and when, and who took its collection (if someone else).
+    static func who(_ album: Album) -> HTML {
+        let day = album.pin.createdAt.formatted(.dateTime.day().month(.abbreviated).year())
+        let dropped: HTML = "Dropped by \(text: album.droppedBy ?? "a former member") on \(text: day)"
+        let collected: HTML = album.collectedBy.map { $0 == album.droppedBy ? .empty : " · New Collection by \(text: $0)" } ?? .empty
+        return "<p class=\"muted album-who\" id=\"album-who\">\(dropped)\(collected)</p>"
     }
 
     /// The owner's controls of the album page.

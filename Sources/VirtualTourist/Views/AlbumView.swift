@@ -11,6 +11,8 @@ struct AlbumView: Sendable {
     var photos: String
     var readOnly = false
     var hideLocation = false
+    /// On a shared map: who dropped the pin and who took its collection.
+    var showsWho = false
     /// The breadcrumb above the album (nil: none).
     var back: (href: String, label: String)? = ("/", "← Your map")
     /// What a link that hides the location calls a place (`WebPipeline.visitorView`).
@@ -25,7 +27,10 @@ struct AlbumView: Sendable {
     static func member(_ pinID: Int64, map: MapAccess) -> AlbumView {
         var view = owner(pinID)
         view.readOnly = map.role < .editor
-        if map.sharedID != nil { view.back = ("/", "← " + map.name) }
+        if map.sharedID != nil {
+            view.back = ("/", "← " + map.name)
+            view.showsWho = true
+        }
         return view
     }
 

@@ -26,6 +26,11 @@ enum MapPage {
         var tileAttribution: String
         var addError: String?
         var addValue = ""
+        /// The map's name ("Your map" on one's own) and whether this person may change it.
+        var title = "Your map"
+        var readOnly = false
+        /// A shared map: the page listens for other members' pins (/map/events).
+        var live = false
 
         var pageCount: Int { max(1, (totalPins + MapPage.listPageSize - 1) / MapPage.listPageSize) }
         /// Every pin is in the page: the script needs no /pins.json.
@@ -39,16 +44,23 @@ enum MapPage {
         var clustersJSON: [UInt8] = []
         PinJSON.write(model.clusters, to: &clustersJSON)
         let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
-        return Layout.page(title: "Your map", chrome: chrome, bodyClass: "map-page", head: head, main: """
-            <h1 class="visually-hidden">Your map</h1>
+        let flags: HTML = (model.readOnly ? " data-read-only=\"true\"" : .empty) + (model.live ? " data-live=\"true\"" : .empty)
+        let hint: HTML = model.readOnly
+            ? "<p class=\"map-hint\" id=\"map-hint\">You are a viewer on this map: open a pin to see its album</p>"
+            : "<p class=\"map-hint\" id=\"map-hint\">Press and hold anywhere to drop a pin</p>"
+        let drop: HTML = model.readOnly ? .empty : "<button type=\"button\" id=\"drop-pin\" aria-label=\"Drop a pin at the centre of the map\"><svg width=\"22\" height=\"22\" viewBox=\"0 0 22 22\" aria-hidden=\"true\" focusable=\"false\"><circle cx=\"11\" cy=\"11\" r=\"6\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\"></circle><path d=\"M11 1v6M11 15v6M1 11h6M15 11h6\" stroke=\"currentColor\" stroke-width=\"2\"></path></svg></button>"
+        let keys: HTML = model.readOnly
+            ? "Arrow keys pan, plus and minus zoom. Tab steps through the pins in view; Enter opens one."
+            : "Press and hold to drop a pin, or press Enter to drop one at the centre. Arrow keys pan, plus and minus zoom. Tab steps through the pins in view; Enter opens one, Delete deletes it."
+        return Layout.page(title: model.title, chrome: chrome, bodyClass: "map-page", head: head, main: """
+            <h1 class="visually-hidden">\(text: model.title)</h1>
             <div class="map" id="map"
                  data-lat="\(decimal: model.region.lat)" data-lon="\(decimal: model.region.lon)" data-zoom="\(decimal: model.region.zoom)"
                  data-tile-url="\(text: model.tileURL)" data-pins="\(text: pinsJSON)" data-view-clusters="\(text: clustersJSON)" data-pins-complete="\(model.embedsAll ? "true" : "false" as HTML)"
-                 data-total-pins="\(model.totalPins)" data-csrf="\(text: chrome.csrfToken ?? "")">
+                 data-total-pins="\(model.totalPins)" data-csrf="\(text: chrome.csrfToken ?? "")"\(flags)>
             <canvas id="map-canvas" tabindex="0" role="application" aria-describedby="map-keys"
                     aria-label="World map"></canvas>
-            <p id="map-keys" class="visually-hidden">Press and hold to drop a pin, or press Enter to drop one at the centre.
-            Arrow keys pan, plus and minus zoom. Tab steps through the pins in view; Enter opens one, Delete deletes it.</p>
+            <p id="map-keys" class="visually-hidden">\(keys)</p>
             <p id="map-announcer" class="visually-hidden" aria-live="polite"></p>
             <form class="map-search" role="search" action="/" method="get" autocomplete="off">
             <label for="place-search" class="visually-hidden">Search for a place</label>
@@ -59,15 +71,20 @@ enum MapPage {
             <div class="map-controls">
             <button type="button" id="zoom-in" aria-label="Zoom in">+</button>
             <button type="button" id="zoom-out" aria-label="Zoom out">−</button>
-            <button type="button" id="drop-pin" aria-label="Drop a pin at the centre of the map"><svg width="22" height="22" viewBox="0 0 22 22" aria-hidden="true" focusable="false"><circle cx="11" cy="11" r="6" fill="none" stroke="currentColor" stroke-width="2"></circle><path d="M11 1v6M11 15v6M1 11h6M15 11h6" stroke="currentColor" stroke-width="2"></path></svg></button>
+            \(drop)
             </div>
-            <p class="map-hint" id="map-hint">Press and hold anywhere to drop a pin</p>
+            \(hint)
             <div class="map-attribution" id="map-attribution">\(attribution(model))</div>
             <div id="pin-card" class="pin-card" role="dialog" aria-modal="false" aria-labelledby="pin-card-title" hidden></div>
             <div id="map-toast" class="toast" role="status" aria-live="polite" hidden></div>
             </div>
             \(list(model, csrf: chrome.csrfToken ?? ""))
             """)
+    }
+
+    /// "Your pins" on one's own map; on a shared map, the map's.
+    static func listTitle(_ model: Model) -> HTML {
+        model.live ? "Pins on \(text: model.title) (\(model.totalPins))" : "Your pins (\(model.totalPins))"
     }
 
     /// The pins as a list with plain forms, a page at a time: works without JavaScript.
@@ -77,10 +94,7 @@ enum MapPage {
             <li class="pin-row" data-pin-id="\(pin.id)">
             <a href="/pins/\(pin.id)"><strong>\(text: pin.title)</strong></a>
             <span class="muted">\(text: pin.coordinates) · \(photoCount(pin.photoCount))</span>
-            <form method="post" action="/pins/\(pin.id)/delete" class="inline">
-            \(Layout.csrfField(csrf))
-            <button type="submit" class="link-button danger-text">Delete<span class="visually-hidden"> pin \(text: pin.title)</span></button>
-            </form>
+            \(model.readOnly ? HTML.empty : deleteForm(pin, csrf: csrf))
             </li>
             """
         }
@@ -88,11 +102,28 @@ enum MapPage {
         return """
             <section class="pin-list card" id="pin-list" aria-labelledby="pin-list-title">
             <details id="pin-list-details" open>
-            <summary><h2 id="pin-list-title" data-total="\(model.totalPins)">Your pins (\(model.totalPins))</h2></summary>
+            <summary><h2 id="pin-list-title" data-total="\(model.totalPins)">\(listTitle(model))</h2></summary>
             \(model.listed.isEmpty ? "<p class=\"muted\" id=\"no-pins\">No pins yet.</p>" : HTML.empty)
             <ul class="pins" id="pins">\(items)</ul>
             \(pagination(model))
-            \(model.totalPins > 0 ? exports : importOnly)
+            \(model.totalPins > 0 ? (model.readOnly ? exportsOnly : exports) : (model.readOnly ? HTML.empty : importOnly))
+            \(model.readOnly ? HTML.empty : addForm(model, csrf: csrf, error: error))
+            </details>
+            </section>
+            """
+    }
+
+    static func deleteForm(_ pin: Pin, csrf: String) -> HTML {
+        """
+        <form method="post" action="/pins/\(pin.id)/delete" class="inline">
+        \(Layout.csrfField(csrf))
+        <button type="submit" class="link-button danger-text">Delete<span class="visually-hidden"> pin \(text: pin.title)</span></button>
+        </form>
+        """
+    }
+
+    static func addForm(_ model: Model, csrf: String, error: HTML) -> HTML {
+        """
             <form method="post" action="/pins" class="add-pin">
             \(Layout.csrfField(csrf))
             <label for="add-pin-place">Add a pin by place name or “lat, lon”</label>
@@ -102,14 +133,17 @@ enum MapPage {
             </div>
             \(error)
             </form>
-            </details>
-            </section>
             """
     }
 
     /// The person's pins as files for other map software (plain links: no script needed).
     static let exports: HTML = """
         <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a>. <a href="/import">Import pins</a></p>
+        """
+
+    /// A viewer downloads, but imports nothing.
+    static let exportsOnly: HTML = """
+        <p class="exports" id="pin-exports">Download all pins: <a href="/pins.geojson" download>GeoJSON</a> · <a href="/pins.gpx" download>GPX</a> · <a href="/pins.kml" download>KML</a>.</p>
         """
 
     /// With no pins yet there is nothing to download, but pins can come from another app.

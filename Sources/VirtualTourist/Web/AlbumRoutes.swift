@@ -117,6 +117,24 @@ extension WebPipeline {
             return response
         }
 
+        // A map page's live pins: "pins" whenever a pin of the map it shows is dropped, imported or
+        // deleted by anyone (a shared map's other members, another tab), carrying the pin's id; the
+        // page then reads its view again. Counted with the album pages against the person's cap.
+        signedIn("GET", "/map/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
+            let user = context.user.id, holder = context.map.forReading
+            guard !streams.isFull(user) else { throw tooManyStreams }
+            var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+                let token = context.sessionToken
+                guard streams.admit(user, token: token) else { return stream.close() }
+                stream.onClose { streams.release(user, token: token) }
+                let watcher = MapStreamWatcher(stream)
+                events.watchMap(holder, watcher)
+                stream.onClose { events.stopWatchingMap(holder, watcher) }
+            }
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        }
+
         for action in ["collection", "retry"] {
             signedIn("POST", "/pins/:id/\(action)") { context in
                 guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
@@ -314,5 +332,17 @@ final class StreamWatcher: AlbumWatcher {
             r.running = false
             return false
         }
+    }
+}
+
+/// A map page's event stream: each change of the map's pins is a "pins" event with the pin's id
+/// (ids only: the page reads what it may see through /pins.json, with its own session).
+final class MapStreamWatcher: AlbumWatcher {
+    private let stream: ResponseStream
+
+    init(_ stream: ResponseStream) { self.stream = stream }
+
+    func albumChanged(_ change: AlbumChange) {
+        stream.send(event: "pins", data: String(change.pinID))
     }
 }

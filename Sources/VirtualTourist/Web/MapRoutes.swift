@@ -235,9 +235,15 @@ extension WebPipeline {
         let region = context.mapRegion ?? .world
         let data = try pins.mapPage(of: context.map.forReading, region: region, listOffset: (page - 1) * MapPage.listPageSize,
                                     listLimit: MapPage.listPageSize, maxMarkers: MapPage.embedLimit)
-        return (MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
-                              embedded: data.view.pins, clusters: data.view.clusters,
-                              tileURL: settings.tileURL, tileAttribution: settings.tileAttribution), data.version)
+        var model = MapPage.Model(region: region, listed: data.listed, page: page, totalPins: data.total,
+                                  embedded: data.view.pins, clusters: data.view.clusters,
+                                  tileURL: settings.tileURL, tileAttribution: settings.tileAttribution)
+        if context.map.sharedID != nil {
+            model.title = context.map.name
+            model.live = true
+        }
+        model.readOnly = context.map.role < .editor
+        return (model, data.version)
     }
 }
 
