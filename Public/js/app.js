@@ -78,22 +78,8 @@ if (root.dataset.pinsComplete !== "true") {
   map.on("moveend", loadInView);
   loadInView(); // the page embedded the first view's pins; the server's view follows
 }
-if (root.dataset.live === "true" && window.EventSource) {
-  // Other members' pins, live: each "pins" event re-reads the view, at most one read at a time
-  // (events during a read fold into one more). Once the pins are read from the server, the map
-  // follows moves too.
-  let reading = false, again = false;
-  const refresh = async () => {
-    if (reading) { again = true; return; }
-    reading = true;
-    do { again = false; await loadInView(); } while (again);
-    reading = false;
-    root.dataset.liveUpdates = String(Number(root.dataset.liveUpdates || 0) + 1);
-  };
-  const events = new EventSource("/map/events");
-  events.addEventListener("pins", refresh);
-  if (root.dataset.pinsComplete === "true") map.on("moveend", () => { if (root.dataset.liveUpdates) loadInView(); });
-}
+// A shared map's other members' pins, live (live.js: only shared maps load it).
+if (root.dataset.live === "true") import("./live.js").then((live) => live.follow(root, map, loadInView));
 root.dataset.ready = "true";
 
 const hint = document.getElementById("map-hint");

@@ -4,8 +4,6 @@
 import { backoff } from "./geo.js";
 import { View } from "./view.js";
 import { Basemap } from "./basemap.js";
-import { RasterTiles } from "./raster.js";
-import { VectorTiles } from "./vector.js";
 import { MapInput } from "./input.js";
 
 export class MapView extends View {
@@ -20,14 +18,20 @@ export class MapView extends View {
   }
 
   /** What /tiles serves (format, zoom range, bounds): vector tiles get their own layer, raster
-   *  tiles are asked for only inside the archive's zooms and bounds. */
+   *  tiles are asked for only inside the archive's zooms and bounds. Their code is loaded only
+   *  then: the built-in map (the default) never downloads it. */
   loadTileInfo(attempt = 1) {
     fetch("/tiles.json")
       .then((r) => { if (!r.ok) throw new Error(r.status); return r.json(); })
-      .then((info) => {
+      .then(async (info) => {
         this.tileInfo = info;
-        if (info.format === "mvt") this.vector = new VectorTiles(info, () => this.redraw());
-        else this.raster = new RasterTiles(this.tileTemplate, info, () => this.redraw());
+        if (info.format === "mvt") {
+          const { VectorTiles } = await import("./vector.js");
+          this.vector = new VectorTiles(info, () => this.redraw());
+        } else {
+          const { RasterTiles } = await import("./raster.js");
+          this.raster = new RasterTiles(this.tileTemplate, info, () => this.redraw());
+        }
         this.redraw();
       })
       .catch(() => { if (attempt < 5) setTimeout(() => this.loadTileInfo(attempt + 1), backoff(attempt) * 1000); });

@@ -22,9 +22,10 @@ struct PinImportStore: Sendable {
         var left: Int { max(0, limit - pins) }
     }
 
+    /// The person's room (their max_pins counts what they dropped on any map).
     func room(of userID: Int64) throws -> PinRoom {
         let row = try pool.query("""
-            SELECT coalesce(u.max_pins, $2) AS pin_limit, (SELECT count(*) FROM pins WHERE user_id = $1) AS pins
+            SELECT coalesce(u.max_pins, $2) AS pin_limit, (SELECT count(*) FROM pins WHERE \(PinStore.droppedBy("$1"))) AS pins
             FROM users u WHERE u.id = $1
             """, [userID, quotas.pins])[0]
         return PinRoom(pins: try row.decode("pins"), limit: try row.decode("pin_limit"))
@@ -91,7 +92,7 @@ struct PinImportStore: Sendable {
                 INSERT INTO pins (user_id, lat, lon, place_name, status, dropped_by)
                 SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name', \(PinStatus.new.sql), $4
                 FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(p, n)
-                WHERE (SELECT count(*) FROM pins WHERE dropped_by = $4) + jsonb_array_length($2::jsonb) <= $3
+                WHERE (SELECT count(*) FROM pins WHERE \(PinStore.droppedBy("$4"))) + jsonb_array_length($2::jsonb) <= $3
                 ORDER BY n
                 RETURNING id
                 """, [userID, String(decoding: try JSONEncoder().encode(points), as: UTF8.self), limit, person])

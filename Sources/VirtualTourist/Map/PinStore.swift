@@ -303,11 +303,17 @@ public struct PinStore: Sendable {
                                       [person, quotas.pins])[0].decode("n")
         let rows = try db.query("""
             INSERT INTO pins (user_id, lat, lon, place_name, dropped_by)
-            SELECT $1, $2, $3, $4, $6 WHERE (SELECT count(*) FROM pins WHERE dropped_by = $6) < $5
+            SELECT $1, $2, $3, $4, $6 WHERE (SELECT count(*) FROM pins WHERE \(Self.droppedBy("$6"))) < $5
             RETURNING id, lat, lon, place_name, status, created_at, 0::bigint AS photo_count
             """, [userID, lat, lon, placeName, limit, person])
         guard let row = rows.first else { throw QuotaReached.pins(limit) }
         return try pin(row)
+    }
+
+    /// The pins that count against a person's max_pins: those they dropped anywhere, and those on
+    /// their own map with no dropper recorded (rows an administrator inserted).
+    static func droppedBy(_ person: String) -> String {
+        "(dropped_by = \(person) OR (user_id = \(person) AND dropped_by IS NULL))"
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.

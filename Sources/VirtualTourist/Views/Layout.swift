@@ -66,6 +66,8 @@ enum Layout {
     /// the keyboard and with a screen reader; no script, no change of page on select.
     static func switcher(_ chrome: Chrome) -> HTML {
         guard let map = chrome.map, let csrf = chrome.csrfToken else { return .empty }
+        // Nothing to switch between yet: the way to the maps page only.
+        if chrome.maps.isEmpty && map.sharedID == nil { return "<a href=\"/maps\" class=\"maps-link\">Shared maps</a>" }
         let selected: HTML = " selected"
         let shared = HTML.each(chrome.maps) { choice in
             "<option value=\"\(choice.id)\"\(choice.id == map.sharedID ? selected : .empty)>\(text: choice.name)</option>"

@@ -4,6 +4,8 @@ import Foundation
 /// name and members, and for owners the forms that manage them), and an invitation's page.
 /// Plain forms throughout: every action works without script, from the keyboard.
 enum MapsPages {
+    static let stylesheet: HTML = "<link rel=\"stylesheet\" href=\"/css/maps.css\">"
+
     static func list(_ maps: [SharedMaps.Summary], current: MapAccess, chrome: Layout.Chrome, formError: String? = nil,
                      name: String = "") -> HTML {
         let rows = HTML.each(maps) { map in
@@ -20,7 +22,7 @@ enum MapsPages {
         let ownShown: HTML = current.sharedID == nil ? " <span class=\"badge\">shown</span>" : .empty
         let problem: HTML = formError.map { "<p class=\"form-error\" id=\"new-map-error\" role=\"alert\">\(text: $0)</p>" } ?? .empty
         let described: HTML = formError == nil ? .empty : " aria-describedby=\"new-map-error\" aria-invalid=\"true\""
-        return Layout.page(title: "Maps", chrome: chrome, bodyClass: "maps-page", main: """
+        return Layout.page(title: "Maps", chrome: chrome, bodyClass: "maps-page", head: stylesheet, main: """
             <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/">← Back to the map</a></nav>
             <section class="card">
             <h1>Maps</h1>
@@ -112,7 +114,7 @@ enum MapsPages {
         case .editor: rights = "You are an editor: you drop, rename and delete pins, take New Collections, remove photos and import."
         case .viewer: rights = "You are a viewer: you look at the map, open albums and photos and download them."
         }
-        return Layout.page(title: map.name, chrome: chrome, bodyClass: "map-detail-page", main: """
+        return Layout.page(title: map.name, chrome: chrome, bodyClass: "map-detail-page", head: stylesheet, main: """
             <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/maps">← Maps</a></nav>
             <section class="card">
             <h1>\(text: map.name)</h1>
@@ -165,7 +167,7 @@ enum MapsPages {
 
     /// An invitation link opened: what it joins, and the button that does (a GET changes nothing).
     static func join(code: String, name: String, role: MapRole, chrome: Layout.Chrome) -> HTML {
-        Layout.page(title: "Join \(name)", chrome: chrome, bodyClass: "join-page", main: """
+        Layout.page(title: "Join \(name)", chrome: chrome, bodyClass: "join-page", head: stylesheet, main: """
             <section class="card narrow">
             <h1>Join “\(text: name)”</h1>
             <p>You have been invited to this shared map as \(text: role == .editor ? "an editor: you can drop pins and fill albums on it" : "a viewer: you can look at it and its albums").</p>
