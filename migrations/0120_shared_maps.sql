@@ -9,9 +9,11 @@ ALTER TABLE users ADD COLUMN kind text NOT NULL DEFAULT 'person' CHECK (kind IN 
 ALTER TABLE users ALTER COLUMN email DROP NOT NULL;
 ALTER TABLE users ADD CONSTRAINT users_email_only_people CHECK ((kind = 'person') = (email IS NOT NULL));
 ALTER TABLE users ADD COLUMN shown_map bigint REFERENCES users (id) ON DELETE SET NULL;
+ALTER TABLE users ADD COLUMN editors_share boolean NOT NULL DEFAULT false;
 COMMENT ON TABLE users IS 'People who can sign in (kind person) and the holders of shared maps (kind map, no email or password: they never sign in). Delete a row to delete the person or the map and everything it holds.';
 COMMENT ON COLUMN users.kind IS 'person: an account; map: a shared map''s holder (display_name is the map''s name), its members in map_members.';
 COMMENT ON COLUMN users.email IS 'Sign-in name, unique ignoring case; NULL for a shared map.';
+COMMENT ON COLUMN users.editors_share IS 'A shared map''s: its editors may make share links too (owners always may).';
 COMMENT ON COLUMN users.shown_map IS 'The shared map this person last switched to (NULL: their own map); ignored unless they are still a member.';
 
 CREATE TABLE map_members (

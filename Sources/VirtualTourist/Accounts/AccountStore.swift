@@ -286,7 +286,7 @@ public struct AccountStore: Sendable {
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
                        s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
-                       mm.map_id, mm.role AS map_role, mu.display_name AS map_name,
+                       mm.map_id, mm.role AS map_role, mu.display_name AS map_name, mu.editors_share,
                        coalesce(mm.center_lat, r.center_lat) AS center_lat, coalesce(mm.center_lon, r.center_lon) AS center_lon,
                        coalesce(mm.zoom, r.zoom) AS zoom, v.version AS map_version,
                        (SELECT json_agg(json_build_object('id', c.map_id, 'name', cu.display_name, 'role', c.role)
@@ -310,7 +310,7 @@ public struct AccountStore: Sendable {
                    OR token_hash IN (SELECT token_hash FROM found WHERE expired)
                 RETURNING 1)
             SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom, map_version,
-                   map_id, map_role, map_name, maps FROM found
+                   map_id, map_role, map_name, editors_share, maps FROM found
             """, [token, Self.renewalIntervalSeconds, Self.sessionLifetimeDays])
         guard let row = rows.first else { return nil }
         if try row.decode("disabled", as: Bool.self) || row.decode("expired", as: Bool.self) { return nil }
@@ -322,7 +322,8 @@ public struct AccountStore: Sendable {
             session.mapRegion = MapRegion(lat: try row.decode("center_lat"), lon: try row.decode("center_lon"), zoom: try row.decode("zoom"))
         }
         if !row.isNull("map_id"), let role = MapRole(parsing: try row.decode("map_role")) {
-            session.map = .shared(id: try row.decode("map_id"), name: try row.decode("map_name"), role: role)
+            session.map = .shared(id: try row.decode("map_id"), name: try row.decode("map_name"), role: role,
+                                  editorsShare: try row.decode("editors_share"))
         } else {
             session.map = .own(user)
         }

@@ -317,6 +317,17 @@ public struct PinStore: Sendable {
     }
 
     /// True when a pin was deleted; false when there is no such pin of this person's.
+    public static let maxNameLength = 100
+
+    /// Names a pin (its place_name); false when there is no such pin of this holder's. Announced
+    /// to the map's open pages, as a drop is.
+    public func rename(_ id: Int64, of userID: Int64, to name: String) throws -> Bool {
+        try pool.query("""
+            WITH named AS (UPDATE pins SET place_name = $3, updated_at = now() WHERE id = $1 AND user_id = $2 RETURNING id)
+            SELECT pg_notify($4, $2::text || ':' || id) FROM named
+            """, [id, userID, name, AlbumChange.mapChannel]).count == 1
+    }
+
     /// The deletion is announced (AlbumChange), so the map's other open pages drop the pin.
     public func delete(_ id: Int64, of userID: Int64) throws -> Bool {
         try pool.query("""

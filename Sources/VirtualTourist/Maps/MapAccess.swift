@@ -31,6 +31,8 @@ public struct MapAccess: Sendable, Equatable {
     public let sharedID: Int64?
     public let name: String
     public let role: MapRole
+    /// The map's owners let its editors make share links too.
+    public var editorsShare = false
 
     /// The person's own map: they own it.
     static func own(_ person: User) -> MapAccess {
@@ -38,8 +40,8 @@ public struct MapAccess: Sendable, Equatable {
     }
 
     /// A shared map the session's statement found the person a member of.
-    static func shared(id: Int64, name: String, role: MapRole) -> MapAccess {
-        MapAccess(holder: id, sharedID: id, name: name, role: role)
+    static func shared(id: Int64, name: String, role: MapRole, editorsShare: Bool = false) -> MapAccess {
+        MapAccess(holder: id, sharedID: id, name: name, role: role, editorsShare: editorsShare)
     }
 
     /// The holder to read this map's data by: every member may look.
@@ -67,7 +69,25 @@ public struct MapAccess: Sendable, Equatable {
         return try forOwning()
     }
 
-    /// The holder to manage by (members, share links): owners only.
+    /// The holder to make and revoke share links by: owners, and editors when the owners allow it.
+    func forSharing(_ found: (Int64) throws -> Bool) throws -> Int64 {
+        if mayShare { return holder }
+        if role < .editor, try !found(holder) { throw MapAccessRefused.notFound }
+        return try forSharing()
+    }
+
+    func forSharing() throws -> Int64 {
+        guard mayShare else {
+            throw MapAccessRefused(description: role == .editor
+                ? "Only the owners of “\(name)” make share links (an owner can let editors make them too). Nothing was changed."
+                : "Only the owners of “\(name)” can do that. Nothing was changed.")
+        }
+        return holder
+    }
+
+    var mayShare: Bool { role == .owner || (role == .editor && editorsShare) }
+
+    /// The holder to manage by (members): owners only.
     func forOwning() throws -> Int64 {
         guard role == .owner else {
             throw MapAccessRefused(description: "Only the owners of “\(name)” can do that. Nothing was changed.")

@@ -40,6 +40,7 @@ public struct SharedMaps: Sendable {
         public let summary: Summary
         public let members: [Member]
         public let openInvitations: Int
+        public let editorsShare: Bool
     }
 
     public enum Refusal: Error, Equatable, CustomStringConvertible {
@@ -86,7 +87,8 @@ public struct SharedMaps: Sendable {
              SELECT m.id, m.display_name AS name, mm.role,
                     (SELECT count(*) FROM map_members c WHERE c.map_id = m.id)::int AS members,
                     (SELECT count(*) FROM pins p WHERE p.user_id = m.id)::int AS pins,
-                    (SELECT count(*) FROM map_invitations i WHERE i.map_id = m.id AND i.used_at IS NULL AND i.expires_at > now())::int AS invitations
+                    (SELECT count(*) FROM map_invitations i WHERE i.map_id = m.id AND i.used_at IS NULL AND i.expires_at > now())::int AS invitations,
+                    m.editors_share
              FROM map_members mm JOIN users m ON m.id = mm.map_id AND m.kind = 'map'
              WHERE mm.map_id = $1 AND mm.user_id = $2
              """, [mapID, person]),
@@ -102,7 +104,8 @@ public struct SharedMaps: Sendable {
             Member(id: try row.decode("id"), name: try row.decode("name"), email: try row.decode("email"),
                    role: MapRole(parsing: try row.decode("role")) ?? .viewer, addedAt: try row.decode("added_at"))
         }
-        return Detail(summary: try Self.summary(row), members: members, openInvitations: try row.decode("invitations"))
+        return Detail(summary: try Self.summary(row), members: members, openInvitations: try row.decode("invitations"),
+                      editorsShare: try row.decode("editors_share"))
     }
 
     private static func summary(_ row: PostgresRow) throws -> Summary {
@@ -134,6 +137,12 @@ public struct SharedMaps: Sendable {
     public func rename(_ mapID: Int64, to name: String, by person: Int64) throws {
         try requireRole(.owner, on: mapID, person: person, doing: "rename it")
         try pool.query("UPDATE users SET display_name = $2 WHERE id = $1 AND kind = 'map'", [mapID, name])
+    }
+
+    /// Lets the map's editors make share links, or not.
+    public func setEditorsShare(_ allowed: Bool, on mapID: Int64, by person: Int64) throws {
+        try requireRole(.owner, on: mapID, person: person, doing: "choose who makes share links")
+        try pool.query("UPDATE users SET editors_share = $2 WHERE id = $1 AND kind = 'map'", [mapID, allowed])
     }
 
     /// Deletes the map and everything on it (pins, albums, share links; the photo store's blobs go

@@ -33,7 +33,7 @@ enum AlbumPages {
             <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
             \(view.showsWho ? who(album) : .empty)
             </div>
-            \(view.readOnly ? HTML.empty : actions(album, csrf: csrf))
+            \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
             \(fragment(album, csrf: csrf, view: view))
             </section>
@@ -50,20 +50,35 @@ enum AlbumPages {
         return "<p class=\"muted album-who\" id=\"album-who\">\(dropped)\(collected)</p>"
     }
 
-    /// The owner's controls of the album page.
-    static func actions(_ album: Album, csrf: String) -> HTML {
+    /// A viewer's one control: the album as a zip.
+    static func downloadOnly(_ id: Int64) -> HTML {
+        "<div class=\"album-actions\"><a class=\"button\" href=\"/pins/\(id)/album.zip\" download>Download album (zip)</a></div>"
+    }
+
+    /// The controls of the album page for whoever may change it (owner, editor).
+    static func actions(_ album: Album, csrf: String, view: AlbumView = .owner(0)) -> HTML {
         let id = album.pin.id
         let downloading = album.pin.status == .downloading
+        let share: HTML = view.shares ? "<a class=\"button\" href=\"/pins/\(id)/shares\" id=\"share-album\">Share…</a>" : .empty
         return """
             <div class="album-actions">
             <form method="post" action="/pins/\(id)/collection" id="new-collection-form">
             \(Layout.csrfField(csrf))
             <button type="submit" class="button primary" id="new-collection"\(downloading ? " disabled" : "")>New Collection</button>
             </form>
-            <a class="button" href="/pins/\(id)/shares" id="share-album">Share…</a>
+            \(share)
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
             <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
+            <details class="rename-pin">
+            <summary class="button">Rename</summary>
+            <form method="post" action="/pins/\(id)/rename" class="confirm-box">
+            \(Layout.csrfField(csrf))
+            <label for="pin-name">Name of this place</label>
+            <input type="text" id="pin-name" name="name" required maxlength="\(PinStore.maxNameLength)" value="\(text: album.pin.title)">
+            <button type="submit" class="button primary">Save</button>
+            </form>
+            </details>
             <details class="delete-pin">
             <summary class="button danger-outline">Delete pin</summary>
             <form method="post" action="/pins/\(id)/delete" class="confirm-box">

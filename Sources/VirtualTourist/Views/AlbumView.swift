@@ -13,6 +13,10 @@ struct AlbumView: Sendable {
     var hideLocation = false
     /// On a shared map: who dropped the pin and who took its collection.
     var showsWho = false
+    /// A read-only member (a viewer) still downloads the album.
+    var downloads = false
+    /// The Share… button (owners; editors when the owners allow it).
+    var shares = true
     /// The breadcrumb above the album (nil: none).
     var back: (href: String, label: String)? = ("/", "← Your map")
     /// What a link that hides the location calls a place (`WebPipeline.visitorView`).
@@ -27,6 +31,8 @@ struct AlbumView: Sendable {
     static func member(_ pinID: Int64, map: MapAccess) -> AlbumView {
         var view = owner(pinID)
         view.readOnly = map.role < .editor
+        view.downloads = view.readOnly
+        view.shares = map.mayShare
         if map.sharedID != nil {
             view.back = ("/", "← " + map.name)
             view.showsWho = true

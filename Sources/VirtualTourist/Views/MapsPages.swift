@@ -58,6 +58,7 @@ enum MapsPages {
         let map = detail.summary
         let owner = map.role == .owner
         let csrf = chrome.csrfToken ?? ""
+        let checked: HTML = " checked"
         let members = HTML.each(detail.members) { member in
             let you: HTML = member.id == me ? " <span class=\"badge\">you</span>" : .empty
             let controls: HTML = owner ? memberControls(member, mapID: map.id, me: me, csrf: csrf) : "<span>\(text: member.role.label)</span>"
@@ -93,6 +94,13 @@ enum MapsPages {
             <button type="submit" class="button">Make an invitation link</button>
             </form>
             \(detail.openInvitations > 0 ? withdraw(map.id, count: detail.openInvitations, csrf: csrf) : .empty)
+            <h2>Share links</h2>
+            <form method="post" action="/maps/\(map.id)/sharing" class="stacked">
+            \(Layout.csrfField(csrf))
+            <p>Owners make read-only links to this map or to one album (<a href="/shares">share links</a>), for people without an account.</p>
+            <label class="check"><input type="checkbox" name="editors_share" value="1"\(detail.editorsShare ? checked : .empty)> Editors may make share links too</label>
+            <button type="submit" class="button">Save</button>
+            </form>
             <h2>Name</h2>
             <form method="post" action="/maps/\(map.id)/rename" class="stacked">
             \(Layout.csrfField(csrf))
@@ -111,7 +119,9 @@ enum MapsPages {
         let rights: HTML
         switch map.role {
         case .owner: rights = "You are an owner: you manage members and roles, rename and delete the map, and make share links."
-        case .editor: rights = "You are an editor: you drop, rename and delete pins, take New Collections, remove photos and import."
+        case .editor: rights = detail.editorsShare
+            ? "You are an editor: you drop and delete pins, take New Collections, remove photos, import and make share links."
+            : "You are an editor: you drop and delete pins, take New Collections, remove photos and import."
         case .viewer: rights = "You are a viewer: you look at the map, open albums and photos and download them."
         }
         return Layout.page(title: map.name, chrome: chrome, bodyClass: "map-detail-page", head: stylesheet, main: """

@@ -156,6 +156,19 @@ extension WebPipeline {
             return .redirect(to: "/", flash: "Pin deleted: \(pin.title).", secure: secure)
         }
 
+        // A pin's name (the album page's Rename): 1 to 100 characters, control characters refused
+        // by the pipeline.
+        signedIn("POST", "/pins/:id/rename") { context in
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try pins.pin(id, of: $0) != nil }
+            let name = (context.request.formValue("name") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !name.isEmpty, name.count <= PinStore.maxNameLength else {
+                return .redirect(to: "/pins/\(id)", flash: "A pin's name is 1 to \(PinStore.maxNameLength) characters; it was not changed.", secure: secure)
+            }
+            guard try pins.rename(id, of: holder, to: name) else { throw HTTPError.notFound }
+            return .redirect(to: "/pins/\(id)", flash: "Renamed to “\(name)”.", secure: secure)
+        }
+
         // Where the map was left. POST with a form body, so navigator.sendBeacon can send it on pagehide.
         signedIn("POST", "/region") { context in
             let form = context.request

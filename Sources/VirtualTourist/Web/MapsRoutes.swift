@@ -83,6 +83,15 @@ extension WebPipeline {
             }
         }
 
+        signedIn("POST", "/maps/:id/sharing") { context in
+            let id = try mapID(context.request)
+            let allowed = context.request.formValue("editors_share") == "1"
+            return try changing(context, back: "/maps/\(id)") {
+                try maps.setEditorsShare(allowed, on: id, by: context.user.id)
+                return allowed ? "Editors can now make share links of this map." : "Only owners make share links of this map now."
+            }
+        }
+
         signedIn("POST", "/maps/:id/delete") { context in
             let id = try mapID(context.request)
             guard context.request.formValue("confirm") == "1" else {

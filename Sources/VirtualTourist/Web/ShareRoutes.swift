@@ -18,18 +18,18 @@ extension WebPipeline {
 
         signedIn("GET", "/pins/:id/shares") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forOwning { try pins.pin(id, of: $0) != nil }
+            let holder = try context.map.forSharing { try pins.pin(id, of: $0) != nil }
             guard let pin = try pins.pin(id, of: holder) else { throw HTTPError.notFound }
             return .page(SharePages.manage(pin: pin, links: try links.list(userID: holder, pinID: id), created: nil, chrome: context.chrome))
         }
         signedIn("GET", "/shares") { context in
-            .page(SharePages.manage(pin: nil, links: try links.list(userID: try context.map.forOwning()), created: nil, chrome: context.chrome))
+            .page(SharePages.manage(pin: nil, links: try links.list(userID: try context.map.forSharing()), created: nil, chrome: context.chrome))
         }
         for pattern in ["/pins/:id/shares", "/shares"] {
             signedIn("POST", pattern) { context in
                 let pinID = pattern == "/shares" ? nil : Self.pinID(context.request)
                 if pattern != "/shares" && pinID == nil { throw HTTPError.notFound }
-                let user = try pinID.map { id in try context.map.forOwning { try pins.pin(id, of: $0) != nil } } ?? context.map.forOwning()
+                let user = try pinID.map { id in try context.map.forSharing { try pins.pin(id, of: $0) != nil } } ?? context.map.forSharing()
                 var pin: Pin?
                 if let id = pinID {
                     guard let found = try pins.pin(id, of: user) else { throw HTTPError.notFound }
@@ -60,7 +60,7 @@ extension WebPipeline {
             }
         }
         signedIn("POST", "/shares/:id/revoke") { context in
-            guard let id = Self.pinID(context.request), let pinID = try links.revoke(id, userID: try context.map.forOwning()) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), let pinID = try links.revoke(id, userID: try context.map.forSharing()) else { throw HTTPError.notFound }
             return .redirect(to: pinID == 0 ? "/shares" : "/pins/\(pinID)/shares", flash: "Link revoked: it opens nothing any more.", secure: secure)
         }
 
