@@ -97,14 +97,28 @@ COMMENT ON VIEW admin_maps IS 'One row per shared map: its name, what it holds, 
 
 -- A member removed loses the map's photos at once: their sessions' photo grants are dropped on
 -- every instance (NOTIFY photo_access, as when a session is deleted; migration 0115).
+-- A deleted account (its rows go by ON DELETE CASCADE) leaves no map behind without an owner: a
+-- map that has no member left goes too; one left without an owner passes to its longest-standing
+-- editor, else viewer. Removing a member any other way is the app's (or the administrator's) to
+-- get right: the app refuses to remove the last owner.
 CREATE FUNCTION map_members_gone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM photo_access_notify('s', ARRAY(SELECT encode(s.token_hash, 'hex') FROM sessions s
                                            WHERE s.user_id IN (SELECT user_id FROM gone)));
+    DELETE FROM users m
+    WHERE m.kind = 'map'
+      AND m.id IN (SELECT g.map_id FROM gone g WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = g.user_id))
+      AND NOT EXISTS (SELECT 1 FROM map_members c WHERE c.map_id = m.id);
+    UPDATE map_members mm SET role = 'owner'
+    FROM (SELECT DISTINCT ON (c.map_id) c.map_id, c.user_id FROM map_members c
+          WHERE c.map_id IN (SELECT g.map_id FROM gone g WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = g.user_id))
+            AND NOT EXISTS (SELECT 1 FROM map_members o WHERE o.map_id = c.map_id AND o.role = 'owner')
+          ORDER BY c.map_id, CASE c.role WHEN 'editor' THEN 0 ELSE 1 END, c.added_at, c.user_id) heir
+    WHERE mm.map_id = heir.map_id AND mm.user_id = heir.user_id;
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION map_members_gone() IS
-    'Statement trigger: NOTIFY photo_access s:hashes for the sessions of members removed from a shared map.';
+    'Statement trigger: NOTIFY photo_access for removed members'' sessions; after an account is deleted, deletes its maps left without members and hands those left without an owner to their longest-standing member.';
 CREATE TRIGGER map_members_gone AFTER DELETE ON map_members
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION map_members_gone();

@@ -85,7 +85,7 @@ enum Admin {
                 warn("SIGN_UP is \(context.configuration.app.signUp.rawValue) here; invitations are accepted only with SIGN_UP=invite")
             }
         },
-        Command(name: "list", summary: "everyone, with their pins, photos and stored bytes", options: []) { context, _ in
+        Command(name: "list", summary: "everyone, with their pins, photos and stored bytes, then the shared maps", options: []) { context, _ in
             let people = try context.people.list()
             guard !people.isEmpty else { print("nobody has an account yet"); return }
             var rows = [["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CREATED", "LAST SEEN", "STATUS"]]
@@ -94,6 +94,15 @@ enum Admin {
                              String(p.photoBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
             }
             printTable(rows)
+            let maps = try MapsAdmin(pool: context.pool).list()
+            guard !maps.isEmpty else { return }
+            print("")
+            var mapRows = [["MAP", "NAME", "PINS", "PHOTOS", "MEMBERS", "OWNERS", "CREATED"]]
+            for m in maps {
+                mapRows.append([String(m.id), printable(m.name), String(m.pins), String(m.photos), String(m.members),
+                                printable(m.owners ?? "none (docs/admin.md: give it an owner)"), m.created])
+            }
+            printTable(mapRows)
         },
         Command(name: "jobs", summary: "album downloads queued, running or waiting, and those failed or parked in the last 7 days",
                 options: []) { context, _ in

@@ -41,7 +41,8 @@ import TestSupport
                        "pin_cells_rebuild()", "INSERT INTO users (email", "WITH code AS", "FROM invitations i",
                        "DELETE FROM invitations", "FROM share_links s JOIN users", "THE-TOKEN-FROM-THE-LINK",
                        "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id",
-                       "DELETE FROM pin_imports"]
+                       "DELETE FROM pin_imports", "FROM users m JOIN map_members mm", "WITH heir AS",
+                       "DELETE FROM map_members"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -230,6 +231,52 @@ import TestSupport
             #expect(try app.count("SELECT count(*) FROM \(table)") == 1, "\(table) keeps only the other person's row")
         }
         #expect(try keeper.get("/").status == 200)
+    }
+
+    /// The shared maps' recipes: list the members, hand a map to another owner, remove a member;
+    /// and what deleting an account does to the maps it owned.
+    @Test func sharedMapRecipes() throws {
+        let app = try TestApp()
+        let owner = try app.signedUp(email: "owner@example.org", name: "Olga")
+        _ = try app.signedUp(email: "person@example.org", name: "Pat")
+        _ = try app.signedUp(email: "viewer@example.org", name: "Vic")
+        let maps = SharedMaps(pool: app.pool, quotas: Quotas())
+        func id(_ email: String) throws -> Int64 {
+            try app.pool.query("SELECT id FROM users WHERE email = $1", [email])[0].decode("id")
+        }
+        let map = try maps.create(name: "Club walks", by: try id("owner@example.org"))
+        _ = try maps.add(email: "person@example.org", role: .editor, to: map, by: try id("owner@example.org"))
+        _ = try maps.add(email: "viewer@example.org", role: .viewer, to: map, by: try id("owner@example.org"))
+        func recipe(_ text: String) throws -> String { try Self.recipe(containing: text).replacingOccurrences(of: "42", with: String(map)) }
+        func role(_ email: String) throws -> String? {
+            try app.pool.query("SELECT role FROM map_members WHERE map_id = $1 AND user_id = $2", [map, try id(email)]).first?.decode("role")
+        }
+
+        let listed = try app.pool.withConnection { try $0.query(try recipe("FROM users m JOIN map_members mm")) }
+        #expect(listed.count == 3)
+        #expect(try listed.map { try $0.decode("email", as: String.self) }.sorted() == ["owner@example.org", "person@example.org", "viewer@example.org"])
+
+        try run(app, try recipe("WITH heir AS"))
+        #expect(try role("person@example.org") == "owner", "the heir owns it")
+        #expect(try role("owner@example.org") == "editor", "the old owner stays on as an editor")
+        #expect(try role("viewer@example.org") == "viewer")
+        #expect(try app.count("SELECT count(*) FROM admin_maps WHERE owners = 'person@example.org'") == 1)
+
+        // The old owner, now an editor, sees the map at once but can no longer manage it.
+        #expect(try owner.get("/maps/\(map)").body.contains("You are an editor"))
+
+        try run(app, try recipe("DELETE FROM map_members").replacingOccurrences(of: "Person@Example.ORG", with: "viewer@example.org"))
+        #expect(try role("viewer@example.org") == nil)
+        #expect(try app.count("SELECT count(*) FROM map_members WHERE map_id = $1", [map]) == 2)
+
+        // Deleting the last owner's account hands the map to the longest-standing editor.
+        try app.pool.query("DELETE FROM users WHERE email = 'person@example.org'")
+        #expect(try role("owner@example.org") == "owner")
+        // Deleting the only member's account deletes the map and its pins.
+        try app.pool.query("INSERT INTO pins (user_id, lat, lon) VALUES ($1, 1, 2)", [map])
+        try app.pool.query("DELETE FROM users WHERE email = 'owner@example.org'")
+        #expect(try app.count("SELECT count(*) FROM users WHERE id = $1", [map]) == 0)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [map]) == 0)
     }
 
     @Test func seeAndLiftLockOuts() throws {
