@@ -63,7 +63,6 @@ COMMENT ON COLUMN map_invitations.used_by IS 'Who joined with it.';
 
 -- Who dropped each pin: pins count against the quota of the person who drops them, wherever.
 ALTER TABLE pins ADD COLUMN dropped_by bigint REFERENCES users (id) ON DELETE SET NULL;
-UPDATE pins SET dropped_by = user_id;
 CREATE INDEX pins_dropped_by_idx ON pins (dropped_by);
 COMMENT ON COLUMN pins.dropped_by IS 'The person who dropped or imported it (NULL once their account is deleted); their max_pins counts it.';
 
@@ -94,6 +93,13 @@ SELECT m.id, m.display_name AS name, m.created_at,
          WHERE mm.map_id = m.id AND mm.role = 'owner') AS owners
 FROM users m WHERE m.kind = 'map';
 COMMENT ON VIEW admin_maps IS 'One row per shared map: its name, what it holds, its members and owners'' emails.';
+COMMENT ON COLUMN admin_maps.id IS 'The map (users.id of kind map; map_members.map_id).';
+COMMENT ON COLUMN admin_maps.name IS 'Its name.';
+COMMENT ON COLUMN admin_maps.created_at IS 'When it was made.';
+COMMENT ON COLUMN admin_maps.pins IS 'Pins on it.';
+COMMENT ON COLUMN admin_maps.photos IS 'Photo rows of its albums.';
+COMMENT ON COLUMN admin_maps.members IS 'Members, owners included.';
+COMMENT ON COLUMN admin_maps.owners IS 'The owners'' emails, comma-separated; NULL: it has none (docs/admin.md, Shared maps).';
 
 -- A member removed loses the map's photos at once: their sessions' photo grants are dropped on
 -- every instance (NOTIFY photo_access, as when a session is deleted; migration 0115).
@@ -122,3 +128,18 @@ COMMENT ON FUNCTION map_members_gone() IS
     'Statement trigger: NOTIFY photo_access for removed members'' sessions; after an account is deleted, deletes its maps left without members and hands those left without an owner to their longest-standing member.';
 CREATE TRIGGER map_members_gone AFTER DELETE ON map_members
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION map_members_gone();
+
+-- admin_jobs names the person who asked, and the shared map the album is on.
+CREATE OR REPLACE VIEW admin_jobs AS
+SELECT j.id, concat_ws(' ', coalesce(a.email, u.email), CASE WHEN u.kind = 'map' THEN 'on map "' || u.display_name || '"' END) AS email,
+       j.pin_id, p.place_name, j.kind, j.state, j.attempts, j.run_after, j.locked_by,
+       j.locked_until, j.last_error, j.created_at, j.finished_at,
+       (j.state = 'running' AND j.locked_until < now()) AS lease_expired,
+       j.lapses, (j.state = 'failed' AND j.last_error LIKE 'parked:%') AS parked
+FROM album_jobs j JOIN users u ON u.id = j.user_id JOIN pins p ON p.id = j.pin_id AND p.user_id = j.user_id
+LEFT JOIN users a ON a.id = j.asked_by;
+COMMENT ON COLUMN admin_jobs.email IS 'Who asked for the album (else whose map it is), and the shared map it is on.';
+
+-- Everyone's existing pins were dropped by them. Last: the UPDATE leaves pins with pending
+-- (deferred) trigger events, after which no DDL may touch the table in this transaction.
+UPDATE pins SET dropped_by = user_id;
