@@ -34,8 +34,8 @@ enum ImportPages {
             : "<p class=\"hint\" id=\"import-room\">You have \(room.pins) of \(room.limit) pins, so up to \(min(room.left, PinImport.Limits.points)) can be imported now.</p>"
         return Layout.page(title: "Import pins", chrome: chrome, bodyClass: "import-page", head: head, main: """
             <section class="card import">
-            <p class="breadcrumbs"><a href="/">← Your map</a></p>
-            <h1>Import pins</h1>
+            <p class="breadcrumbs"><a href="/">← \(text: onto(chrome))</a></p>
+            <h1>Import pins\(chrome.map?.sharedID == nil ? HTML.empty : " onto “\(text: onto(chrome))”" as HTML)</h1>
             <p class="lead">Bring in places saved in another map app. Each point in the file becomes a pin with its name, and its album is collected as when you drop a pin. You see what will be added before anything is.</p>
             \(error)
             <form method="post" action="/import" enctype="multipart/form-data" class="stacked">
@@ -96,7 +96,7 @@ enum ImportPages {
         return Layout.page(title: "Import preview", chrome: chrome, bodyClass: "import-page", head: head, main: """
             <section class="card import">
             <p class="breadcrumbs"><a href="/import">← Import pins</a></p>
-            <h1>Add these pins?</h1>
+            <h1>Add these pins\(chrome.map?.sharedID == nil ? HTML.empty : " to “\(text: onto(chrome))”" as HTML)?</h1>
             <p class="lead" id="import-summary">\(text: pending.fileName) (\(text: file.format.rawValue)): \(pinCount(count)) to add\(file.refused.isEmpty ? HTML.empty : ", \(file.refused.count) left out" as HTML).</p>
             \(notes)
             <div class="card-actions import-actions">
@@ -121,4 +121,9 @@ enum ImportPages {
     }
 
     static func pinCount(_ n: Int) -> HTML { n == 1 ? "1 pin" : "\(n) pins" }
+
+    /// The map the pins go onto: "Your map", or a shared map's name.
+    static func onto(_ chrome: Layout.Chrome) -> String {
+        chrome.map.flatMap { $0.sharedID == nil ? nil : $0.name } ?? "Your map"
+    }
 }
