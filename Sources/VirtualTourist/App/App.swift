@@ -239,7 +239,11 @@ public final class App: Sendable {
         try listener.listen(AlbumChange.channel) { payload in events.received(payload) }
         try listener.listen(AlbumChange.mapChannel) { payload in events.receivedForMap(payload) }
         let photoAccess = photoAccess
-        try listener.listen(PhotoAccess.channel) { payload in photoAccess.received(payload) }
+        let streams = streamQuota
+        try listener.listen(PhotoAccess.channel) { payload in
+            photoAccess.received(payload)
+            streams.received(payload)
+        }
         // Notifications sent while the connection was down are lost: look for work at once, and
         // every open album page re-reads its state.
         listener.onReconnect {

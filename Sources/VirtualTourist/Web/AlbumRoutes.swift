@@ -108,6 +108,7 @@ extension WebPipeline {
                 let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
+                streams.hold(stream, token: token)
                 let watcher = StreamWatcher(stream, albums: albums, userID: holder, pinID: id, csrf: context.csrfToken, view: view)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }
@@ -127,6 +128,7 @@ extension WebPipeline {
                 let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
+                streams.hold(stream, token: token)
                 let watcher = MapStreamWatcher(stream)
                 events.watchMap(holder, watcher)
                 stream.onClose { events.stopWatchingMap(holder, watcher) }

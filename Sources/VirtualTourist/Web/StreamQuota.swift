@@ -1,3 +1,4 @@
+import HTTPServer
 import Synchronization
 
 /// Live album pages (event streams) open per person. Each holds a connection and a watcher for as
@@ -16,8 +17,34 @@ final class StreamQuota: Sendable {
         var tokens: [String: (user: Int64, streams: Int)] = [:]
     }
     private let state = Mutex(State())
+    /// The open streams by their session's token hash (sessions.token_hash, as NOTIFY photo_access
+    /// names it), so a session whose rights change ends its streams (`endSessions`).
+    private let bySession = Mutex<[String: [ObjectIdentifier: ResponseStream]]>([:])
 
     init(perPerson: Int) { self.perPerson = perPerson }
+
+    /// Keeps `stream` under its session until it closes.
+    func hold(_ stream: ResponseStream, token: String?) {
+        guard let token else { return }
+        let hash = SHA256.hex(Array(token.utf8)), id = ObjectIdentifier(stream)
+        bySession.withLock { $0[hash, default: [:]][id] = stream }
+        stream.onClose { [weak self] in
+            self?.bySession.withLock { all in
+                all[hash]?[id] = nil
+                if all[hash]?.isEmpty == true { all[hash] = nil }
+            }
+        }
+    }
+
+    /// NOTIFY photo_access "s:hash,…" (a session signed out or deleted, a member removed from a
+    /// shared map): those sessions' live pages end now. The page's EventSource reconnects, and
+    /// that request is answered by what the person may see now (a 404 for an album they lost).
+    func received(_ payload: String) {
+        guard payload.hasPrefix("s:") else { return }
+        let hashes = payload.dropFirst(2).split(separator: ",").map(String.init)
+        let ending = bySession.withLock { all in hashes.flatMap { all.removeValue(forKey: $0).map { Array($0.values) } ?? [] } }
+        for stream in ending { stream.close() }
+    }
 
     /// Takes a place for `user`; false when all of theirs are taken.
     func admit(_ user: Int64, token: String? = nil) -> Bool {
