@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import VirtualTourist
+
+/// A shared map, live, over loopback and real PostgreSQL: one member's drop, rename and delete reach
+/// the other members' open map streams (and nobody else's), and a member removed while looking has
+/// their open streams ended at once.
+@Suite struct SharedMapLiveTests {
+    /// An open event stream on a raw socket.
+    final class Stream {
+        let fd: Int32
+        private(set) var received = ""
+
+        init(_ app: TestApp, _ browser: Browser, path: String) throws {
+            fd = try connectLoopback(port: app.port, receiveTimeout: 0.2)
+            let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+            let request = Array("GET \(path) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nCookie: \(cookie)\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+
+        deinit { close(fd) }
+
+        /// Reads until `text` has arrived or `timeout` passed; the seconds it took, or nil.
+        func wait(for text: String, timeout: Double = 3) -> Double? {
+            let start = Date()
+            while Date().timeIntervalSince(start) < timeout {
+                if received.contains(text) { return Date().timeIntervalSince(start) }
+                guard read() != 0 else { return received.contains(text) ? Date().timeIntervalSince(start) : nil }
+            }
+            return received.contains(text) ? Date().timeIntervalSince(start) : nil
+        }
+
+        /// True once the server has closed the stream (within `timeout`).
+        func closed(within timeout: Double) -> Bool {
+            let start = Date()
+            while Date().timeIntervalSince(start) < timeout {
+                if read() == 0 { return true }
+            }
+            return false
+        }
+
+        /// One recv: bytes read, 0 at the end of the stream, -1 on the receive timeout.
+        @discardableResult
+        private func read() -> Int {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { received += String(decoding: buffer.prefix(n), as: UTF8.self) }
+            return n
+        }
+    }
+
+    struct Club {
+        let app: TestApp
+        let ann: Browser, bob: Browser, cy: Browser
+        let map: Int64
+        let bobID: Int64
+    }
+
+    /// Ann owns "Club walks" with Bob as an editor, both showing it; Cy is not a member.
+    func club() throws -> Club {
+        // With the background work: the LISTEN connection is what feeds live pages.
+        let app = try TestApp(workers: true)
+        let ann = try app.signedUp(email: "ann-live@example.org", name: "Ann")
+        let bob = try app.signedUp(email: "bob-live@example.org", name: "Bob")
+        let cy = try app.signedUp(email: "cy-live@example.org", name: "Cy")
+        let token = try #require(try ann.get("/maps").csrfToken)
+        let made = try ann.post("/maps", form: [("_csrf", token), ("name", "Club walks")])
+        #expect(made.status == 303)
+        let map: Int64 = try app.pool.query("SELECT id FROM users WHERE kind = 'map'")[0].decode("id")
+        let added = try ann.post("/maps/\(map)/members", form: [("_csrf", token), ("email", "bob-live@example.org"), ("role", "editor")])
+        #expect(added.status == 303)
+        let bobToken = try #require(try bob.get("/").csrfToken)
+        #expect(try bob.post("/maps/switch", form: [("_csrf", bobToken), ("map", String(map))]).status == 303)
+        #expect(try bob.get("/").body.contains("Club walks"))
+        let bobID: Int64 = try app.pool.query("SELECT id FROM users WHERE email = 'bob-live@example.org'")[0].decode("id")
+        return Club(app: app, ann: ann, bob: bob, cy: cy, map: map, bobID: bobID)
+    }
+
+    @Test func aMembersDropRenameAndDeleteReachTheOtherMembersOpenMap() throws {
+        let club = try club()
+        let bobsMap = try Stream(club.app, club.bob, path: "/map/events")
+        let cysMap = try Stream(club.app, club.cy, path: "/map/events")
+        #expect(bobsMap.wait(for: "200 OK") != nil && cysMap.wait(for: "200 OK") != nil)
+
+        let pin = try AlbumTests.dropPin(club.ann, lat: 48.8566, lon: 2.3522)
+        let heard = bobsMap.wait(for: "event: pins\ndata: \(pin)\n")
+        #expect(heard != nil, "Bob's open map heard of Ann's pin: \(bobsMap.received)")
+        #expect((heard ?? 99) < 1, "within a second: \(heard ?? -1) s")
+        // What the page then reads holds the pin, with who dropped it.
+        let view = try club.bob.get("/pins.json?bbox=0,46,5,50&zoom=8").body
+        #expect(view.contains("\"id\":\(pin)"))
+        #expect(try club.bob.get("/pins/\(pin)").body.contains("Dropped by Ann"))
+
+        let bobToken = try #require(try club.bob.get("/").csrfToken)
+        #expect(try club.bob.post("/pins/\(pin)/rename", form: [("_csrf", bobToken), ("name", "Le Marais")]).status == 303)
+        let annsMap = try Stream(club.app, club.ann, path: "/map/events")
+        #expect(annsMap.wait(for: "200 OK") != nil)
+        #expect(try club.bob.post("/pins/\(pin)/delete", form: [("_csrf", bobToken)]).status == 303)
+        #expect(annsMap.wait(for: "event: pins\ndata: \(pin)\n") != nil, "Ann's open map heard Bob delete it")
+        // Cy, on his own map, heard none of it.
+        #expect(cysMap.wait(for: "event: pins", timeout: 0.5) == nil, "\(cysMap.received)")
+        #expect(try club.app.count("SELECT count(*) FROM pins WHERE user_id = $1", [club.map]) == 0)
+    }
+
+    @Test func aRemovedMembersOpenStreamsEndAndTheirNextRequestIsRefused() throws {
+        let club = try club()
+        let pin = try AlbumTests.dropPin(club.ann)
+        let bobsMap = try Stream(club.app, club.bob, path: "/map/events")
+        let bobsAlbum = try Stream(club.app, club.bob, path: "/pins/\(pin)/events")
+        #expect(bobsMap.wait(for: "200 OK") != nil && bobsAlbum.wait(for: "200 OK") != nil)
+        #expect(try club.bob.get("/pins/\(pin)").status == 200)
+
+        let token = try #require(try club.ann.get("/maps/\(club.map)").csrfToken)
+        let removed = try club.ann.post("/maps/\(club.map)/members/\(club.bobID)/remove", form: [("_csrf", token)])
+        #expect(removed.status == 303)
+        #expect(bobsMap.closed(within: 2), "Bob's open map stream ended")
+        #expect(bobsAlbum.closed(within: 2), "Bob's open album stream ended")
+        #expect(try club.bob.get("/pins/\(pin)").status == 404)
+        #expect(try club.bob.get("/pins/\(pin)/album.html").status == 404)
+        let home = try club.bob.get("/").body
+        #expect(home.contains("Your pins") && !home.contains("Club walks"))
+    }
+}
