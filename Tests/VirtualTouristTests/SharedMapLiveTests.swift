@@ -122,3 +122,35 @@ import TestSupport
         #expect(home.contains("Your pins") && !home.contains("Club walks"))
     }
 }
+
+/// On a shared map the fair queue takes turns by the person who asked, and pins count against whoever
+/// drops them.
+@Suite struct SharedMapFairnessTests {
+    @Test func theQueueTakesTurnsByWhoAskedNotByMap() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "ann-fair@example.org", name: "Ann")
+        let bob = try app.signedUp(email: "bob-fair@example.org", name: "Bob")
+        let token = try #require(try ann.get("/maps").csrfToken)
+        #expect(try ann.post("/maps", form: [("_csrf", token), ("name", "Trip")]).status == 303)
+        let map: Int64 = try app.pool.query("SELECT id FROM users WHERE kind = 'map'")[0].decode("id")
+        #expect(try ann.post("/maps/\(map)/members", form: [("_csrf", token), ("email", "bob-fair@example.org"), ("role", "editor")]).status == 303)
+        #expect(try bob.post("/maps/switch", form: [("_csrf", try #require(try bob.get("/").csrfToken)), ("map", String(map))]).status == 303)
+        // Ann drops five pins on the map, then Bob one: all six albums are the map's.
+        for k in 0..<5 { _ = try AlbumTests.dropPin(ann, lat: Double(k), lon: 10) }
+        let bobsPin = try AlbumTests.dropPin(bob, lat: 40, lon: 10)
+        #expect(try app.count("SELECT count(*) FROM album_jobs WHERE user_id = $1", [map]) == 6)
+        let queue = app.app.workers.store
+        let first = try #require(try queue.claimJob(worker: "w", leaseSeconds: 60))
+        let second = try #require(try queue.claimJob(worker: "w", leaseSeconds: 60))
+        #expect(first.pinID != Int64(bobsPin), "Ann asked first")
+        #expect(second.pinID == Int64(bobsPin), "Bob's turn comes second, not after Ann's five")
+        // Each person's pins are counted as theirs.
+        let bobID: Int64 = try app.pool.query("SELECT id FROM users WHERE email = 'bob-fair@example.org'")[0].decode("id")
+        #expect(try app.count("SELECT count(*) FROM pins WHERE dropped_by = $1 AND user_id = $2", [bobID, map]) == 1)
+        try app.pool.query("UPDATE users SET max_pins = 1 WHERE id = $1", [bobID])
+        let refused = try bob.post("/pins", form: [("_csrf", try #require(try bob.get("/").csrfToken)), ("lat", "1"), ("lon", "1")],
+                                   headers: [("Accept", "application/json")])
+        #expect(refused.status == 429 && refused.body.contains("limit of 1 pins"), "\(refused)")
+        #expect(try AlbumTests.dropPin(ann, lat: 2, lon: 2) > 0, "Ann's own limit is hers")
+    }
+}
