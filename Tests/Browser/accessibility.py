@@ -550,9 +550,81 @@ def main():
         long_name(driver, email, pages)
         exports(driver)
         album_zip(driver, ready_id)
+        shared_map_pages(email)
     finally:
         driver.quit()
     report("accessibility: no critical or serious violations; no page wider than the screen")
+
+
+def unreflow(driver):
+    """Back to the desktop window and the browser's usual text size after reflow()."""
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 16, "fixed": 13}})
+
+
+def shared_map_pages(email):
+    """Shared maps, light and dark: /maps with none and with one, a map's page as its owner (and
+    the 201 answer that shows a new invitation link once), the invitation's join page, and as a
+    viewer the map's page, the shared map (read-only) and an album on it; then reflow. An owner
+    and a viewer in two browsers of their own (the owner's map shown is the shared one after)."""
+    print("  shared maps:")
+    owner, viewer = j.browser(), j.browser()
+    try:
+        j.sign_in(owner, email)
+        check_all_states(owner, [("maps, none", "/maps", None)])
+        theme(owner, "light")
+        owner.get(BASE + "/maps")
+        owner.find_element(By.ID, "new-map-name").send_keys("Ada’s club")
+        owner.find_element(By.CSS_SELECTOR, "form[action='/maps'] button[type=submit]").click()
+        j.wait(owner, lambda: owner.find_elements(By.CSS_SELECTOR, "li.member"), message="the new map's page")
+        map_url = owner.current_url[len(BASE):]
+        codes = []
+        for scheme in ("light", "dark"):
+            theme(owner, scheme)
+            owner.get(BASE + map_url)
+            owner.find_element(By.CSS_SELECTOR, "#invite-role option[value=viewer]").click()
+            owner.find_element(By.CSS_SELECTOR, "form[action$='/invitations'] button[type=submit]").click()
+            link = j.wait(owner, lambda: owner.find_element(By.CSS_SELECTOR, "input.copy-field").get_attribute("value"), message="the link")
+            codes.append(link[link.index("/maps/join/"):])
+            record("map page, new invitation (owner)", scheme, axe(owner))
+        pin = owner.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const csrf = document.querySelector('[data-csrf]') ? document.querySelector('[data-csrf]').dataset.csrf
+                                                             : document.querySelector('input[name=_csrf]').value;
+          fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'},
+                          body: new URLSearchParams({lat: '48.8566', lon: '2.3522', _csrf: csrf})}).then(r => r.json()).then(p => done(p.id));
+        """)
+        j.sign_up(viewer, "a11y-viewer-%d@example.org" % int(time.time() * 1000), "Vic Viewer")
+        join = [("join page (invitation)", codes[0], None)]
+        check_all_states(viewer, join)
+        reflow(viewer, join)
+        unreflow(viewer)
+        theme(viewer, "light")
+        viewer.get(BASE + codes[0])
+        viewer.find_element(By.CSS_SELECTOR, "form[action^='/maps/join/'] button[type=submit]").click()
+        j.wait(viewer, lambda: j.data(viewer, "readOnly") == "true", message="the shared map, read-only")
+        basemap = lambda d: j.data(d, "basemap") == "ready"
+        album = lambda d: d.find_element(By.ID, "album").get_attribute("data-status") in ("ready", "failed", "empty")
+        owner_pages = [
+            ("maps, with a shared map", "/maps", None),
+            ("map page (owner)", map_url, None),
+            ("shared map (owner)", "/", basemap),
+        ]
+        viewer_pages = [
+            ("map page (viewer)", map_url, None),
+            ("shared map (viewer, read-only)", "/", basemap),
+            ("album on a shared map (viewer)", "/pins/%s" % pin, album),
+        ]
+        check_all_states(owner, owner_pages)
+        check_all_states(viewer, viewer_pages)
+        print("  reflow, shared maps:")
+        reflow(owner, owner_pages)
+        reflow(viewer, viewer_pages)
+    except Exception as error:  # noqa: BLE001  (reported with the others)
+        failures.append("shared maps: %s" % error)
+    finally:
+        owner.quit()
+        viewer.quit()
 
 
 def report(passed):
