@@ -562,6 +562,28 @@ def unreflow(driver):
     driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 16, "fixed": 13}})
 
 
+def maps_link_at_320(driver, label):
+    """At 320 px the header still leads to /maps (the shared maps' list, their members): a link
+    that is shown and inside the screen."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 320, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        driver.get(BASE + "/")
+        j.wait(driver, lambda: j.data(driver, "basemap") == "ready", message="the map at 320 px")
+        box = driver.execute_script("""
+          const a = document.querySelector('.site-header a[href="/maps"]');
+          if (!a) return null;
+          const r = a.getBoundingClientRect();
+          return {shown: !!a.offsetParent && r.width > 0, left: r.left, right: r.right, text: a.textContent.trim()};
+        """)
+        ok = bool(box and box["shown"] and box["left"] >= -0.5 and box["right"] <= 320.5)
+        print("    %-34s  320 px: the header's link to /maps %s" % (label, "shown (%r)" % box["text"] if ok else "MISSING %s" % box))
+        if not ok:
+            failures.append("%s at 320 px: no link to /maps in the header (%s)" % (label, box))
+        j.shot(driver, "maps-header-320-" + "".join(c if c.isalnum() else "-" for c in label))
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def shared_map_pages(email):
     """Shared maps, light and dark: /maps with none and with one, a map's page as its owner (and
     the 201 answer that shows a new invitation link once), the invitation's join page, and as a
@@ -572,6 +594,7 @@ def shared_map_pages(email):
     try:
         j.sign_in(owner, email)
         check_all_states(owner, [("maps, none", "/maps", None)])
+        maps_link_at_320(owner, "map, no shared map")
         theme(owner, "light")
         owner.get(BASE + "/maps")
         owner.find_element(By.ID, "new-map-name").send_keys("Ada’s club")
@@ -616,6 +639,8 @@ def shared_map_pages(email):
             ("album on a shared map (viewer)", "/pins/%s" % pin, album),
         ]
         check_all_states(owner, owner_pages)
+        maps_link_at_320(owner, "shared map (owner)")
+        maps_link_at_320(viewer, "shared map (viewer)")
         check_all_states(viewer, viewer_pages)
         print("  reflow, shared maps:")
         reflow(owner, owner_pages)

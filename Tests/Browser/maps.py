@@ -193,7 +193,7 @@ def main():
             seen = shown_at(bob, dropped["id"])
             assert bob.execute_script("return window.__samePage === true"), "Bob's page reloaded"
             figure("Ann's drop answered -> Bob's map shows the pin", seen - dropped["t"])
-            print("    (from Ann's press: %d ms; Bob's #map liveUpdates = %s)" % (seen - dropped["start"], j.data(bob, "liveUpdates")))
+            print("    (from Ann's POST /pins sent: %d ms; Bob's #map liveUpdates = %s)" % (seen - dropped["start"], j.data(bob, "liveUpdates")))
         step(bob, "Ann drops a pin; Bob's map shows it without a reload", drop_live)
 
         def album_live():
