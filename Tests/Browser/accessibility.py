@@ -550,9 +550,106 @@ def main():
         long_name(driver, email, pages)
         exports(driver)
         album_zip(driver, ready_id)
+        shared_map_pages(email)
     finally:
         driver.quit()
     report("accessibility: no critical or serious violations; no page wider than the screen")
+
+
+def unreflow(driver):
+    """Back to the desktop window and the browser's usual text size after reflow()."""
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 16, "fixed": 13}})
+
+
+def maps_link_at_320(driver, label):
+    """At 320 px the header still leads to /maps (the shared maps' list, their members): a link
+    that is shown and inside the screen."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 320, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        driver.get(BASE + "/")
+        j.wait(driver, lambda: j.data(driver, "basemap") == "ready", message="the map at 320 px")
+        box = driver.execute_script("""
+          const a = document.querySelector('.site-header a[href="/maps"]');
+          if (!a) return null;
+          const r = a.getBoundingClientRect();
+          return {shown: !!a.offsetParent && r.width > 0, left: r.left, right: r.right, text: a.textContent.trim()};
+        """)
+        ok = bool(box and box["shown"] and box["left"] >= -0.5 and box["right"] <= 320.5)
+        print("    %-34s  320 px: the header's link to /maps %s" % (label, "shown (%r)" % box["text"] if ok else "MISSING %s" % box))
+        if not ok:
+            failures.append("%s at 320 px: no link to /maps in the header (%s)" % (label, box))
+        j.shot(driver, "maps-header-320-" + "".join(c if c.isalnum() else "-" for c in label))
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def shared_map_pages(email):
+    """Shared maps, light and dark: /maps with none and with one, a map's page as its owner (and
+    the 201 answer that shows a new invitation link once), the invitation's join page, and as a
+    viewer the map's page, the shared map (read-only) and an album on it; then reflow. An owner
+    and a viewer in two browsers of their own (the owner's map shown is the shared one after)."""
+    print("  shared maps:")
+    owner, viewer = j.browser(), j.browser()
+    try:
+        j.sign_in(owner, email)
+        check_all_states(owner, [("maps, none", "/maps", None)])
+        maps_link_at_320(owner, "map, no shared map")
+        theme(owner, "light")
+        owner.get(BASE + "/maps")
+        owner.find_element(By.ID, "new-map-name").send_keys("Ada’s club")
+        owner.find_element(By.CSS_SELECTOR, "form[action='/maps'] button[type=submit]").click()
+        j.wait(owner, lambda: owner.find_elements(By.CSS_SELECTOR, "li.member"), message="the new map's page")
+        map_url = owner.current_url[len(BASE):]
+        codes = []
+        for scheme in ("light", "dark"):
+            theme(owner, scheme)
+            owner.get(BASE + map_url)
+            owner.find_element(By.CSS_SELECTOR, "#invite-role option[value=viewer]").click()
+            owner.find_element(By.CSS_SELECTOR, "form[action$='/invitations'] button[type=submit]").click()
+            link = j.wait(owner, lambda: owner.find_element(By.CSS_SELECTOR, "input.copy-field").get_attribute("value"), message="the link")
+            codes.append(link[link.index("/maps/join/"):])
+            record("map page, new invitation (owner)", scheme, axe(owner))
+        pin = owner.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const csrf = document.querySelector('[data-csrf]') ? document.querySelector('[data-csrf]').dataset.csrf
+                                                             : document.querySelector('input[name=_csrf]').value;
+          fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'},
+                          body: new URLSearchParams({lat: '48.8566', lon: '2.3522', _csrf: csrf})}).then(r => r.json()).then(p => done(p.id));
+        """)
+        j.sign_up(viewer, "a11y-viewer-%d@example.org" % int(time.time() * 1000), "Vic Viewer")
+        join = [("join page (invitation)", codes[0], None)]
+        check_all_states(viewer, join)
+        reflow(viewer, join)
+        unreflow(viewer)
+        theme(viewer, "light")
+        viewer.get(BASE + codes[0])
+        viewer.find_element(By.CSS_SELECTOR, "form[action^='/maps/join/'] button[type=submit]").click()
+        j.wait(viewer, lambda: j.data(viewer, "readOnly") == "true", message="the shared map, read-only")
+        basemap = lambda d: j.data(d, "basemap") == "ready"
+        album = lambda d: d.find_element(By.ID, "album").get_attribute("data-status") in ("ready", "failed", "empty")
+        owner_pages = [
+            ("maps, with a shared map", "/maps", None),
+            ("map page (owner)", map_url, None),
+            ("shared map (owner)", "/", basemap),
+        ]
+        viewer_pages = [
+            ("map page (viewer)", map_url, None),
+            ("shared map (viewer, read-only)", "/", basemap),
+            ("album on a shared map (viewer)", "/pins/%s" % pin, album),
+        ]
+        check_all_states(owner, owner_pages)
+        maps_link_at_320(owner, "shared map (owner)")
+        maps_link_at_320(viewer, "shared map (viewer)")
+        check_all_states(viewer, viewer_pages)
+        print("  reflow, shared maps:")
+        reflow(owner, owner_pages)
+        reflow(viewer, viewer_pages)
+    except Exception as error:  # noqa: BLE001  (reported with the others)
+        failures.append("shared maps: %s" % error)
+    finally:
+        owner.quit()
+        viewer.quit()
 
 
 def report(passed):

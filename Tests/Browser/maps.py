@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Shared maps in real browsers: two members on one map in two Chrome sessions (a pin dropped by
+one shows on the other's map without a reload, timed; an album fills live and says who dropped
+it; a deletion leaves the other's map live), a viewer in a third session (a read-only map: a
+press and hold drops nothing), a member removed while their album is open (404 on the next
+visit, their own map back), screenshots of the switcher and the members page in both themes,
+and the keyboard-only way through the switcher and the maps pages, light and dark.
+script/test (stage maps) starts the app and the photo fixture and runs:
+
+    maps.py BASE_URL SCREENSHOT_DIR DATABASE_URL
+
+Times are read from one clock: Date.now() in each browser (they run on the same machine).
+"""
+import os, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import journey as j  # noqa: E402  (same BASE and SCREENSHOT_DIR arguments)
+import accessibility as a  # noqa: E402  (tab_to, ring_visible, theme; DATABASE_URL is argv[3] too)
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+BASE, SHOTS, DATABASE_URL = sys.argv[1], sys.argv[2], sys.argv[3]
+MAP_NAME = "Club walks"
+KYOTO = (35.0116, 135.7681, 9)
+failures = []
+figures = []   # (what, milliseconds)
+shots = []     # screenshot paths, printed at the end
+
+# In every document, before the page's own scripts: the EventSources it opens (to wait until
+# /map/events is connected) and its non-GET fetches with the time each was answered.
+HOOKS = """
+(() => {
+  const NativeEventSource = window.EventSource;
+  window.__sources = [];
+  if (NativeEventSource) window.EventSource = class extends NativeEventSource {
+    constructor(...args) { super(...args); window.__sources.push(this); }
+  };
+  const nativeFetch = window.fetch;
+  window.__requests = [];
+  window.fetch = function (url, options) {
+    const method = (options && options.method) || 'GET', start = Date.now();
+    const answer = nativeFetch.apply(this, arguments);
+    if (method !== 'GET') answer.then(async (r) => {
+      const t = Date.now();
+      let id = null;
+      try { if (r.status === 200 || r.status === 201) id = (await r.clone().json()).id; } catch (e) { /* no JSON */ }
+      window.__requests.push({method, url: String(url), start, t, status: r.status, id});
+    }, () => window.__requests.push({method, url: String(url), start, t: Date.now(), status: 0, id: null}));
+    return answer;
+  };
+})();
+"""
+
+# On a map page: every pin list the layer is given, with the time of the frame after it.
+WATCH_PINS = """
+  const layer = window.virtualTourist.pins, set = layer.set.bind(layer);
+  window.__sets = [];
+  window.__samePage = true;
+  layer.set = (list) => { set(list); const ids = list.map((p) => p.id); requestAnimationFrame(() => window.__sets.push({t: Date.now(), ids})); };
+"""
+
+
+def browser():
+    d = j.browser()
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOOKS})
+    return d
+
+
+def psql(sql):
+    return subprocess.run(["psql", DATABASE_URL, "-qAtc", sql], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def step(driver, name, body):
+    with j.Step(driver, "maps: " + name):
+        body()
+    if j.failures:
+        failures.extend(j.failures)
+        j.failures.clear()
+
+
+def keep(driver, name, element=None):
+    path = os.path.join(SHOTS, name + ".png")
+    if element is None:
+        j.shot(driver, name)
+    else:
+        element.screenshot(path)
+    shots.append(path)
+
+
+def live_map(d, label):
+    """The shared map open, at Kyoto, connected to /map/events, its pin lists watched."""
+    d.get(BASE + "/")
+    j.wait(d, lambda: j.data(d, "basemap") == "ready", message=label + ": the basemap")
+    assert j.data(d, "live") == "true", label + ": #map is not data-live"
+    j.wait(d, lambda: d.execute_script(
+        "return window.__sources.some((s) => s.url.endsWith('/map/events') && s.readyState === 1)"),
+        message=label + ": /map/events connected")
+    d.execute_script("window.virtualTourist.map.setView(%s, %s, %s)" % KYOTO)
+    j.at_rest(d)
+    d.execute_script(WATCH_PINS)
+
+
+def answer(d, method, path_start):
+    """The last non-GET request of the page to a path starting with path_start, once answered."""
+    return j.wait(d, lambda: ([r for r in d.execute_script("return window.__requests")
+                               if r["method"] == method and r["url"].startswith(path_start) and r["status"]] or [None])[-1],
+                  message="the %s %s answer" % (method, path_start))
+
+
+def shown_at(d, pin_id, after=0, present=True, timeout=10):
+    """When (Date.now()) the page's pin layer first had (or, present=False, no longer had) pin_id."""
+    def look():
+        for s in d.execute_script("return window.__sets"):
+            if s["t"] >= after and ((pin_id in s["ids"]) == present):
+                return s["t"]
+        return None
+    return j.wait(d, look, timeout=timeout, message="pin %s %s on the other member's map" % (pin_id, "shown" if present else "gone"))
+
+
+def figure(what, ms, limit=3000):
+    figures.append((what, ms))
+    print("    %s: %d ms" % (what, ms), flush=True)
+    assert ms < limit, "%s took %d ms (limit %d)" % (what, ms, limit)
+
+
+def head_of(d, pin_id):
+    """The offset from the canvas's centre of a pin's marker head (it sits 18 px above the point)."""
+    point = d.execute_script("const p = window.virtualTourist.pins.pins.find((p) => p.id === arguments[0]);"
+                             "return p && window.virtualTourist.map.worldToScreen(p.x, p.y);", pin_id)
+    assert point, "pin %s is not on the map" % pin_id
+    return j.offset_from_center(d, point["x"], point["y"] - 18)
+
+
+def switch_to(d, name):
+    """The header's switcher, with the pointer: choose the map, Open."""
+    Select(d.find_element(By.ID, "map-switch")).select_by_visible_text(name)
+    d.find_element(By.CSS_SELECTOR, "form.map-switcher button[type=submit]").click()
+    j.wait(d, lambda: d.find_elements(By.ID, "map-canvas"), message="the map page")
+
+
+def member_row(d, text):
+    rows = [li for li in d.find_elements(By.CSS_SELECTOR, "li.member") if text in li.text]
+    assert rows, "no member row with %r" % text
+    return rows[0]
+
+
+def main():
+    stamp = int(time.time() * 1000)
+    ann_email, bob_email, cy_email = ("%s-%d@example.org" % (n, stamp) for n in ("ann", "bob", "cy"))
+    ann, bob = browser(), browser()
+    cy = None
+    state = {}
+    try:
+        def setup():
+            j.sign_up(ann, ann_email, "Ann")
+            # With no shared map the header has only the way to them.
+            assert not ann.find_elements(By.ID, "map-switch")
+            ann.find_element(By.CSS_SELECTOR, ".site-header a.maps-link").click()
+            j.wait(ann, lambda: ann.find_elements(By.ID, "new-map-name"), message="the maps page")
+            j.check_page(ann, "maps page, no maps")
+            ann.find_element(By.ID, "new-map-name").send_keys(MAP_NAME)
+            ann.find_element(By.CSS_SELECTOR, "form[action='/maps'] button[type=submit]").click()
+            j.wait(ann, lambda: "/maps/" in ann.current_url and ann.find_elements(By.CSS_SELECTOR, "li.member"), message="the new map's page")
+            state["map"] = ann.current_url.rstrip("/").rsplit("/", 1)[1]
+            assert Select(ann.find_element(By.ID, "map-switch")).first_selected_option.text == MAP_NAME, "the new map is not shown"
+            Select(ann.find_element(By.ID, "invite-role")).select_by_value("editor")
+            ann.find_element(By.CSS_SELECTOR, "form[action$='/invitations'] button[type=submit]").click()
+            link = j.wait(ann, lambda: ann.find_element(By.CSS_SELECTOR, "input.copy-field[readonly]").get_attribute("value"),
+                          message="the invitation link")
+            state["join"] = link[link.index("/maps/join/"):]
+            j.check_page(ann, "map page (owner, a new invitation)")
+            j.sign_up(bob, bob_email, "Bob")
+            bob.get(BASE + state["join"])
+            j.wait(bob, lambda: MAP_NAME in bob.find_element(By.TAG_NAME, "h1").text, message="the invitation's page")
+            j.check_page(bob, "join page")
+            bob.find_element(By.XPATH, "//button[normalize-space()='Join the map']").click()
+            j.wait(bob, lambda: bob.find_elements(By.ID, "map-canvas"), message="the shared map")
+            assert Select(bob.find_element(By.ID, "map-switch")).first_selected_option.text == MAP_NAME
+            live_map(ann, "Ann")
+            live_map(bob, "Bob")
+        step(ann, "Ann makes \u201c%s\u201d and an invitation; Bob joins in a second browser" % MAP_NAME, setup)
+
+        def drop_live():
+            count = j.pin_count(ann)
+            j.press_and_hold(ann)
+            j.wait(ann, lambda: j.pin_count(ann) == count + 1, message="Ann's pin")
+            dropped = answer(ann, "POST", "/pins")
+            assert dropped["status"] in (200, 201) and dropped["id"], dropped
+            state["pin"] = dropped["id"]
+            state["dropped"] = dropped["t"]
+            seen = shown_at(bob, dropped["id"])
+            assert bob.execute_script("return window.__samePage === true"), "Bob's page reloaded"
+            figure("Ann's drop answered -> Bob's map shows the pin", seen - dropped["t"])
+            print("    (from Ann's POST /pins sent: %d ms; Bob's #map liveUpdates = %s)" % (seen - dropped["start"], j.data(bob, "liveUpdates")))
+        step(bob, "Ann drops a pin; Bob's map shows it without a reload", drop_live)
+
+        def album_live():
+            opened = bob.execute_script("return Date.now()")
+            bob.get(BASE + "/pins/%s" % state["pin"])
+            first = bob.find_element(By.ID, "album").get_attribute("data-status")
+            bob.execute_script("""
+              window.__samePage = true; window.__albumReady = null;
+              const album = document.getElementById('album');
+              const look = () => { if (!window.__albumReady && album.dataset.status === 'ready' &&
+                                       document.querySelector('#photo-grid li.photo img')) window.__albumReady = Date.now(); };
+              new MutationObserver(look).observe(album, {attributes: true, childList: true, subtree: true}); look();
+            """)
+            print("    the album when Bob opened it: %s" % first)
+            assert first != "ready", "the album was already complete when Bob opened it: its live filling is not seen"
+            ready = j.wait(bob, lambda: bob.execute_script("return window.__albumReady"), timeout=60, message="the album to fill")
+            j.wait(bob, lambda: share_images(bob), message="its photos to load")
+            assert bob.execute_script("return window.__samePage === true"), "Bob's album page reloaded"
+            photos = len(bob.find_elements(By.CSS_SELECTOR, "#photo-grid li.photo img"))
+            who = bob.find_element(By.ID, "album-who").text
+            assert "Dropped by Ann" in who, who
+            figures.append(("Bob opens the album -> ready with photos, no reload", ready - opened))
+            figures.append(("Ann's drop answered -> the album ready on Bob's page", ready - state["dropped"]))
+            print("    album filled live: %d photos, ready %d ms after Bob opened it, %d ms after Ann's drop; %r" % (
+                photos, ready - opened, ready - state["dropped"], who))
+            j.check_page(bob, "album on a shared map (editor)")
+        step(bob, "Bob opens the pin's album: it fills live and names Ann", album_live)
+
+        def delete_live():
+            live_map(bob, "Bob")
+            count = j.pin_count(bob)
+            j.press_and_hold(bob, 90, 40)
+            j.wait(bob, lambda: j.pin_count(bob) == count + 1, message="Bob's pin")
+            dropped = answer(bob, "POST", "/pins")
+            state["bob_pin"] = bob_pin = dropped["id"]
+            seen = shown_at(ann, bob_pin)
+            figure("Bob's drop answered -> Ann's map shows the pin", seen - dropped["t"])
+            j.wait(bob, lambda: not bob.execute_script("return window.virtualTourist.pins.pins.some((p) => p.pending)"), message="saved")
+            j.at_rest(bob)
+            dx, dy = head_of(bob, bob_pin)
+            ActionChains(bob).move_to_element_with_offset(bob.find_element(By.ID, "map-canvas"), dx, dy).click().perform()
+            j.wait(bob, lambda: bob.find_element(By.ID, "pin-card").is_displayed(), message="Bob's pin card")
+            bob.find_element(By.XPATH, "//div[@id='pin-card']//button[text()='Delete pin']").click()
+            bob.find_element(By.XPATH, "//div[@id='pin-card']//button[text()='Delete']").click()
+            deleted = answer(bob, "DELETE", "/pins/%s" % bob_pin)
+            assert deleted["status"] in (200, 204), deleted
+            gone = shown_at(ann, bob_pin, after=deleted["start"], present=False)
+            assert ann.execute_script("return window.__samePage === true"), "Ann's page reloaded"
+            assert state["pin"] in ann.execute_script("return window.virtualTourist.pins.pins.map((p) => p.id)"), "Ann's own pin went too"
+            figure("Bob's delete answered -> Ann's map drops the pin", gone - deleted["t"])
+        step(ann, "Bob drops a pin and deletes it: Ann's map follows live", delete_live)
+
+        def viewer():
+            nonlocal cy
+            cy = browser()
+            j.sign_up(cy, cy_email, "Cy")
+            ann.get(BASE + "/maps/%s" % state["map"])
+            ann.find_element(By.ID, "member-email").send_keys(cy_email)
+            Select(ann.find_element(By.ID, "member-role")).select_by_value("viewer")
+            ann.find_element(By.CSS_SELECTOR, "form[action$='/members'] button[type=submit]").click()
+            j.wait(ann, lambda: "Cy is now a member" in ann.page_source, message="Cy added")
+            assert "Viewer" in member_row(ann, cy_email).find_element(By.TAG_NAME, "select").get_attribute("innerText")
+            assert Select(member_row(ann, cy_email).find_element(By.TAG_NAME, "select")).first_selected_option.get_attribute("value") == "viewer"
+            cy.get(BASE + "/")
+            switch_to(cy, MAP_NAME)
+            j.wait(cy, lambda: j.data(cy, "basemap") == "ready", message="Cy's basemap")
+            assert j.data(cy, "readOnly") == "true", "Cy's map is not data-read-only"
+            assert j.data(cy, "live") == "true", "Cy's map is not live"
+            assert not cy.find_elements(By.ID, "drop-pin"), "a viewer has the drop button"
+            assert not cy.find_elements(By.CSS_SELECTOR, "form.add-pin, #add-pin-place"), "a viewer has the add-pin form"
+            j.check_page(cy, "shared map (viewer)")
+            cy.execute_script("window.virtualTourist.map.setView(%s, %s, %s)" % KYOTO)
+            j.at_rest(cy)
+            before = psql("SELECT count(*) FROM pins")
+            shown = j.pin_count(cy)
+            j.press_and_hold(cy, -120, 60)
+            j.wait(cy, lambda: "viewer" in cy.find_element(By.ID, "map-toast").get_attribute("textContent"), message="the viewer's toast")
+            time.sleep(1)
+            after = psql("SELECT count(*) FROM pins")
+            posts = [r for r in cy.execute_script("return window.__requests") if r["url"].startswith("/pins")]
+            assert after == before and not posts and j.pin_count(cy) == shown, \
+                "a viewer's press and hold: pins %s -> %s in SQL, requests %s" % (before, after, posts)
+            print("    Cy (viewer): read-only map, no drop button, no add-pin form; press and hold: %s pins in SQL before and after, no request" % after)
+            cy.get(BASE + "/pins/%s" % state["pin"])
+            j.wait_album_ready(cy)
+            assert not cy.find_elements(By.ID, "new-collection") and not cy.find_elements(By.ID, "edit-toggle"), "a viewer's album has controls"
+        step(ann, "Ann adds Cy as a viewer: a read-only map in a third browser", viewer)
+
+        def screenshots():
+            for scheme in ("light", "dark"):
+                a.theme(ann, scheme)
+                ann.get(BASE + "/")
+                j.wait(ann, lambda: j.data(ann, "basemap") == "ready", message="the map")
+                a.tab_to(ann, "#map-switch")
+                a.ring_visible(ann, "the switcher (%s)" % scheme)
+                keep(ann, "maps-switcher-%s" % scheme)
+                keep(ann, "maps-switcher-header-%s" % scheme, ann.find_element(By.CSS_SELECTOR, ".site-header"))
+                ann.get(BASE + "/maps/%s" % state["map"])
+                j.check_page(ann, "members page (%s)" % scheme)
+                keep(ann, "maps-members-%s" % scheme)
+                ann.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 1800, "deviceScaleFactor": 1, "mobile": False})
+                keep(ann, "maps-members-full-%s" % scheme)
+                ann.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            a.theme(ann, "light")
+        step(ann, "screenshots: the switcher and the members page, light and dark", screenshots)
+
+        def removed():
+            bob.get(BASE + "/pins/%s" % state["pin"])
+            j.wait_album_ready(bob)
+            ann.get(BASE + "/maps/%s" % state["map"])
+            member_row(ann, bob_email).find_element(By.CSS_SELECTOR, "form[action$='/remove'] button").click()
+            j.wait(ann, lambda: "Member removed" in ann.page_source, message="Bob removed")
+            assert bob_email not in ann.find_element(By.CSS_SELECTOR, ".member-list").text
+            bob.refresh()
+            j.wait(bob, lambda: "Page not found" in bob.page_source, message="the 404 page for Bob")
+            assert not bob.find_elements(By.ID, "photo-grid"), "Bob still sees the album"
+            bob.get_log("browser")  # the 404 is expected
+            bob.get(BASE + "/")
+            j.wait(bob, lambda: j.data(bob, "basemap") == "ready", message="Bob's map")
+            switcher = bob.find_elements(By.ID, "map-switch")
+            if switcher:
+                shown = Select(switcher[0]).first_selected_option.text
+            else:
+                shown = "My map" if bob.find_element(By.CSS_SELECTOR, ".site-header a.maps-link").text == "Shared maps" else "?"
+            assert shown == "My map", "Bob's map after removal: %r" % shown
+            assert j.data(bob, "live") is None, "Bob's own map is live"
+            assert state["pin"] not in bob.execute_script("return window.virtualTourist.pins.pins.map((p) => p.id)")
+            print("    Bob after removal: the album is a 404, his map shows %r (%s)" % (shown, "switcher" if switcher else "no shared map left: the Shared maps link"))
+        step(bob, "Ann removes Bob while his album is open: 404 on reload, his own map back", removed)
+    finally:
+        ann.quit()
+        bob.quit()
+        if cy:
+            cy.quit()
+    for scheme in ("light", "dark"):
+        keyboard(scheme, cy_email)
+
+
+def share_images(d):
+    return d.execute_script("const imgs = [...document.querySelectorAll('#photo-grid img')];"
+                            "return imgs.length > 0 && imgs.slice(0, 6).every((i) => i.complete && i.naturalWidth > 0)")
+
+
+def keyboard(scheme, other_email):
+    """Keyboard only on the new pages: the maps page's form, a role changed, the switcher."""
+    d = browser()
+    keys = a.keys
+    done = []
+
+    def kstep(name, body):
+        with j.Step(d, "maps keyboard (%s): %s" % (scheme, name)):
+            body()
+            done.append(name)
+        if j.failures:
+            failures.extend(j.failures)
+            j.failures.clear()
+    state = {"name": "Walks by keyboard (%s)" % scheme}
+    try:
+        a.theme(d, scheme)
+        j.sign_up(d, "keys-%s-%d@example.org" % (scheme, int(time.time() * 1000)), "Kim")
+
+        def to_maps():
+            a.tab_to(d, ".site-header a.maps-link")
+            a.ring_visible(d, "Shared maps link")
+            keys(d, Keys.ENTER)
+            j.wait(d, lambda: d.find_elements(By.ID, "new-map-name"), message="the maps page")
+        kstep("the header's Shared maps link", to_maps)
+
+        def make():
+            a.tab_to(d, "#new-map-name")
+            a.ring_visible(d, "map name field")
+            keys(d, state["name"], Keys.TAB)
+            assert a.focused(d, "form[action='/maps'] button[type=submit]"), "Tab from the name does not reach Make the map"
+            a.ring_visible(d, "Make the map")
+            keys(d, Keys.ENTER)
+            j.wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "li.member"), message="the new map's page")
+            assert state["name"] in d.find_element(By.TAG_NAME, "h1").text
+            state["map"] = d.current_url.rstrip("/").rsplit("/", 1)[1]
+        kstep("make a shared map", make)
+
+        def add_and_change_role():
+            a.tab_to(d, "#member-email")
+            a.ring_visible(d, "member email")
+            keys(d, other_email, Keys.TAB)
+            assert a.focused(d, "#member-role")
+            a.ring_visible(d, "member role")
+            keys(d, Keys.TAB)
+            a.ring_visible(d, "Add")
+            keys(d, Keys.ENTER)
+            j.wait(d, lambda: "is now a member" in d.page_source, message="the member added")
+            select = member_row(d, other_email).find_element(By.TAG_NAME, "select")
+            selector = "#" + select.get_attribute("id")
+            assert select.get_attribute("value") == "editor"
+            a.tab_to(d, selector)
+            a.ring_visible(d, "role select")
+            # From editor to viewer by arrow keys, whichever way the options run.
+            order = d.execute_script("return [...document.querySelector(arguments[0]).options].map((o) => o.value)", selector)
+            keys(d, Keys.ARROW_DOWN if order.index("viewer") > order.index("editor") else Keys.ARROW_UP)
+            j.wait(d, lambda: d.find_element(By.CSS_SELECTOR, selector).get_attribute("value") == "viewer", timeout=3,
+                   message="the arrow key to choose viewer")
+            keys(d, Keys.TAB)
+            assert a.focused(d, "form[action$='/role'] button"), "Tab from the role does not reach Change"
+            a.ring_visible(d, "Change")
+            keys(d, Keys.SPACE)
+            j.wait(d, lambda: "Role changed to viewer" in d.page_source, message="the role changed")
+            assert d.find_element(By.CSS_SELECTOR, selector).get_attribute("value") == "viewer"
+        kstep("add a member, change their role (arrow key, Space)", add_and_change_role)
+
+        def switcher():
+            a.tab_to(d, "a.brand", backwards=True)
+            keys(d, Keys.ENTER)
+            j.wait(d, lambda: d.find_elements(By.ID, "map-canvas"), message="the map page")
+            assert j.data(d, "live") == "true", "the new map is not the one shown"
+            for target, key, press in (("own", Keys.ARROW_UP, Keys.ENTER), (state["map"], Keys.ARROW_DOWN, Keys.SPACE)):
+                a.tab_to(d, "#map-switch")
+                a.ring_visible(d, "switcher")
+                keys(d, key)
+                j.wait(d, lambda: d.find_element(By.ID, "map-switch").get_attribute("value") == target, timeout=3,
+                       message="the arrow key to choose %s" % target)
+                assert d.find_elements(By.ID, "map-canvas"), "choosing in the select changed the page"
+                keys(d, Keys.TAB)
+                assert a.focused(d, "form.map-switcher button[type=submit]"), "Tab from the select does not reach Open"
+                a.ring_visible(d, "Open")
+                keys(d, press)
+                j.wait(d, lambda: d.find_elements(By.ID, "map-canvas") and
+                       d.find_element(By.ID, "map-switch").get_attribute("value") == target, message="the map %s shown" % target)
+                j.wait(d, lambda: j.data(d, "basemap") == "ready", message="the basemap")
+                assert (j.data(d, "live") == "true") == (target != "own"), "map %s: data-live %s" % (target, j.data(d, "live"))
+            j.check_page(d, "shared map after the switcher")
+        kstep("the switcher: own map (Up, Enter), the shared map (Down, Space)", switcher)
+    finally:
+        d.quit()
+    print("    keyboard (%s): %d of 4 steps passed" % (scheme, len(done)))
+
+
+if __name__ == "__main__":
+    main()
+    print("\nlive-update figures:")
+    for what, ms in figures:
+        print("  %-58s %6d ms" % (what, ms))
+    print("screenshots:")
+    for path in shots:
+        print("  " + path)
+    if failures:
+        print("\n%d shared-map failure(s):" % len(failures))
+        for failure in failures:
+            print("  ", failure)
+        sys.exit(1)
+    print("shared maps: every step passed")
