@@ -111,7 +111,7 @@ enum MapsPages {
             <h2>Delete</h2>
             <form method="post" action="/maps/\(map.id)/delete" class="stacked">
             \(Layout.csrfField(csrf))
-            <p>Deletes the map, its \(map.pins) pins and their albums for every member. This cannot be undone.</p>
+            <p>Deletes the map, its \(map.pins == 1 ? "pin" : "\(map.pins) pins" as HTML) and their albums for every member. This cannot be undone.</p>
             <label class="check"><input type="checkbox" name="confirm" value="1" required> I understand: delete “\(text: map.name)”</label>
             <button type="submit" class="button danger-outline">Delete the map</button>
             </form>
