@@ -22,11 +22,13 @@ struct PinImportStore: Sendable {
         var left: Int { max(0, limit - pins) }
     }
 
-    func room(of userID: Int64) throws -> PinRoom {
+    /// `person`: who imports. Their pins on every map count (pins.dropped_by), as confirm counts
+    /// them, not the map's: a shared map holding more pins than one person's limit still imports.
+    func room(of person: Int64) throws -> PinRoom {
         let row = try pool.query("""
-            SELECT coalesce(u.max_pins, $2) AS pin_limit, (SELECT count(*) FROM pins WHERE user_id = $1) AS pins
+            SELECT coalesce(u.max_pins, $2) AS pin_limit, (SELECT count(*) FROM pins WHERE dropped_by = $1) AS pins
             FROM users u WHERE u.id = $1
-            """, [userID, quotas.pins])[0]
+            """, [person, quotas.pins])[0]
         return PinRoom(pins: try row.decode("pins"), limit: try row.decode("pin_limit"))
     }
 

@@ -13,14 +13,19 @@ extension WebPipeline {
 
     mutating func addImportRoutes(imports: PinImportStore, places: @escaping @Sendable () -> PlaceIndex) {
         let secure = secureCookies
+        /// The person's room for pins (an editor's or an owner's: a viewer gets 403).
+        @Sendable func room(_ context: SignedInContext) throws -> PinImportStore.PinRoom {
+            _ = try context.map.forChanging()
+            return try imports.room(of: context.user.id)
+        }
 
         signedIn("GET", "/import") { context in
-            .page(ImportPages.form(room: try imports.room(of: try context.map.forChanging()), chrome: context.chrome))
+            .page(ImportPages.form(room: try room(context), chrome: context.chrome))
         }
 
         signedIn("POST", "/import") { context in
             func refuse(_ status: HTTPStatus, _ problem: ImportPages.Problem) throws -> HTTPResponse {
-                .page(ImportPages.form(room: try imports.room(of: try context.map.forChanging()), problem: problem, chrome: context.chrome), status: status)
+                .page(ImportPages.form(room: try room(context), problem: problem, chrome: context.chrome), status: status)
             }
             let parsed: Result<MultipartForm?, MultipartForm.Failure>
             do throws(MultipartForm.Failure) { parsed = .success(try MultipartForm(context.request)) } catch { parsed = .failure(error) }
@@ -50,7 +55,7 @@ extension WebPipeline {
                 return try refuse(.unprocessableContent, .init(message: what + (file.notes.isEmpty ? "" : " " + file.notes.joined(separator: " ")),
                                                              refused: file.refused))
             }
-            let room = try imports.room(of: try context.map.forChanging())
+            let room = try room(context)
             guard file.points.count <= room.left else {
                 return try refuse(.unprocessableContent, .init(message: "The file has \(file.points.count) points, and you have room for \(room.left) more pins (your limit is \(room.limit)). Delete some pins, or import a smaller file."))
             }
@@ -63,7 +68,7 @@ extension WebPipeline {
             guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try context.map.forChanging()) else {
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             }
-            return .page(ImportPages.preview(pending, room: try imports.room(of: try context.map.forChanging()), chrome: context.chrome))
+            return .page(ImportPages.preview(pending, room: try room(context), chrome: context.chrome))
         }
 
         signedIn("POST", "/import/:id/confirm") { context in
