@@ -437,7 +437,7 @@ import TestSupport
     // MARK: Import
 
     @Test func aKMZImportedByAnEditorLandsOnTheSharedMapAsTheirs() throws {
-        let app = try TestApp()
+        let app = try TestApp { $0.quotas.pins = 3 }
         let owner = try app.signedUp(email: "olga@example.org", name: "Olga")
         let ed = try app.signedUp(email: "ed@example.org", name: "Ed")
         let vi = try app.signedUp(email: "vi@example.org", name: "Vi")
@@ -447,6 +447,10 @@ import TestSupport
         #expect(try Self.add(owner, map: map, email: "vi@example.org", role: "viewer").status == 303)
         #expect(try Self.switchTo(ed, "\(map)").status == 303)
         #expect(try Self.switchTo(vi, "\(map)").status == 303)
+        // The map holds as many pins as one person may drop, all the owner's: Ed still has room.
+        try app.pool.query("INSERT INTO pins (user_id, lat, lon, dropped_by) SELECT $1, n, n, $2 FROM generate_series(1, 3) n",
+                           [map, try RouteCoverageTests.personID(app: app, owner)])
+        #expect(try ed.get("/import").body.contains("You have 0 of 3 pins"))
         let kmz = KMZImportTests.TestZip.archive([KMZImportTests.TestZip.deflated("doc.kml", KMZImportTests.kml)])
 
         // A viewer may not import.
@@ -461,7 +465,7 @@ import TestSupport
         #expect(try app.count("SELECT count(*)::int FROM pin_imports WHERE user_id = $1", [map]) == 1)
         let confirmed = try ed.post(preview + "/confirm", form: [("_csrf", try Self.csrf(ed))])
         #expect(confirmed.status == 303 && confirmed.header("Location") == "/")
-        let rows = try app.pool.query("SELECT place_name, user_id, dropped_by FROM pins ORDER BY place_name")
+        let rows = try app.pool.query("SELECT place_name, user_id, dropped_by FROM pins WHERE place_name IS NOT NULL ORDER BY place_name")
         #expect(try rows.map { try $0.decode("place_name", as: String.self) } == ["Fushimi Inari", "Kyoto Station"])
         #expect(try rows.allSatisfy { try $0.decode("user_id", as: Int64.self) == map && $0.decode("dropped_by", as: Int64.self) == edID })
         // Every member sees them on the map; Ed's own map has none.
