@@ -434,6 +434,34 @@ import TestSupport
         #expect(try owner.get("/photos/\(photo)?w=256").status == 200)
     }
 
+    /// An album page left open: its event stream carries the album's fragment on every change.
+    /// Once its member is removed it carries no more of the album (it ends at the next change).
+    @Test(.tags(.slow)) func aRemovedMembersOpenAlbumStreamGetsNoMoreOfTheAlbum() throws {
+        let app = try TestApp(workers: true)
+        let owner = try app.signedUp(email: "olga@example.org", name: "Olga")
+        let ed = try app.signedUp(email: "ed@example.org", name: "Ed")
+        let map = try Self.makeMap(owner, name: "Club")
+        let edID = try RouteCoverageTests.personID(app: app, ed)
+        #expect(try Self.add(owner, map: map, email: "ed@example.org", role: "editor").status == 303)
+        #expect(try Self.switchTo(ed, "\(map)").status == 303)
+        let pin = try AlbumTests.dropPin(ed)
+        _ = try AlbumTests.settled(ed, pin: pin)
+        let cookie = ed.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let client = try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        defer { client.close() }
+        let open = client.read(until: { $0.contains("</ul>\n\n") }, timeout: 10)
+        #expect(open.contains("event: change\ndata: <div id=\"album-status\""), "\(open.prefix(300))")
+
+        #expect(try owner.post("/maps/\(map)/members/\(edID)/remove", form: [("_csrf", try Self.csrf(owner))]).status == 303)
+        // The owner takes a New Collection: the album changes, photo by photo.
+        #expect(try owner.post("/pins/\(pin)/collection", form: [("_csrf", try Self.csrf(owner))]).status == 303)
+        let after = client.read(until: { $0.contains("photo-grid") }, timeout: 5)
+        #expect(!after.contains("photo-grid"), "the removed member's open stream still carries the album: \(after.prefix(300))")
+        // The stream ended (the catch-up above passed the same membership check while Ed was in).
+        #expect(eventually(timeout: 5) { app.app.events.watcherCount == 0 })
+        _ = try AlbumTests.settled(owner, pin: pin)
+    }
+
     // MARK: Import
 
     @Test func aKMZImportedByAnEditorLandsOnTheSharedMapAsTheirs() throws {
