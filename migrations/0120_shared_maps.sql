@@ -62,6 +62,9 @@ COMMENT ON COLUMN map_invitations.used_by IS 'Who joined with it.';
 -- Who dropped each pin: pins count against the quota of the person who drops them, wherever.
 ALTER TABLE pins ADD COLUMN dropped_by bigint REFERENCES users (id) ON DELETE SET NULL;
 UPDATE pins SET dropped_by = user_id;
+-- The update queued map_versions_pins (a deferred constraint trigger, 0097) for every pin: run
+-- them now, or the CREATE INDEX and ALTER TABLE on pins below fail with "pending trigger events".
+SET CONSTRAINTS ALL IMMEDIATE;
 CREATE INDEX pins_dropped_by_idx ON pins (dropped_by);
 COMMENT ON COLUMN pins.dropped_by IS 'The person who dropped or imported it (NULL once their account is deleted); their max_pins counts it.';
 
@@ -92,6 +95,13 @@ SELECT m.id, m.display_name AS name, m.created_at,
          WHERE mm.map_id = m.id AND mm.role = 'owner') AS owners
 FROM users m WHERE m.kind = 'map';
 COMMENT ON VIEW admin_maps IS 'One row per shared map: its name, what it holds, its members and owners'' emails.';
+COMMENT ON COLUMN admin_maps.id IS 'users.id of the map (kind map).';
+COMMENT ON COLUMN admin_maps.name IS 'The map''s name (users.display_name).';
+COMMENT ON COLUMN admin_maps.created_at IS 'When it was made.';
+COMMENT ON COLUMN admin_maps.pins IS 'Pins on it.';
+COMMENT ON COLUMN admin_maps.photos IS 'Photo rows on it.';
+COMMENT ON COLUMN admin_maps.members IS 'Members, owners included.';
+COMMENT ON COLUMN admin_maps.owners IS 'The owners'' emails, comma-separated.';
 
 -- A member removed loses the map's photos at once: their sessions' photo grants are dropped on
 -- every instance (NOTIFY photo_access, as when a session is deleted; migration 0115).
