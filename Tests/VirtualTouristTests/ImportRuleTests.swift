@@ -34,6 +34,8 @@ import Testing
         // The domain: SQL and outbound HTTP, never the server's types.
         "VirtualTourist/Accounts": platform.union(["Postgres", "CCrypt"]),
         "VirtualTourist/Map": platform.union(["Postgres"]),
+        // Shared maps: members, roles, invitations (SQL only, like Map).
+        "VirtualTourist/Maps": platform.union(["Postgres"]),
         "VirtualTourist/Places": platform.union(["Zlib"]),
         "VirtualTourist/Albums": platform.union(["Postgres", "HTTPClient", "Zlib", "Log"]),
         "VirtualTourist/Photos": platform.union(["Postgres", "HTTPClient", "Log"]),
