@@ -263,7 +263,8 @@ import Glibc
         #expect(refused.body.contains("room for 5 more pins"))
         // Room at upload, none left at Confirm: nothing is added.
         let location = try #require(try Self.upload(ann, try Self.fixture("gpxpy-gpx1.1_with_all_fields.gpx"), filename: "two.gpx").header("Location"))
-        try app.pool.query("INSERT INTO pins (user_id, lat, lon) SELECT $1, n, n FROM generate_series(1, 4) n", [annID])
+        // Pins count against who dropped them (pins.dropped_by, migration 0120).
+        try app.pool.query("INSERT INTO pins (user_id, lat, lon, dropped_by) SELECT $1, n, n, $1 FROM generate_series(1, 4) n", [annID])
         let preview = try ann.get(location)
         #expect(preview.body.contains("room for 1 more pins") && !preview.body.contains("id=\"import-confirm\""))
         let confirmed = try ann.post(location + "/confirm", form: [("_csrf", preview.csrfToken ?? "")])

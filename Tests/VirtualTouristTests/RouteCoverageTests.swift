@@ -63,6 +63,11 @@ import TestSupport
                 // Share links (/s/TOKEN/…) open what the token opens, to anyone who has it, and
                 // nothing without it: ShareLinkTests tries wrong, guessed, revoked and expired tokens.
                 && !$0.pattern.hasPrefix("/s/")
+                // Invitation links (/maps/join/CODE) are the same: the code is a bearer token that
+                // makes whoever holds it a member, so a non-member with a live code rightly joins
+                // and nobody without one reaches anything. SharedMapTests tries used, expired,
+                // withdrawn and unknown codes.
+                && !$0.pattern.hasPrefix("/maps/join/")
         }
         for route in parameterized {
             let key = "\(route.method) \(route.pattern)"
@@ -73,15 +78,15 @@ import TestSupport
             let token = try intruder.get("/").csrfToken ?? ""
             let before = try app.fingerprint()
             let method = Self.streamingRoutes.contains(key) ? "HEAD" : route.method
-            let status = try intruder.request(method, path, headers: [("X-CSRF-Token", token)]).status
+            let status = try Self.send(intruder, method, path, form: Self.resourceForms[key], token: token).status
             #expect(status == 404, "\(route.method) \(path) as another person: \(status)")
             #expect(try app.fingerprint() == before)
         }
         for route in parameterized {
             let key = "\(route.method) \(route.pattern)"
             guard let path = resources[key] else { continue }
-            let ownerStatus = try owner.request(Self.streamingRoutes.contains(key) ? "HEAD" : route.method, path,
-                                                headers: [("X-CSRF-Token", try owner.get("/").csrfToken ?? "")]).status
+            let ownerStatus = try Self.send(owner, Self.streamingRoutes.contains(key) ? "HEAD" : route.method, path,
+                                            form: Self.resourceForms[key], token: try owner.get("/").csrfToken ?? "").status
             #expect(ownerStatus < 400, "\(key): the owner gets \(ownerStatus), so the 404 above proves nothing")
         }
         // The home page of each shows their own name only.
@@ -122,7 +127,28 @@ import TestSupport
                 FROM pins WHERE id = $1 RETURNING id
                 """, [try newPin()])[0].decode("id")
         }
+        // A shared map the owner owns (not shown to them, so the pins above and below stay on their
+        // own map), with a second member for the remove route; fresh where the route ends it.
+        let maps = SharedMaps(pool: app.pool, quotas: Quotas())
+        let ownerID = try Self.personID(app: app, owner)
+        let member = try Self.personID(app: app, try app.signedUp(email: "member-\(UUID().uuidString.prefix(6))@example.org"))
+        func newMap() throws -> Int64 {
+            let id = try maps.create(name: "Club map", by: ownerID)
+            try maps.show(nil, to: ownerID)
+            try app.pool.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, 'editor')", [id, member])
+            return id
+        }
+        let map = try newMap()
         return [
+            "GET /maps/:id": "/maps/\(map)",
+            "POST /maps/:id/rename": "/maps/\(map)/rename",
+            "POST /maps/:id/delete": "/maps/\(try newMap())/delete",
+            "POST /maps/:id/members": "/maps/\(map)/members",
+            "POST /maps/:id/invitations": "/maps/\(map)/invitations",
+            "POST /maps/:id/invitations/withdraw": "/maps/\(map)/invitations/withdraw",
+            "POST /maps/:id/members/:member/role": "/maps/\(map)/members/\(ownerID)/role",
+            "POST /maps/:id/members/:member/remove": "/maps/\(try newMap())/members/\(member)/remove",
+            "POST /maps/:id/leave": "/maps/\(try newMap())/leave",
             "GET /import/:id": "/import/\(try newImport())",
             "POST /import/:id/confirm": "/import/\(try newImport())/confirm",
             "POST /import/:id/cancel": "/import/\(try newImport())/cancel",
@@ -145,6 +171,29 @@ import TestSupport
             "POST /pins/:id/shares": "/pins/\(try newPin())/shares",
             "POST /shares/:id/revoke": "/shares/\(try newShareLink())/revoke",
         ]
+    }
+
+    /// The form a route needs to get past checking its fields to the map it names (the same form
+    /// for the owner and the intruder: the intruder's 404 is the map's, not the form's).
+    static let resourceForms: [String: [(String, String)]] = [
+        "POST /maps/:id/rename": [("name", "Renamed")],
+        "POST /maps/:id/delete": [("confirm", "1")],
+        "POST /maps/:id/members": [("email", "nobody-here@example.org"), ("role", "viewer")],
+        "POST /maps/:id/invitations": [("role", "viewer")],
+        "POST /maps/:id/members/:member/role": [("role", "owner")],
+    ]
+
+    /// A request with the CSRF header, and `form` (with the token) as its body when given.
+    static func send(_ browser: Browser, _ method: String, _ path: String, form: [(String, String)]?, token: String) throws -> Browser.Page {
+        guard let form else { return try browser.request(method, path, headers: [("X-CSRF-Token", token)]) }
+        return try browser.request(method, path, body: Array(encode(form + [("_csrf", token)]).utf8),
+                                   headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", token)])
+    }
+
+    /// The person a browser is signed in as (by its session cookie).
+    static func personID(app: TestApp, _ browser: Browser) throws -> Int64 {
+        try app.pool.query("SELECT user_id FROM sessions WHERE token_hash = sha256(convert_to($1, 'UTF8'))",
+                           [browser.cookies["vt_session"] ?? ""])[0].decode("user_id")
     }
 
     /// Long-lived responses: checked with HEAD, which answers with the head alone.

@@ -448,3 +448,11 @@ public struct AlbumStore: Sendable {
                    generation: try row.decode("generation"), remoteID: try row.decode("remote_id"))
     }
 }
+
+extension AlbumStore {
+    /// Whether `person` is still a member of the shared map `mapID` (an open album stream on a
+    /// shared map asks before each read).
+    func isMember(_ person: Int64, of mapID: Int64) throws -> Bool {
+        try !pool.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, person]).isEmpty
+    }
+}

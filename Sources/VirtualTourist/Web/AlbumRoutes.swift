@@ -109,7 +109,8 @@ extension WebPipeline {
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
                 streams.hold(stream, token: token)
-                let watcher = StreamWatcher(stream, albums: albums, userID: holder, pinID: id, csrf: context.csrfToken, view: view)
+                let watcher = StreamWatcher(stream, albums: albums, userID: holder, pinID: id, csrf: context.csrfToken, view: view,
+                                            member: context.map.sharedID == nil ? nil : user)
                 events.watch(change, watcher)
                 stream.onClose { events.stopWatching(change, watcher) }
                 watcher.albumChanged(change)  // catch up on anything missed
@@ -297,14 +298,18 @@ final class StreamWatcher: AlbumWatcher {
     private let pinID: Int64
     private let csrf: String
     private let view: AlbumView
+    /// On a shared map, the person watching: each read first checks they are still a member, and
+    /// ends the stream once they are not (a member removed with the page open gets no more of it).
+    private let member: Int64?
     private struct Reads { var running = false, again = false }
     private let reads = Mutex(Reads())
     /// Reads block on the database: a few serial queues (a pin's always the same one) bound the
     /// threads, also when every open page re-reads at once (`AlbumEvents.everyoneReread`).
     private static let queues = (0..<4).map { DispatchQueue(label: "album-stream-reads-\($0)") }
 
-    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String, view: AlbumView) {
+    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String, view: AlbumView, member: Int64? = nil) {
         self.view = view
+        self.member = member
         self.stream = stream
         self.albums = albums
         self.userID = userID
@@ -324,7 +329,9 @@ final class StreamWatcher: AlbumWatcher {
 
     private func readAndSend(_ change: AlbumChange) {
         repeat {
-            if let album = try? albums.album(pinID: pinID, userID: userID) {
+            if let member, (try? albums.isMember(member, of: userID)) == false {
+                stream.close()  // its onClose stops the watching
+            } else if let album = try? albums.album(pinID: pinID, userID: userID) {
                 stream.send(event: "change", data: String(decoding: AlbumPages.fragment(album, csrf: csrf, view: view).bytes, as: UTF8.self))
             } else {
                 stream.send(event: "change", data: change.payload)
