@@ -142,6 +142,7 @@ import TestSupport
         return [
             "GET /maps/:id": "/maps/\(map)",
             "POST /maps/:id/rename": "/maps/\(map)/rename",
+            "POST /maps/:id/sharing": "/maps/\(map)/sharing",
             "POST /maps/:id/delete": "/maps/\(try newMap())/delete",
             "POST /maps/:id/members": "/maps/\(map)/members",
             "POST /maps/:id/invitations": "/maps/\(map)/invitations",
@@ -155,6 +156,7 @@ import TestSupport
             "GET /pins/:id": "/pins/\(try newPin())",
             "DELETE /pins/:id": "/pins/\(try newPin())",
             "POST /pins/:id/delete": "/pins/\(try newPin())/delete",
+            "POST /pins/:id/rename": "/pins/\(try newPin())/rename",
             "GET /pins/:id/album.json": "/pins/\(try newPin())/album.json",
             "GET /pins/:id/album.html": "/pins/\(try newPin())/album.html",
             "GET /pins/:id/album.zip": "/pins/\(try newPin())/album.zip",
@@ -177,6 +179,8 @@ import TestSupport
     /// for the owner and the intruder: the intruder's 404 is the map's, not the form's).
     static let resourceForms: [String: [(String, String)]] = [
         "POST /maps/:id/rename": [("name", "Renamed")],
+        "POST /pins/:id/rename": [("name", "Renamed")],
+        "POST /maps/:id/sharing": [("editors_share", "1")],
         "POST /maps/:id/delete": [("confirm", "1")],
         "POST /maps/:id/members": [("email", "nobody-here@example.org"), ("role", "viewer")],
         "POST /maps/:id/invitations": [("role", "viewer")],
@@ -197,7 +201,7 @@ import TestSupport
     }
 
     /// Long-lived responses: checked with HEAD, which answers with the head alone.
-    static let streamingRoutes: Set<String> = ["GET /pins/:id/events"]
+    static let streamingRoutes: Set<String> = ["GET /pins/:id/events", "GET /map/events"]
 
     /// Routes with parameters that reach no person's data (the same for everyone).
     static let publicRoutes: Set<String> = ["GET /basemap/:level/:cell", "GET /tiles/:z/:x/:y"]
