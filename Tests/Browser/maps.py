@@ -202,7 +202,7 @@ def main():
               const album = document.getElementById('album');
               const look = () => {
                 if (!window.__albumDownloading && album.dataset.status === 'downloading') window.__albumDownloading = Date.now();
-                if (!window.__albumReady && album.dataset.status === 'ready' &&
+                if (!window.__albumReady && album.dataset.status === 'ready' && (!window.__waitDownloading || window.__albumDownloading) &&
                     document.querySelector('#photo-grid li.photo img')) window.__albumReady = Date.now(); };
               new MutationObserver(look).observe(album, {attributes: true, childList: true, subtree: true}); look();
             """
@@ -223,7 +223,8 @@ def main():
             ann.get(BASE + "/pins/%s" % state["pin"])
             ann.execute_script(watch)
             j.wait(ann, lambda: ann.execute_script("return window.__albumReady"), timeout=60, message="Ann's album page")
-            ann.execute_script("window.__albumReady = null")
+            # From here Ann's page counts as ready only after it has shown the new collection downloading.
+            ann.execute_script("window.__albumReady = null; window.__albumDownloading = null; window.__waitDownloading = true")
             clicked = bob.execute_script("return Date.now()")
             bob.find_element(By.ID, "new-collection").click()
             downloading = j.wait(ann, lambda: ann.execute_script("return window.__albumDownloading"), timeout=30,
