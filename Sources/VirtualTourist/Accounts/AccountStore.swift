@@ -327,10 +327,7 @@ public struct AccountStore: Sendable {
         } else {
             session.map = .own(user)
         }
-        if !row.isNull("maps") {
-            let json: String = try row.decode("maps")
-            session.maps = (try? JSONDecoder().decode([MapChoice].self, from: Data(json.utf8))) ?? []
-        }
+        session.mapsJSON = try row.decode("maps")
         return session
     }
 

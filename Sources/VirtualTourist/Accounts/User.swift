@@ -36,8 +36,9 @@ public struct Session: Sendable {
     /// member, else their own (read in the same statement: a member removed loses the map at their
     /// next request).
     public var map: MapAccess
-    /// The shared maps the person is a member of, for the switcher (same statement).
-    public var maps: [MapChoice] = []
+    /// The shared maps the person is a member of, for the switcher (same statement), as the JSON
+    /// it came in (MapChoice.list reads it when a page needs it); nil: none.
+    public var mapsJSON: String? = nil
 
     init(user: User, csrfToken: String, token: String, renewed: Bool) {
         self.user = user

@@ -110,4 +110,11 @@ public struct MapChoice: Sendable, Equatable, Decodable {
     public let id: Int64
     public let name: String
     public let role: String
+
+    /// The session statement's list (a JSON array), read only when a page draws the switcher: a
+    /// kept map page, /pins.json and photos compare or ignore the text and never decode it.
+    static func list(_ json: String?) -> [MapChoice] {
+        guard let json else { return [] }
+        return (try? JSONDecoder().decode([MapChoice].self, from: Data(json.utf8))) ?? []
+    }
 }

@@ -26,12 +26,12 @@ final class MapPageCache: Sendable {
         /// The map shown and the switcher's maps: a page kept for one map is never another's, and
         /// a renamed or joined map changes the header.
         let map: MapAccess
-        let maps: [MapChoice]
+        let mapsJSON: String?
 
-        init(version: Int64, region: MapRegion, page: Int, csrfToken: String, user: User, map: MapAccess? = nil, maps: [MapChoice] = []) {
+        init(version: Int64, region: MapRegion, page: Int, csrfToken: String, user: User, map: MapAccess? = nil, mapsJSON: String? = nil) {
             (self.version, self.region, self.page, self.csrfToken, self.user) = (version, region, page, csrfToken, user)
             self.map = map ?? .own(user)
-            self.maps = maps
+            self.mapsJSON = mapsJSON
         }
     }
 

@@ -24,7 +24,7 @@ extension WebPipeline {
             func key(_ version: Int64?) -> MapPageCache.Key? {
                 guard context.flash == nil, let version else { return nil }
                 return MapPageCache.Key(version: version, region: context.mapRegion ?? .world, page: page,
-                                        csrfToken: context.csrfToken, user: context.user, map: context.map, maps: context.maps)
+                                        csrfToken: context.csrfToken, user: context.user, map: context.map, mapsJSON: context.mapsJSON)
             }
             if let known = key(context.mapVersion), let kept = mapPages.response(for: known, acceptsGzip: gzip) { return kept }
             let fresh = try Self.mapModel(context, pins: pins, settings: settings, page: page)

@@ -39,8 +39,9 @@ public struct SignedInContext: Sendable {
     /// The map this request works on and the person's role there (MapAccess: its holder is what
     /// every query of map data filters by).
     public let map: MapAccess
-    /// The shared maps the person belongs to, for the switcher.
-    public let maps: [MapChoice]
+    /// The shared maps the person belongs to, for the switcher, as the session's statement gave them.
+    let mapsJSON: String?
+    public var maps: [MapChoice] { MapChoice.list(mapsJSON) }
 
     var chrome: Layout.Chrome { Layout.Chrome(user: user, csrfToken: csrfToken, flash: flash, map: map, maps: maps) }
 
@@ -53,7 +54,7 @@ public struct SignedInContext: Sendable {
         mapVersion = context.session?.mapVersion
         sessionToken = context.session?.token
         map = context.session?.map ?? .own(user)
-        maps = context.session?.maps ?? []
+        mapsJSON = context.session?.mapsJSON
     }
 }
 
