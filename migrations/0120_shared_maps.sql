@@ -140,6 +140,48 @@ FROM album_jobs j JOIN users u ON u.id = j.user_id JOIN pins p ON p.id = j.pin_i
 LEFT JOIN users a ON a.id = j.asked_by;
 COMMENT ON COLUMN admin_jobs.email IS 'Who asked for the album (else whose map it is), and the shared map it is on.';
 
+-- The switcher's list, kept on the person's row for the session's statement: a subquery there
+-- (json_agg over map_members) cost every signed-in request about 6 % (script/bench shared).
+ALTER TABLE users ADD COLUMN map_choices text;
+COMMENT ON COLUMN users.map_choices IS 'The shared maps this person belongs to, as the switcher lists them (JSON: id, name, role); kept by triggers on map_members and on maps'' names. NULL: none.';
+CREATE FUNCTION map_choices_refresh(people bigint[]) RETURNS void LANGUAGE sql AS $$
+    UPDATE users u SET map_choices = (
+        SELECT json_agg(json_build_object('id', c.map_id, 'name', m.display_name, 'role', c.role)
+                        ORDER BY lower(m.display_name), c.map_id)::text
+        FROM map_members c JOIN users m ON m.id = c.map_id WHERE c.user_id = u.id)
+    WHERE u.id = ANY(people) AND u.kind = 'person';
+$$;
+COMMENT ON FUNCTION map_choices_refresh(bigint[]) IS 'Rebuilds users.map_choices for these people.';
+CREATE FUNCTION map_choices_members_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM map_choices_refresh(ARRAY(SELECT user_id FROM added));
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM map_choices_refresh(ARRAY(SELECT user_id FROM gone));
+    ELSE
+        PERFORM map_choices_refresh(ARRAY(SELECT user_id FROM added UNION SELECT user_id FROM gone));
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION map_choices_members_changed() IS 'Statement trigger: members added, removed or given another role get their switcher''s list rebuilt.';
+CREATE TRIGGER map_choices_members_added AFTER INSERT ON map_members
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION map_choices_members_changed();
+CREATE TRIGGER map_choices_members_gone AFTER DELETE ON map_members
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION map_choices_members_changed();
+CREATE TRIGGER map_choices_members_changed AFTER UPDATE ON map_members
+    REFERENCING NEW TABLE AS added OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION map_choices_members_changed();
+CREATE FUNCTION map_choices_map_renamed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM map_choices_refresh(ARRAY(SELECT user_id FROM map_members WHERE map_id = NEW.id));
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION map_choices_map_renamed() IS 'Row trigger: a shared map renamed rebuilds its members'' switcher lists.';
+CREATE TRIGGER map_choices_map_renamed AFTER UPDATE OF display_name ON users
+    FOR EACH ROW WHEN (NEW.kind = 'map' AND OLD.display_name IS DISTINCT FROM NEW.display_name)
+    EXECUTE FUNCTION map_choices_map_renamed();
+
 -- Everyone's existing pins were dropped by them. Last: the UPDATE leaves pins with pending
 -- (deferred) trigger events, after which no DDL may touch the table in this transaction.
 UPDATE pins SET dropped_by = user_id;

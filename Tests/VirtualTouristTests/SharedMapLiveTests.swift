@@ -101,6 +101,15 @@ import TestSupport
         // Cy, on his own map, heard none of it.
         #expect(cysMap.wait(for: "event: pins", timeout: 0.5) == nil, "\(cysMap.received)")
         #expect(try club.app.count("SELECT count(*) FROM pins WHERE user_id = $1", [club.map]) == 0)
+
+        // The switcher's list is kept on each member's row (users.map_choices): a rename reaches it.
+        let annToken = try #require(try club.ann.get("/maps/\(club.map)").csrfToken)
+        #expect(try club.ann.post("/maps/\(club.map)/rename", form: [("_csrf", annToken), ("name", "Night walks")]).status == 303)
+        let header = try club.bob.get("/").body
+        #expect(header.contains(">Night walks</option>") && !header.contains("Club walks"), "\(header.prefix(2000))")
+        // And a new member's: Cy added as a viewer sees the map in his switcher at once.
+        #expect(try club.ann.post("/maps/\(club.map)/members", form: [("_csrf", annToken), ("email", "cy-live@example.org"), ("role", "viewer")]).status == 303)
+        #expect(try club.cy.get("/").body.contains(">Night walks</option>"))
     }
 
     @Test func aRemovedMembersOpenStreamsEndAndTheirNextRequestIsRefused() throws {

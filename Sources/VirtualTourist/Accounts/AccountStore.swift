@@ -289,9 +289,7 @@ public struct AccountStore: Sendable {
                        mm.map_id, mm.role AS map_role, mu.display_name AS map_name, mu.editors_share,
                        coalesce(mm.center_lat, r.center_lat) AS center_lat, coalesce(mm.center_lon, r.center_lon) AS center_lon,
                        coalesce(mm.zoom, r.zoom) AS zoom, v.version AS map_version,
-                       (SELECT json_agg(json_build_object('id', c.map_id, 'name', cu.display_name, 'role', c.role)
-                                        ORDER BY lower(cu.display_name), c.map_id)::text
-                        FROM map_members c JOIN users cu ON cu.id = c.map_id WHERE c.user_id = s.user_id) AS maps
+                       u.map_choices AS maps
                 FROM sessions s JOIN users u ON u.id = s.user_id
                 -- The shared map shown, only while the person is still its member (else their own).
                 LEFT JOIN map_members mm ON mm.map_id = u.shown_map AND mm.user_id = s.user_id
