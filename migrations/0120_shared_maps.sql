@@ -70,6 +70,11 @@ COMMENT ON COLUMN pins.dropped_by IS 'The person who dropped or imported it (NUL
 ALTER TABLE pins ADD COLUMN collected_by bigint REFERENCES users (id) ON DELETE SET NULL;
 COMMENT ON COLUMN pins.collected_by IS 'The person who last took a New Collection for it (NULL: the one who dropped it, or a deleted account).';
 
+-- Each person's import preview is theirs, also on a shared map (two editors' uploads no longer
+-- replace each other's, nor can one confirm the other's).
+ALTER TABLE pin_imports ADD COLUMN imported_by bigint REFERENCES users (id) ON DELETE CASCADE;
+COMMENT ON COLUMN pin_imports.imported_by IS 'Who uploaded it: only they see, confirm or cancel it (NULL: anyone who may change the map, as rows made before 1.1.0).';
+
 -- The fair queue takes turns per person who asked, not per map.
 ALTER TABLE album_jobs ADD COLUMN asked_by bigint REFERENCES users (id) ON DELETE SET NULL;
 COMMENT ON COLUMN album_jobs.asked_by IS 'The person whose drop or New Collection made it (NULL: the map''s holder); the queue takes turns by this person.';

@@ -162,4 +162,28 @@ import TestSupport
         #expect(refused.status == 429 && refused.body.contains("limit of 1 pins"), "\(refused)")
         #expect(try AlbumTests.dropPin(ann, lat: 2, lon: 2) > 0, "Ann's own limit is hers")
     }
+
+    /// Two editors importing onto one map: each preview is its uploader's alone.
+    @Test func eachEditorsImportPreviewIsTheirOwn() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "ann-import@example.org", name: "Ann")
+        let bob = try app.signedUp(email: "bob-import@example.org", name: "Bob")
+        let token = try #require(try ann.get("/maps").csrfToken)
+        #expect(try ann.post("/maps", form: [("_csrf", token), ("name", "Atlas")]).status == 303)
+        let map: Int64 = try app.pool.query("SELECT id FROM users WHERE kind = 'map'")[0].decode("id")
+        #expect(try ann.post("/maps/\(map)/members", form: [("_csrf", token), ("email", "bob-import@example.org"), ("role", "editor")]).status == 303)
+        #expect(try bob.post("/maps/switch", form: [("_csrf", try #require(try bob.get("/").csrfToken)), ("map", String(map))]).status == 303)
+        let annsPreview = try #require(try ImportTests.upload(ann, try ImportTests.fixture("gpxpy-gpx1.1_with_all_fields.gpx"), filename: "ann.gpx").header("Location"))
+        let bobsPreview = try #require(try ImportTests.upload(bob, try ImportTests.fixture("gpxpy-gpx1.1_with_all_fields.gpx"), filename: "bob.gpx").header("Location"))
+        #expect(try app.count("SELECT count(*) FROM pin_imports WHERE user_id = $1", [map]) == 2, "Bob's upload did not replace Ann's")
+        #expect(try bob.get(annsPreview).status == 404, "Bob cannot see Ann's preview")
+        let bobToken = try #require(try bob.get(bobsPreview).csrfToken)
+        #expect(try bob.post(annsPreview + "/confirm", form: [("_csrf", bobToken)]).status == 404, "nor confirm it")
+        #expect(try bob.post(annsPreview + "/cancel", form: [("_csrf", bobToken)]).status == 404, "nor cancel it")
+        let annToken = try #require(try ann.get(annsPreview).csrfToken)
+        #expect(try ann.post(annsPreview + "/confirm", form: [("_csrf", annToken)]).status == 303)
+        let annID: Int64 = try app.pool.query("SELECT id FROM users WHERE email = 'ann-import@example.org'")[0].decode("id")
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND dropped_by = $2", [map, annID]) > 0)
+        #expect(try bob.get(bobsPreview).status == 200, "Bob's preview is still his")
+    }
 }

@@ -32,32 +32,36 @@ struct PinImportStore: Sendable {
     }
 
     /// Keeps a file's points for the preview, in place of the person's earlier unconfirmed import.
-    func save(_ file: PinImport, fileName: String, for userID: Int64) throws -> Int64 {
+    /// `person`: who uploads (their earlier preview for this map goes; nobody else's does).
+    func save(_ file: PinImport, fileName: String, for userID: Int64, by person: Int64? = nil) throws -> Int64 {
+        let person = person ?? userID
         let contents = String(decoding: try JSONEncoder().encode(file), as: UTF8.self)
         return try pool.transaction { db in
-            try db.query("DELETE FROM pin_imports WHERE user_id = $1", [userID])
+            try db.query("DELETE FROM pin_imports WHERE user_id = $1 AND coalesce(imported_by, user_id) = $2", [userID, person])
             // Everyone's expired previews go too: they can never be confirmed, and hold no pin.
             try db.query("DELETE FROM pin_imports WHERE expires_at < now()")
             return try db.query("""
-                INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at)
-                VALUES ($1, $2, $3, $4::jsonb, now() + make_interval(mins => $5::int)) RETURNING id
-                """, [userID, fileName, file.format.rawValue, contents, PinImport.Limits.previewMinutes])[0].decode("id")
+                INSERT INTO pin_imports (user_id, file_name, format, contents, expires_at, imported_by)
+                VALUES ($1, $2, $3, $4::jsonb, now() + make_interval(mins => $5::int), $6) RETURNING id
+                """, [userID, fileName, file.format.rawValue, contents, PinImport.Limits.previewMinutes, person])[0].decode("id")
         }
     }
 
-    func pending(_ id: Int64, of userID: Int64) throws -> Pending? {
+    func pending(_ id: Int64, of userID: Int64, by person: Int64? = nil) throws -> Pending? {
         guard let row = try pool.query("""
             SELECT id, file_name, contents::text AS contents, expires_at FROM pin_imports
-            WHERE id = $1 AND user_id = $2 AND expires_at > now()
-            """, [id, userID]).first else { return nil }
+            WHERE id = $1 AND user_id = $2 AND expires_at > now() AND (imported_by IS NULL OR imported_by = $3)
+            """, [id, userID, person ?? userID]).first else { return nil }
         let contents: String = try row.decode("contents")
         return Pending(id: try row.decode("id"), fileName: try row.decode("file_name"),
                        file: try JSONDecoder().decode(PinImport.self, from: Data(contents.utf8)),
                        expiresAt: try row.decode("expires_at"))
     }
 
-    func cancel(_ id: Int64, of userID: Int64) throws -> Bool {
-        try pool.query("DELETE FROM pin_imports WHERE id = $1 AND user_id = $2 AND expires_at > now()", [id, userID]).affectedRows == 1
+    func cancel(_ id: Int64, of userID: Int64, by person: Int64? = nil) throws -> Bool {
+        try pool.query("""
+            DELETE FROM pin_imports WHERE id = $1 AND user_id = $2 AND expires_at > now() AND (imported_by IS NULL OR imported_by = $3)
+            """, [id, userID, person ?? userID]).affectedRows == 1
     }
 
     enum Confirmed {
@@ -81,8 +85,8 @@ struct PinImportStore: Sendable {
                                           [person, quotas.pins])[0].decode("n")
             guard let row = try db.query("""
                 SELECT file_name, contents::text AS contents FROM pin_imports
-                WHERE id = $1 AND user_id = $2 AND expires_at > now() FOR UPDATE
-                """, [id, userID]).first else { return .notFound }
+                WHERE id = $1 AND user_id = $2 AND expires_at > now() AND (imported_by IS NULL OR imported_by = $3) FOR UPDATE
+                """, [id, userID, person]).first else { return .notFound }
             let contents: String = try row.decode("contents")
             let file = try JSONDecoder().decode(PinImport.self, from: Data(contents.utf8))
             let points = file.points.map { PinImport.Point(name: $0.name ?? name($0), lat: $0.lat, lon: $0.lon) }

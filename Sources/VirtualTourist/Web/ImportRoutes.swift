@@ -55,12 +55,12 @@ extension WebPipeline {
                 return try refuse(.unprocessableContent, .init(message: "The file has \(file.points.count) points, and you have room for \(room.left) more pins (your limit is \(room.limit)). Delete some pins, or import a smaller file."))
             }
             let name = PinImport.cleanName(part.filename.map { String($0.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? "") }) ?? "the file"
-            let id = try imports.save(file, fileName: name, for: try context.map.forChanging())
+            let id = try imports.save(file, fileName: name, for: try context.map.forChanging(), by: context.user.id)
             return .redirect(to: "/import/\(id)")
         }
 
         signedIn("GET", "/import/:id") { context in
-            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try context.map.forChanging()) else {
+            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try context.map.forChanging(), by: context.user.id) else {
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             }
             return .page(ImportPages.preview(pending, room: try imports.room(of: try Self.importer(context)), chrome: context.chrome))
@@ -81,7 +81,7 @@ extension WebPipeline {
         }
 
         signedIn("POST", "/import/:id/cancel") { context in
-            guard let id = Self.pinID(context.request), try imports.cancel(id, of: try context.map.forChanging()) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), try imports.cancel(id, of: try context.map.forChanging(), by: context.user.id) else { throw HTTPError.notFound }
             return .redirect(to: "/import", flash: "Import cancelled: nothing was added.", secure: secure)
         }
     }
