@@ -104,15 +104,7 @@ import TestSupport
             return (try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])?["id"] as? Int ?? 0
         }
         // A ready photo of the owner's, with bytes.
-        func newPhoto() throws -> Int64 {
-            let pin = try newPin()
-            let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))
-            return try app.pool.query("""
-                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, content_type, bytes, width, height)
-                SELECT id, user_id, generation, 0, 'fixture', 'r' || id, 'http://x/1.jpg', 'ready', 'image/jpeg', $2, 384, 303
-                FROM pins WHERE id = $1 RETURNING id
-                """, [pin, jpeg])[0].decode("id")
-        }
+        func newPhoto() throws -> Int64 { try readyPhoto(app, onPin: Int64(try newPin())) }
         // A share link of the owner's (its id; the token is not needed to revoke it).
         func newShareLink() throws -> Int64 {
             let pin = Int64(try newPin())
@@ -192,6 +184,16 @@ import TestSupport
         guard let form else { return try browser.request(method, path, headers: [("X-CSRF-Token", token)]) }
         return try browser.request(method, path, body: Array(encode(form + [("_csrf", token)]).utf8),
                                    headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", token)])
+    }
+
+    /// A ready photo with bytes on `pin`, whoever holds it.
+    static func readyPhoto(_ app: TestApp, onPin pin: Int64) throws -> Int64 {
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))
+        return try app.pool.query("""
+            INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, content_type, bytes, width, height)
+            SELECT id, user_id, generation, 0, 'fixture', 'r' || id, 'http://x/1.jpg', 'ready', 'image/jpeg', $2, 384, 303
+            FROM pins WHERE id = $1 RETURNING id
+            """, [pin, jpeg])[0].decode("id")
     }
 
     /// The person a browser is signed in as (by its session cookie).

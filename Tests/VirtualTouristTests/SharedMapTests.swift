@@ -395,10 +395,8 @@ import TestSupport
         let app = try TestApp(workers: true) { $0.serverTiming = true }
         let owner = try app.signedUp(email: "olga@example.org", name: "Olga")
         let ed = try app.signedUp(email: "ed@example.org", name: "Ed")
-        let map = try Self.makeMap(owner, name: "Club")
+        let map = try Self.makeMap(owner, name: "Club", member: ed, email: "ed@example.org")
         let edID = try RouteCoverageTests.personID(app: app, ed)
-        #expect(try Self.add(owner, map: map, email: "ed@example.org", role: "editor").status == 303)
-        #expect(try Self.switchTo(ed, "\(map)").status == 303)
         let pin = try AlbumTests.dropPin(ed)
         let album = try AlbumTests.settled(ed, pin: pin)
         #expect(album.status == "ready")
@@ -444,10 +442,8 @@ import TestSupport
         let app = try TestApp(workers: true)
         let owner = try app.signedUp(email: "olga@example.org", name: "Olga")
         let ed = try app.signedUp(email: "ed@example.org", name: "Ed")
-        let map = try Self.makeMap(owner, name: "Club")
+        let map = try Self.makeMap(owner, name: "Club", member: ed, email: "ed@example.org")
         let edID = try RouteCoverageTests.personID(app: app, ed)
-        #expect(try Self.add(owner, map: map, email: "ed@example.org", role: "editor").status == 303)
-        #expect(try Self.switchTo(ed, "\(map)").status == 303)
         let pin = try AlbumTests.dropPin(ed)
         _ = try AlbumTests.settled(ed, pin: pin)
         let cookie = ed.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
@@ -539,6 +535,16 @@ import TestSupport
         try browser.post("/maps/switch", form: [("_csrf", try csrf(browser)), ("map", value)])
     }
 
+    /// `owner`'s new map `name` with `member` (by `email`) added as `role` and shown the map.
+    static func makeMap(_ owner: Browser, name: String, member: Browser, email: String, role: String = "editor") throws -> Int64 {
+        let map = try makeMap(owner, name: name)
+        let added = try add(owner, map: map, email: email, role: role)
+        guard added.status == 303 else { throw Browser.Failure(description: "adding \(email): \(added)") }
+        let shown = try switchTo(member, "\(map)")
+        guard shown.status == 303 else { throw Browser.Failure(description: "showing the map to \(email): \(shown)") }
+        return map
+    }
+
     static func role(_ app: TestApp, map: Int64, person: Int64) throws -> String? {
         try app.pool.query("SELECT role FROM map_members WHERE map_id = $1 AND user_id = $2", [map, person]).first?.decode("role")
     }
@@ -613,12 +619,7 @@ import TestSupport
 
         /// A ready photo with bytes on a new pin of the map.
         func newPhoto() throws -> Int64 {
-            let jpeg = try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))
-            return try app.pool.query("""
-                INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, remote_url, status, content_type, bytes, width, height)
-                SELECT id, user_id, generation, 0, 'fixture', 'r' || id, 'http://x/1.jpg', 'ready', 'image/jpeg', $2, 384, 303
-                FROM pins WHERE id = $1 RETURNING id
-                """, [try newPin(), jpeg])[0].decode("id")
+            try RouteCoverageTests.readyPhoto(app, onPin: Int64(try newPin()))
         }
 
         func newShareLink() throws -> Int64 {
