@@ -171,4 +171,28 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1 AND dropped_by = $2", [map, annID]) > 0)
         #expect(try bob.get(bobsPreview).status == 200, "Bob's preview is still his")
     }
+
+    /// A viewer's change is refused with 403 only for a thing they can see: any other id is a 404,
+    /// as for everyone else.
+    @Test func aViewerGets403ForWhatTheySeeAnd404ForAnythingElse() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "ann-view@example.org", name: "Ann")
+        let vic = try app.signedUp(email: "vic-view@example.org", name: "Vic")
+        let map = try SharedMapTests.makeMap(ann, name: "Gallery", member: vic, email: "vic-view@example.org", role: "viewer")
+        let pin = try AlbumTests.dropPin(ann)
+        let elsewhere = try AlbumTests.dropPin(try app.signedUp(email: "other-view@example.org"))
+        let token = try #require(try vic.get("/").csrfToken)
+        for path in ["/pins/\(pin)/delete", "/pins/\(pin)/rename", "/pins/\(pin)/collection"] {
+            #expect(try vic.post(path, form: [("_csrf", token), ("name", "x")]).status == 403, "\(path)")
+        }
+        #expect(try vic.request("DELETE", "/pins/\(pin)", headers: [("X-CSRF-Token", token)]).status == 403)
+        for id in [elsewhere, 999_999] {
+            for path in ["/pins/\(id)/delete", "/pins/\(id)/rename", "/pins/\(id)/collection", "/import/\(id)/confirm", "/import/\(id)/cancel"] {
+                #expect(try vic.post(path, form: [("_csrf", token), ("name", "x")]).status == 404, "\(path)")
+            }
+            #expect(try vic.request("DELETE", "/pins/\(id)", headers: [("X-CSRF-Token", token)]).status == 404)
+            #expect(try vic.get("/import/\(id)").status == 404)
+        }
+        #expect(try app.count("SELECT count(*) FROM pins WHERE user_id = $1", [map]) == 1)
+    }
 }

@@ -60,7 +60,7 @@ extension WebPipeline {
         }
 
         signedIn("GET", "/import/:id") { context in
-            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try context.map.forChanging(), by: context.user.id) else {
+            guard let id = Self.pinID(context.request), let pending = try imports.pending(id, of: try Self.importing(id, context, imports), by: context.user.id) else {
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             }
             return .page(ImportPages.preview(pending, room: try imports.room(of: try Self.importer(context)), chrome: context.chrome))
@@ -69,7 +69,7 @@ extension WebPipeline {
         signedIn("POST", "/import/:id/confirm") { context in
             guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
             // The place index only for points without a name (its first use loads it).
-            switch try imports.confirm(id, of: try context.map.forChanging(), by: context.user.id, name: { places().nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
+            switch try imports.confirm(id, of: try Self.importing(id, context, imports), by: context.user.id, name: { places().nearest(lat: $0.lat, lon: $0.lon)?.place.label }) {
             case .notFound:
                 throw HTTPError(.notFound, "This import is not here any more: it was confirmed, cancelled or replaced, or it expired. Upload the file again.")
             case .quotaReached(let reached):
@@ -81,9 +81,15 @@ extension WebPipeline {
         }
 
         signedIn("POST", "/import/:id/cancel") { context in
-            guard let id = Self.pinID(context.request), try imports.cancel(id, of: try context.map.forChanging(), by: context.user.id) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request), try imports.cancel(id, of: try Self.importing(id, context, imports), by: context.user.id) else { throw HTTPError.notFound }
             return .redirect(to: "/import", flash: "Import cancelled: nothing was added.", secure: secure)
         }
+    }
+
+    /// The map holder a pending import `id` goes onto, once the person's role allows it (a viewer:
+    /// 403 for a preview they could see, 404 for any other id).
+    static func importing(_ id: Int64, _ context: SignedInContext, _ imports: PinImportStore) throws -> Int64 {
+        try context.map.forChanging { try imports.pending(id, of: $0, by: context.user.id) != nil }
     }
 
     /// The person importing, once their role on the map allows it: pins count against them.

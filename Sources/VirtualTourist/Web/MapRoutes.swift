@@ -141,16 +141,18 @@ extension WebPipeline {
 
         let photoAccess = photoAccess
         signedIn("DELETE", "/pins/:id") { context in
-            let holder = try context.map.forChanging()
-            guard let id = Self.pinID(context.request), try pins.delete(id, of: holder) else { throw HTTPError.notFound }
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try pins.pin(id, of: $0) != nil }
+            guard try pins.delete(id, of: holder) else { throw HTTPError.notFound }
             photoAccess?.forget(pin: id)
             return HTTPResponse(status: .noContent)
         }
 
         // The form version (HTML forms cannot send DELETE).
         signedIn("POST", "/pins/:id/delete") { context in
-            let holder = try context.map.forChanging()
-            guard let id = Self.pinID(context.request), let pin = try pins.pin(id, of: holder),
+            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
+            let holder = try context.map.forChanging { try pins.pin(id, of: $0) != nil }
+            guard let pin = try pins.pin(id, of: holder),
                   try pins.delete(id, of: holder) else { throw HTTPError.notFound }
             photoAccess?.forget(pin: id)
             return .redirect(to: "/", flash: "Pin deleted: \(pin.title).", secure: secure)
