@@ -32,6 +32,7 @@ enum AlbumPages {
             <h1>\(text: title)</h1>
             <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
             \(view.showsWho ? who(album) : .empty)
+            \(view.readOnly ? HTML.empty : rename(album, csrf: csrf))
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
@@ -48,6 +49,21 @@ enum AlbumPages {
         let dropped: HTML = "Dropped by \(text: album.droppedBy ?? "a former member") on \(text: day)"
         let collected: HTML = album.collectedBy.map { $0 == album.droppedBy ? .empty : " · New Collection by \(text: $0)" } ?? .empty
         return "<p class=\"muted album-who\" id=\"album-who\">\(dropped)\(collected)</p>"
+    }
+
+    /// Renaming the place, beside its name (for who may change the album).
+    static func rename(_ album: Album, csrf: String) -> HTML {
+        """
+        <details class="rename-pin">
+        <summary class="link-button">Rename</summary>
+        <form method="post" action="/pins/\(album.pin.id)/rename" class="confirm-box">
+        \(Layout.csrfField(csrf))
+        <label for="pin-name">Name of this place</label>
+        <input type="text" id="pin-name" name="name" required maxlength="\(PinStore.maxNameLength)" value="\(text: album.pin.title)">
+        <button type="submit" class="button primary">Save</button>
+        </form>
+        </details>
+        """
     }
 
     /// A viewer's one control: the album as a zip.
@@ -70,15 +86,6 @@ enum AlbumPages {
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
             <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
-            <details class="rename-pin">
-            <summary class="button">Rename</summary>
-            <form method="post" action="/pins/\(id)/rename" class="confirm-box">
-            \(Layout.csrfField(csrf))
-            <label for="pin-name">Name of this place</label>
-            <input type="text" id="pin-name" name="name" required maxlength="\(PinStore.maxNameLength)" value="\(text: album.pin.title)">
-            <button type="submit" class="button primary">Save</button>
-            </form>
-            </details>
             <details class="delete-pin">
             <summary class="button danger-outline">Delete pin</summary>
             <form method="post" action="/pins/\(id)/delete" class="confirm-box">
