@@ -177,16 +177,7 @@ public struct AlbumJobQueue: Sendable {
     func storeResults(_ results: [PhotoResult], job: AlbumJob) throws -> Bool {
         guard !results.isEmpty else { return true }
         let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
-        var attempt = 1
-        while true {
-            do {
-                return try storeResults(rows: rows, job: job)
-            } catch let error as PostgresError where attempt < 3
-                        && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
-                usleep(UInt32(20_000 * attempt))
-                attempt += 1
-            }
-        }
+        return try PinStore.retryingConflicts { try storeResults(rows: rows, job: job) }
     }
 
     private func storeResults(rows: String, job: AlbumJob) throws -> Bool {
