@@ -136,8 +136,11 @@ def head_of(d, pin_id):
 def switch_to(d, name):
     """The header's switcher, with the pointer: choose the map, Open."""
     Select(d.find_element(By.ID, "map-switch")).select_by_visible_text(name)
+    # The page it leaves may be a map page too: wait for a new document, not just a canvas.
+    d.execute_script("window.__leaving = true")
     d.find_element(By.CSS_SELECTOR, "form.map-switcher button[type=submit]").click()
-    j.wait(d, lambda: d.find_elements(By.ID, "map-canvas"), message="the map page")
+    j.wait(d, lambda: not d.execute_script("return window.__leaving === true") and d.find_elements(By.ID, "map-canvas"),
+           message="the map page")
 
 
 def member_row(d, text):
@@ -438,8 +441,10 @@ def keyboard(scheme, other_email):
                 keys(d, Keys.TAB)
                 assert a.focused(d, "form.map-switcher button[type=submit]"), "Tab from the select does not reach Open"
                 a.ring_visible(d, "Open")
+                # The select already shows the choice on the page being left: wait for a new document.
+                d.execute_script("window.__leaving = true")
                 keys(d, press)
-                j.wait(d, lambda: d.find_elements(By.ID, "map-canvas") and
+                j.wait(d, lambda: not d.execute_script("return window.__leaving === true") and d.find_elements(By.ID, "map-canvas") and
                        d.find_element(By.ID, "map-switch").get_attribute("value") == target, message="the map %s shown" % target)
                 j.wait(d, lambda: j.data(d, "basemap") == "ready", message="the basemap")
                 assert (j.data(d, "live") == "true") == (target != "own"), "map %s: data-live %s" % (target, j.data(d, "live"))
