@@ -50,49 +50,43 @@ public struct MapAccess: Sendable, Equatable {
     /// The holder to change this map's data by: editors and owners; a viewer gets 403 (they can see
     /// the map, so 404 would lie).
     func forChanging() throws -> Int64 {
-        guard role >= .editor else {
-            throw MapAccessRefused(description: "You can look at “\(name)” but not change it: ask one of its owners to make you an editor. Nothing was changed.")
-        }
-        return holder
+        try holder(if: role >= .editor, refusal: changeRefusal)
     }
 
     /// The same for one thing of the map (a pin, a photo): a viewer gets 403 only for a thing they
     /// can see, 404 for anything else, as everyone else does (`found` asks with the holder).
     func forChanging(_ found: (Int64) throws -> Bool) throws -> Int64 {
-        if role < .editor, try !found(holder) { throw MapAccessRefused.notFound }
-        return try forChanging()
-    }
-
-    /// The same for one thing of the map: 404 for what the person cannot see, 403 for what they can.
-    func forOwning(_ found: (Int64) throws -> Bool) throws -> Int64 {
-        if role < .owner, try !found(holder) { throw MapAccessRefused.notFound }
-        return try forOwning()
+        try holder(if: role >= .editor, found: found, refusal: changeRefusal)
     }
 
     /// The holder to make and revoke share links by: owners, and editors when the owners allow it.
-    func forSharing(_ found: (Int64) throws -> Bool) throws -> Int64 {
-        if mayShare { return holder }
-        if role < .editor, try !found(holder) { throw MapAccessRefused.notFound }
-        return try forSharing()
+    func forSharing() throws -> Int64 {
+        try holder(if: mayShare, refusal: shareRefusal)
     }
 
-    func forSharing() throws -> Int64 {
-        guard mayShare else {
-            throw MapAccessRefused(description: role == .editor
-                ? "Only the owners of “\(name)” make share links (an owner can let editors make them too). Nothing was changed."
-                : "Only the owners of “\(name)” can do that. Nothing was changed.")
-        }
-        return holder
+    /// The same for one pin's links: 403 only for a pin the person can see, 404 for any other id.
+    func forSharing(_ found: (Int64) throws -> Bool) throws -> Int64 {
+        try holder(if: mayShare, found: found, refusal: shareRefusal)
     }
 
     var mayShare: Bool { role == .owner || (role == .editor && editorsShare) }
 
-    /// The holder to manage by (members): owners only.
-    func forOwning() throws -> Int64 {
-        guard role == .owner else {
-            throw MapAccessRefused(description: "Only the owners of “\(name)” can do that. Nothing was changed.")
-        }
-        return holder
+    /// The one rule behind every `for…`: the holder when `allowed`; otherwise 404 for a thing
+    /// `found` says is not there (without a thing: the map itself, which they see), else 403.
+    private func holder(if allowed: Bool, found: (Int64) throws -> Bool = { _ in true }, refusal: () -> String) throws -> Int64 {
+        if allowed { return holder }
+        if try !found(holder) { throw MapAccessRefused.notFound }
+        throw MapAccessRefused(description: refusal())
+    }
+
+    private func changeRefusal() -> String {
+        "You can look at “\(name)” but not change it: ask one of its owners to make you an editor. Nothing was changed."
+    }
+
+    private func shareRefusal() -> String {
+        role == .editor
+            ? "Only the owners of “\(name)” make share links (an owner can let editors make them too). Nothing was changed."
+            : "Only the owners of “\(name)” can do that. Nothing was changed."
     }
 }
 
