@@ -157,3 +157,20 @@ public final class PostgresPool: Sendable {
         closing?.close()
     }
 }
+
+extension PostgresPool {
+    /// Runs `statement` again after a deadlock or serialization failure, PostgreSQL's advice for a
+    /// statement that is whole by itself, at most three times in all (a pin deleted while a worker
+    /// writes its album's batch meets that batch in a deadlock; one of them is aborted).
+    public func retryingConflicts<T>(_ statement: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try statement()
+            } catch let error as PostgresError where attempt < 3 && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
+                usleep(UInt32(20_000 * attempt))
+                attempt += 1
+            }
+        }
+    }
+}

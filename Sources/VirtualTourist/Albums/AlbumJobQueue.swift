@@ -177,7 +177,7 @@ public struct AlbumJobQueue: Sendable {
     func storeResults(_ results: [PhotoResult], job: AlbumJob) throws -> Bool {
         guard !results.isEmpty else { return true }
         let rows = String(decoding: try JSONEncoder().encode(results), as: UTF8.self)
-        return try PinStore.retryingConflicts { try storeResults(rows: rows, job: job) }
+        return try pool.retryingConflicts { try storeResults(rows: rows, job: job) }
     }
 
     private func storeResults(rows: String, job: AlbumJob) throws -> Bool {

@@ -316,13 +316,12 @@ public struct PinStore: Sendable {
         "(dropped_by = \(person) OR (user_id = \(person) AND dropped_by IS NULL))"
     }
 
-    /// True when a pin was deleted; false when there is no such pin of this person's.
     public static let maxNameLength = 100
 
     /// Names a pin (its place_name); false when there is no such pin of this holder's. Announced
     /// to the map's open pages, as a drop is.
     public func rename(_ id: Int64, of userID: Int64, to name: String) throws -> Bool {
-        try Self.retryingConflicts {
+        try pool.retryingConflicts {
             try pool.query("""
                 WITH named AS (UPDATE pins SET place_name = $3, updated_at = now() WHERE id = $1 AND user_id = $2 RETURNING id)
                 SELECT pg_notify($4, $2::text || ':' || id) FROM named
@@ -330,30 +329,17 @@ public struct PinStore: Sendable {
         }
     }
 
-    /// The deletion is announced (AlbumChange), so the map's other open pages drop the pin. A pin
+    /// True when a pin was deleted; false when there is no such pin of this holder's. The deletion
+    /// is announced (AlbumChange), so the map's other open pages drop the pin. A pin
     /// deleted while its album downloads can meet the worker's batch write in a deadlock (the
     /// DELETE holds the pin and wants its photos, the batch the other way round); PostgreSQL then
     /// aborts one of them, and the DELETE, a whole statement, simply runs again.
     public func delete(_ id: Int64, of userID: Int64) throws -> Bool {
-        try Self.retryingConflicts {
+        try pool.retryingConflicts {
             try pool.query("""
                 WITH gone AS (DELETE FROM pins WHERE id = $1 AND user_id = $2 RETURNING id)
                 SELECT pg_notify($3, $2::text || ':' || id) FROM gone
                 """, [id, userID, AlbumChange.mapChannel]).count == 1
-        }
-    }
-
-    /// Runs `statement` again after a deadlock or serialization failure (PostgreSQL's advice for a
-    /// statement that is whole by itself), at most three times in all.
-    static func retryingConflicts<T>(_ statement: () throws -> T) throws -> T {
-        var attempt = 1
-        while true {
-            do {
-                return try statement()
-            } catch let error as PostgresError where attempt < 3 && [.deadlockDetected, .serializationFailure].contains(error.sqlState) {
-                usleep(UInt32(20_000 * attempt))
-                attempt += 1
-            }
         }
     }
 
