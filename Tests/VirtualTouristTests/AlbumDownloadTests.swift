@@ -239,7 +239,7 @@ import Testing
         var album = Machine(searching: settings, now: t0)
         _ = album.start(now: t0)
         _ = album.handle(.searched(count: 2), now: t0)
-        #expect(album.handle(.rowsWritten(nil), now: t0).isEmpty, "two fetches in flight")
+        #expect(album.handle(.superseded, now: t0).isEmpty, "two fetches in flight")
         _ = album.handle(.fetched(0, .image), now: t0)
         #expect(ends(album.handle(.fetched(1, .image), now: t0)) == [.superseded])
     }
@@ -272,6 +272,118 @@ import Testing
     @Test func stoppingReleasesAtOnce() {
         var album = searched()
         #expect(album.handle(.stopping, now: t0) == [.end(.released)], "fetches in flight are not waited for")
+        #expect(album.unwritten == 5)
+    }
+
+    // MARK: Defects found by attacking the machine (issue 49), each failing before its fix
+
+    /// A provider answer with one photo twice: its second placeholder is not written (ON CONFLICT
+    /// DO NOTHING). Read as "superseded", that cancelled the job and wedged the pin downloading.
+    @Test func aPhotoWithoutARowIsSkippedNotReadAsSuperseded() {
+        var album = Machine(searching: settings, now: t0)
+        _ = album.start(now: t0)
+        _ = album.handle(.searched(count: 3), now: t0)
+        #expect(album.handle(.rowsWritten([7, nil, 9]), now: t0).isEmpty, "fetches in flight, nothing ended")
+        _ = album.handle(.fetched(0, .image), now: t0)
+        #expect(batches(album.handle(.put(0, .stored), now: t0)) == [[.init(index: 0, rowID: 7, failure: nil)]])
+        _ = album.handle(.batchWritten(true), now: t0)
+        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
+        #expect(batches(album.handle(.put(1, .stored), now: t0)).isEmpty, "no row: nothing to write for it")
+        _ = album.handle(.fetched(2, .image), now: t0)
+        let actions = album.handle(.put(2, .stored), now: t0)
+        #expect(batches(actions) == [[.init(index: 2, rowID: 9, failure: nil)]])
+        #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.finished])
+    }
+
+    /// A renewal the database refused for a reason other than an outage (a statement timeout
+    /// behind a lock, a read-only node, a full disk): `renewing` stayed set, the album could never
+    /// end and its deadline stayed in the past, so the driver spun a core for good.
+    @Test func aRefusedRenewalEndsTheAlbumAndNeverSpins() {
+        var album = searched()
+        let later = t0 + .seconds(20)
+        #expect(album.handle(.tick, now: later) == [.renewLease])
+        #expect(album.handle(.writeRefused, now: later).isEmpty, "three fetches still in flight")
+        #expect(album.deadline() == nil, "nothing to time: only the fetches' answers move it on")
+        _ = album.handle(.fetched(0, .image), now: later)
+        _ = album.handle(.fetched(1, .failed("404")), now: later)
+        #expect(album.handle(.fetched(2, .image), now: later) == [.end(.writeRefused)])
+    }
+
+    /// The endings that write nothing (database down, lease lost, a refused write, superseded)
+    /// had a deadline in the past (the last renewal's or a batch's): the driver busy-waited until
+    /// the fetches in flight landed.
+    @Test func anEndingThatWritesNothingHasNoDeadline() {
+        for stop in [Machine.Event.databaseDown, .writeRefused, .superseded] {
+            var album = Machine(searching: settings, now: t0)
+            _ = album.start(now: t0)
+            _ = album.handle(.searched(count: 5), now: t0)
+            _ = album.handle(.fetched(0, .image), now: t0)
+            _ = album.handle(.put(0, .stored), now: t0)
+            #expect(album.handle(stop, now: t0 + .seconds(30)).isEmpty, "\(stop)")
+            #expect(album.deadline() == nil, "\(stop)")
+        }
+        var album = searched()
+        _ = album.handle(.tick, now: t0 + .seconds(61))
+        #expect(album.phase == .ending(.leaseLost))
+        #expect(album.deadline() == nil)
+    }
+
+    /// One image its host always answers 503 among images the host delivers: it fails alone after
+    /// its tries; the album is complete, not waiting hours for a host that is up.
+    @Test func oneImageTheHostKeepsFailingFailsAlone() {
+        var settings = self.settings
+        settings.width = 10
+        var album = Machine(resuming: Array(100..<110), settings: settings, clearsWaiting: false, now: t0)
+        _ = album.start(now: t0)
+        var written: [Machine.Item] = []
+        func run(_ event: Machine.Event) -> [Machine.Action] {
+            var actions = album.handle(event, now: t0)
+            while let items = batches(actions).first {
+                written += items
+                actions = album.handle(.batchWritten(true), now: t0)
+            }
+            return actions
+        }
+        _ = run(.fetched(3, .hostDown(retryAfter: nil, reason: "the photo server answered HTTP 503")))
+        var last: [Machine.Action] = []
+        for index in (0..<10) where index != 3 {
+            _ = run(.fetched(index, .image))
+            last = run(.put(index, .stored))
+        }
+        #expect(ends(last) == [.finished])
+        #expect(written.contains(.init(index: 3, rowID: 103, failure: "the photo server answered HTTP 503")))
+        #expect(album.unwritten == 0)
+    }
+
+    /// A wait named by one image's host still stops the album (the host speaks for itself); and
+    /// when most images fail so, the host as a whole is down: the album waits.
+    @Test func aHostFailingForMostImagesStillMakesTheAlbumWait() {
+        var album = Machine(resuming: [1, 2, 3, 4], settings: settings, clearsWaiting: false, now: t0)
+        _ = album.start(now: t0)
+        _ = album.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0)
+        _ = album.handle(.fetched(1, .hostDown(retryAfter: nil)), now: t0)
+        _ = album.handle(.fetched(2, .image), now: t0)
+        _ = album.handle(.put(2, .stored), now: t0)
+        _ = album.handle(.batchWritten(true), now: t0)
+        let actions = album.handle(.fetched(3, .hostDown(retryAfter: nil)), now: t0)
+        #expect(ends(actions) == [.imageHostDown(retryAfter: nil)])
+    }
+
+    /// An action queued before the album stopped writing is withdrawn, not done: nothing is
+    /// written after an end whatever the order of the driver's queue.
+    @Test func anActionQueuedBeforeTheEndIsWithdrawn() {
+        var album = searched()
+        _ = album.handle(.fetched(0, .image), now: t0)
+        let actions = album.handle(.put(0, .stored), now: t0)
+        let batch = actions.first { if case .writeBatch = $0 { return true } else { return false } }!
+        _ = album.handle(.databaseDown, now: t0)
+        #expect(!album.permits(batch))
+        #expect(!album.permits(.renewLease))
+        #expect(fetches(actions) == [3], "0's slot went to 3")
+        _ = album.handle(.withdrawn(batch), now: t0)
+        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.fetched(2, .image), now: t0)
+        #expect(album.handle(.fetched(3, .image), now: t0) == [.end(.databaseDown)])
         #expect(album.unwritten == 5)
     }
 
@@ -310,11 +422,12 @@ import Testing
     }
 
     static let events: [AlbumDownload.Event] = [
-        .searched(count: 5), .searchFailed, .rowsWritten([100, 101, 102, 103, 104]), .rowsWritten(nil),
+        .searched(count: 5), .searchFailed, .rowsWritten([100, 101, 102, 103, 104]), .rowsWritten([100, nil, 102, nil, 104]), .superseded,
         .fetched(1, .image), .fetched(1, .failed("404")), .fetched(1, .refused("internal")), .fetched(1, .hostDown(retryAfter: nil)),
         .fetched(1, .hostDown(retryAfter: 9)), .put(0, .stored), .put(0, .failed("EIO")), .put(0, .storeDown),
         .batchWritten(true), .batchWritten(false), .leaseRenewed(true), .leaseRenewed(false),
-        .databaseDown, .writeRefused, .stopping, .tick,
+        .databaseDown, .writeRefused, .stopping, .tick, .withdrawn(.renewLease), .withdrawn(.fetch(1)),
+        .withdrawn(.writeBatch([.init(index: 0, rowID: 100, failure: nil)])),
     ]
 
     @Test(arguments: State.allCases) func everyEventInEveryState(_ state: State) {

@@ -14,7 +14,13 @@
 ///   cancelled or taken over) or none for a whole lease ends the album with nothing more written;
 /// - trouble (the database, the photo store, the image host, a refused write) stops new fetches;
 ///   what is in flight lands, what was stored is written when the trouble allows, and the album
-///   ends with its reason — pending photos stay pending for the job's next turn.
+///   ends with its reason — pending photos stay pending for the job's next turn;
+/// - one image its host keeps failing fails alone when the host delivers the album's other images:
+///   the album waits for the host only when a quarter or more of what it asked for failed so;
+/// - a photo whose placeholder was not written (the album already holds that photo) is skipped;
+/// - `deadline()` is in the future whenever `handle` returned no action, and nil only while an
+///   answer is awaited or once the album ended: the driver never spins
+///   (Tests/VirtualTouristTests/AlbumExplorationTests walks random event sequences to check this).
 struct AlbumDownload {
     struct Settings: Equatable {
         var width = 30
@@ -34,8 +40,9 @@ struct AlbumDownload {
         case refused(String)
         /// The image host is down, slow or asks for a wait: the photo stays pending. With a wait
         /// named (429, 503 with Retry-After) no further image is fetched; otherwise the others
-        /// still are, and the album waits at its end for the ones left.
-        case hostDown(retryAfter: Int?)
+        /// still are, and at its end the album waits for the ones left, or fails them alone when
+        /// the host delivered the rest (one bad image is not an outage of its host).
+        case hostDown(retryAfter: Int?, reason: String = "the photo server is unavailable")
     }
 
     /// How one image's put into the photo store ended.
@@ -52,8 +59,11 @@ struct AlbumDownload {
         case searched(count: Int)
         /// The search failed; the driver keeps the error.
         case searchFailed
-        /// The placeholders' row ids by position; nil when a newer collection superseded the job.
-        case rowsWritten([Int64]?)
+        /// The placeholders' row ids by position; nil for a photo the album already holds (its
+        /// row was not written: the same photo twice in one answer, or already chosen).
+        case rowsWritten([Int64?])
+        /// A newer collection (or a deleted pin) made the job stale before its rows were written.
+        case superseded
         case fetched(Int, Fetched)
         case put(Int, Put)
         /// A batch was written (false: nothing was, the job is no longer ours).
@@ -64,6 +74,9 @@ struct AlbumDownload {
         case writeRefused
         /// The worker is stopping (the process shuts down).
         case stopping
+        /// An action asked for earlier that the driver did not do, since `permits` said no by the
+        /// time its turn came (the album stopped writing, or ended, meanwhile).
+        case withdrawn(Action)
         /// Nothing happened; the time moved on (timers: lease, batch, first-photo gate).
         case tick
     }
@@ -141,7 +154,7 @@ struct AlbumDownload {
     let settings: Settings
     private(set) var phase: Phase
     private var slots: [Slot] = []
-    private var rowIDs: [Int64]?
+    private var rowIDs: [Int64?]?
     /// Results whose rows are not known yet, in landing order.
     private var unplaced: [(index: Int, failure: String?)] = []
     /// Refused images whose rows are not known yet.
@@ -160,6 +173,10 @@ struct AlbumDownload {
     private var storedInline: Set<Int> = []
     /// An image host answered as if down: the longest wait it named (0: none).
     private var hostDown: Int?
+    /// Photos left pending because their host answered as if down (no wait named), with its words.
+    private var hostDownSlots: [(index: Int, reason: String)] = []
+    /// Images the host delivered (or answered for once and for all, as a 404) in this run.
+    private var delivered = 0
 
     /// A fresh collection: search first. `now` is when the job was claimed (the lease's start).
     init(searching settings: Settings, now: ContinuousClock.Instant) {
@@ -174,7 +191,7 @@ struct AlbumDownload {
     /// `clearsWaiting`: the album shows a wait to clear once an image is stored again.
     init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, now: ContinuousClock.Instant) {
         self.init(searching: settings, now: now)
-        self.rowIDs = rowIDs
+        self.rowIDs = rowIDs.map { $0 }
         self.clearsWaiting = clearsWaiting
         slots = Array(repeating: .waiting, count: rowIDs.count)
         phase = .running
@@ -185,14 +202,35 @@ struct AlbumDownload {
         phase == .searching ? [.search] : advance(now: now)
     }
 
-    /// When the driver must call `handle(.tick, now:)` if no other event comes first.
+    /// When the driver must call `handle(.tick, now:)` if no other event comes first; nil: only an
+    /// answer to an action can move the album on (it ended, or it writes nothing more and waits for
+    /// what is in flight). Never a time already past on return from `handle` with no actions: a
+    /// renewal awaited times out at the lease, a batch only counts while one can be written.
     func deadline() -> ContinuousClock.Instant? {
-        if case .ended = phase { return nil }
-        var times = [lastRenewed + settings.renewEvery]
-        if let oldest = batch.oldest { times.append(oldest + settings.batchAge) }
+        guard mayWrite else { return nil }
+        var times = [lastRenewed + (renewing ? settings.lease : settings.renewEvery)]
+        if !writing, rowIDs != nil, let oldest = batch.oldest { times.append(oldest + settings.batchAge) }
         if let first = firstLanded, !firstWritten, slots.contains(.held) { times.append(first + settings.firstGate) }
         return times.min()
     }
+
+    /// Whether an action asked for earlier may still be done now: writes only while the album may
+    /// write, nothing once it ended. The driver asks before each; one it does not do goes back as
+    /// `withdrawn`, so nothing is written after an end whatever the order of the driver's queue.
+    func permits(_ action: Action) -> Bool {
+        switch action {
+        case .end: return true
+        case .search, .fetch, .fetchAndPut, .put:
+            if case .ended = phase { return false }
+            return true
+        case .writePlaceholders, .writeBatch, .drop, .clearWaiting, .renewLease:
+            return mayWrite
+        }
+    }
+
+    /// A renewal or a batch write was asked for and not answered yet (the tests' invariants).
+    var isRenewing: Bool { renewing }
+    var isWriting: Bool { writing }
 
     mutating func handle(_ event: Event, now: ContinuousClock.Instant) -> [Action] {
         if case .ended = phase { return [] }
@@ -204,14 +242,19 @@ struct AlbumDownload {
             return [.writePlaceholders] + advance(now: now)
         case .searchFailed:
             stop(.searchFailed)
+        case .superseded:
+            guard rowIDs == nil, phase != .searching else { break }
+            stop(.superseded)
         case .rowsWritten(let ids):
             guard rowIDs == nil, phase != .searching else { break }
-            guard let ids, ids.count == slots.count else { stop(.superseded); break }
+            guard ids.count == slots.count else { stop(.writeRefused); break }
             rowIDs = ids
-            for (index, failure) in unplaced { add(Item(index: index, rowID: ids[index], failure: failure), now: now) }
+            // A photo without a row is not the album's to write: skipped wherever it is.
+            for index in slots.indices where ids[index] == nil && [.waiting, .held].contains(slots[index]) { slots[index] = .written }
+            for (index, failure) in unplaced { landed(index, failure: failure, now: now) }
             unplaced = []
             guard mayWrite else { break }
-            let drops = undropped.map { Action.drop(ids[$0]) }
+            let drops = undropped.compactMap { ids[$0].map(Action.drop) }
             for index in undropped { slots[index] = .written }
             undropped = []
             return drops + advance(now: now)
@@ -219,6 +262,7 @@ struct AlbumDownload {
             guard slots.indices.contains(index), slots[index] == .fetching else { break }
             switch fetched {
             case .image:
+                delivered += 1
                 if storedInline.contains(index) {
                     slots[index] = .putting
                     break
@@ -230,18 +274,20 @@ struct AlbumDownload {
                 }
                 slots[index] = .held  // `advance` stores it, or leaves it pending
             case .failed(let reason):
+                delivered += 1
                 landed(index, failure: reason, now: now)
             case .refused:
                 if let rowIDs, mayWrite {
                     slots[index] = .written
-                    return [.drop(rowIDs[index])] + advance(now: now)
+                    guard let rowID = rowIDs[index] else { break }
+                    return [.drop(rowID)] + advance(now: now)
                 }
                 slots[index] = .landed
                 undropped.append(index)
-            case .hostDown(let retryAfter):
+            case .hostDown(let retryAfter, let reason):
                 slots[index] = .left
                 hostDown = max(hostDown ?? 0, retryAfter ?? 0)
-                if retryAfter != nil { stop(.imageHostDown(retryAfter: retryAfter)) }
+                if retryAfter != nil { stop(.imageHostDown(retryAfter: retryAfter)) } else { hostDownSlots.append((index, reason)) }
             }
         case .put(let index, let put):
             guard slots.indices.contains(index), slots[index] == .putting else { break }
@@ -259,6 +305,8 @@ struct AlbumDownload {
                 stop(.storeDown)
             }
         case .batchWritten(let written):
+            // "Not ours" always counts; a success answering nothing asked (a late one) does not.
+            guard writing || !written else { break }
             writing = false
             if written {
                 firstWritten = true
@@ -268,6 +316,7 @@ struct AlbumDownload {
                 stop(.leaseLost)
             }
         case .leaseRenewed(let held):
+            guard renewing || !held else { break }  // a late "held" proves nothing: ignored
             renewing = false
             if held { lastRenewed = now } else { stop(.leaseLost) }
         case .databaseDown:
@@ -276,9 +325,21 @@ struct AlbumDownload {
             renewing = false
             stop(.databaseDown)
         case .writeRefused:
+            // Whichever write it answered (a batch, a renewal, a drop): none is awaited any more.
             if writing { unwrite() }
             writing = false
+            renewing = false
             stop(.writeRefused)
+        case .withdrawn(let action):
+            switch action {
+            case .writeBatch:
+                unwrite()
+                writing = false
+            case .renewLease: renewing = false
+            case .fetch(let index), .fetchAndPut(let index), .put(let index):
+                if slots.indices.contains(index), [.fetching, .putting, .held].contains(slots[index]) { slots[index] = .left }
+            case .search, .writePlaceholders, .drop, .clearWaiting, .end: break
+            }
         case .stopping:
             stop(.released)
         case .tick:
@@ -295,7 +356,9 @@ struct AlbumDownload {
     private mutating func landed(_ index: Int, failure: String?, now: ContinuousClock.Instant) {
         slots[index] = .landed
         if let rowIDs {
-            add(Item(index: index, rowID: rowIDs[index], failure: failure), now: now)
+            // No row: nothing to write (a stored blob is then the collector's).
+            guard let rowID = rowIDs[index] else { slots[index] = .written; return }
+            add(Item(index: index, rowID: rowID, failure: failure), now: now)
         } else {
             unplaced.append((index, failure))
         }
@@ -378,6 +441,14 @@ struct AlbumDownload {
                 }
                 next = slots[index...].firstIndex(of: .waiting)
             }
+        }
+        // Everything else done, and the host delivered most of the album: the images it kept
+        // failing fail alone (after their tries) rather than hold the album for the host.
+        if ending == nil, rowIDs != nil, !hostDownSlots.isEmpty, inFlight == 0, !slots.contains(.waiting),
+           hostDownSlots.count * 4 < hostDownSlots.count + delivered {
+            for (index, reason) in hostDownSlots { landed(index, failure: reason, now: now) }
+            hostDownSlots = []
+            hostDown = nil
         }
         // A batch: only one write at a time, only with rows known, never for a job no longer ours.
         if mayWrite, !writing, rowIDs != nil {

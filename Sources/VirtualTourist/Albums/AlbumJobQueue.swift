@@ -41,7 +41,7 @@ public struct AlbumJobQueue: Sendable {
     /// Claims the next due job, or one whose worker's lease ran out (the worker died). People take
     /// turns (by who asked, on whichever map): the job of the person served least recently comes first (then the oldest), and the
     /// claim records the turn in the same statement. A job whose lease has lapsed `parkAfterLapses`
-    /// times (its worker keeps dying with it in hand) is parked instead: failed with Retry on the
+    /// times with no progress between (its worker keeps dying with it in hand) is parked instead: failed with Retry on the
     /// album, its reason in admin_jobs, so one album cannot take the workers down forever.
     public func claimJob(worker: String, leaseSeconds: Int, parkAfterLapses: Int = 3) throws -> AlbumJob? {
         try pool.query("""
@@ -198,7 +198,12 @@ public struct AlbumJobQueue: Sendable {
                 WHERE ph.id = r.id AND ph.user_id = $2 AND ph.generation = $3 AND ph.status = \(PhotoStatus.pending.sql)
                   AND p.id = ph.pin_id AND p.user_id = ph.user_id AND p.id = $1 AND p.generation = $3
                   AND (SELECT held FROM held)
-                RETURNING ph.id)
+                RETURNING ph.id),
+            -- Progress: whatever lapses the job had were not this album's fault (a worker cut off
+            -- by an outage, a restart); only lapses with no progress between them park it.
+            progressed AS (
+                UPDATE album_jobs SET lapses = 0
+                WHERE id = $7 AND locked_by = $8 AND lapses > 0 AND EXISTS (SELECT 1 FROM stored))
             SELECT (SELECT held FROM held) AS held,
                    (SELECT pg_notify($5, $6) FROM (SELECT 1 FROM stored LIMIT 1) AS any_stored) AS notified
             """, [job.pinID, job.userID, job.generation, rows, AlbumChange.channel,
@@ -236,7 +241,7 @@ public struct AlbumJobQueue: Sendable {
                 """, [job.pinID, job.userID, job.generation])[0].decode("n")
             guard pending == 0 else { throw AlbumIncomplete(pending: pending) }
             try db.query("""
-                UPDATE pins SET status = \(PinStatus.ready.sql), updated_at = now()
+                UPDATE pins SET status = \(PinStatus.ready.sql), waiting = NULL, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation])
             try AlbumChange(userID: job.userID, pinID: job.pinID).announce(db)

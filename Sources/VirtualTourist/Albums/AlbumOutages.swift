@@ -13,47 +13,25 @@ extension AlbumWorkers {
     /// unreadable answer a few times; fail at once for a bad key or a refused request.
     func providerTrouble(_ job: AlbumJob, _ error: PhotoProviderError) {
         let detail = error.description
-        let failure = error.failureClass
         provider.budget?.noteProblem(detail)
-        do {
-            switch failure {
-            case .wait(let seconds, .budget):
-                // Our own hourly budget, not the provider's trouble: a long queue drains at its
-                // pace however many hours that takes, so no horizon.
-                logger.notice("album of pin \(job.pinID): \(detail); waiting \(seconds) s")
-                try store.wait(job, seconds: Double(seconds), phrase: ProviderPhrases.waiting(provider.name, reason: .budget, until: Date(timeIntervalSinceNow: Double(seconds))),
-                               detail: detail, countsAttempt: false, resumesPerSecond: settings.resumesPerSecond)
-            case .wait, .unavailable:
-                let waited = try store.waitedForProvider(job)
-                let left = settings.providerOutageHorizon - waited
-                guard left > 0 else {
-                    logger.warning("album of pin \(job.pinID) failed after waiting \(Int(waited)) s for \(provider.name): \(detail)")
-                    try store.fail(job, phrase: ProviderPhrases.failed(provider.name, .unavailable), detail: detail, retryable: true)
-                    return
-                }
-                var seconds: Double, reason: ProviderBudget.WaitReason?
-                if case .wait(let named, let why) = failure {
-                    (seconds, reason) = (Double(named), why)
-                } else {
-                    // As long as the outage has lasted so far: the waits double, and the job looks
-                    // again soon after a short blip but only every few minutes during a long outage.
-                    (seconds, reason) = (min(settings.outageBackoffMax, max(settings.outageBackoffFirst, waited)), nil)
-                }
-                seconds = min(seconds, left)
+        record(job) {
+            // Only an outage is timed (one statement); the rest is decided without asking.
+            let waited: Double
+            switch error.failureClass {
+            case .wait(_, let reason) where reason != .budget: waited = try store.waitedForProvider(job)
+            case .unavailable: waited = try store.waitedForProvider(job)
+            default: waited = 0
+            }
+            switch policy.providerWait(error, waited: waited, attempts: job.attempts) {
+            case .wait(let seconds, let reason, let countsAttempt):
                 logger.notice("album of pin \(job.pinID): \(detail); waiting \(String(format: "%.1f", seconds)) s (\(Int(waited)) s so far)")
                 try store.wait(job, seconds: seconds, phrase: ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: seconds)),
-                               detail: detail, countsAttempt: false, resumesPerSecond: settings.resumesPerSecond)
-            case .unreadable where job.attempts < settings.maxAttempts:
-                let delay = min(60, settings.retryBaseSeconds << (job.attempts - 1))
-                logger.notice("album of pin \(job.pinID): \(detail); retrying in \(delay) s")
-                try store.wait(job, seconds: Double(delay), phrase: ProviderPhrases.waiting(provider.name, reason: nil, until: Date(timeIntervalSinceNow: Double(delay))),
-                               detail: detail, countsAttempt: true, resumesPerSecond: settings.resumesPerSecond)
-            case .unreadable, .invalidKey, .refused:
-                logger.warning("album of pin \(job.pinID) failed: \(detail)")
-                try store.fail(job, phrase: ProviderPhrases.failed(provider.name, failure), detail: detail, retryable: failure != .invalidKey)
+                               detail: detail, countsAttempt: countsAttempt, resumesPerSecond: settings.resumesPerSecond)
+            case .fail(let retryable, let afterHorizon):
+                logger.warning("album of pin \(job.pinID) failed\(afterHorizon ? " after waiting \(Int(waited)) s for \(provider.name)" : ""): \(detail)")
+                try store.fail(job, phrase: ProviderPhrases.failed(provider.name, afterHorizon ? .unavailable : error.failureClass),
+                               detail: detail, retryable: retryable)
             }
-        } catch {
-            logger.error("recording the failure of job \(job.id) failed: \(error)")
         }
     }
 
@@ -61,25 +39,19 @@ extension AlbumWorkers {
     /// the search, up to the same horizon; past it the photos still pending fail (with the host's
     /// last answer) and the album completes with the rest.
     func imageHostTrouble(_ job: AlbumJob, retryAfter: Int?, reason: String) {
-        do {
+        record(job) {
             let waited = try store.waitedForProvider(job)
-            let left = settings.providerOutageHorizon - waited
-            guard left > 0 else {
+            guard let seconds = policy.imageHostWait(retryAfter: retryAfter, waited: waited) else {
                 logger.warning("album of pin \(job.pinID): images still failing after \(Int(waited)) s (\(reason)); the rest fail")
                 try store.failPending(job, reason: reason)
                 try store.finish(job)
                 return
             }
-            let seconds = min(left, retryAfter.map(Double.init) ?? min(settings.outageBackoffMax, max(settings.outageBackoffFirst, waited)))
             logger.notice("album of pin \(job.pinID): \(reason); images wait \(String(format: "%.1f", seconds)) s (\(Int(waited)) s so far)")
             try store.wait(job, seconds: seconds,
                            phrase: ProviderPhrases.waiting(provider.name, reason: retryAfter == nil ? nil : .rateLimited,
                                                            until: Date(timeIntervalSinceNow: seconds)),
                            detail: "images: \(reason)", countsAttempt: false, resumesPerSecond: settings.resumesPerSecond)
-        } catch is LeaseLost {
-            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
-        } catch {
-            logger.error("queuing job \(job.id) to wait for the image host failed: \(error)")
         }
     }
 
@@ -119,12 +91,10 @@ extension AlbumWorkers {
             return (state.since!, true)
         }
         if first { logger.warning("the photo store is unavailable (\(down.error)); albums wait for it") }
-        let seconds = min(settings.storeBackoffMax, max(settings.storeBackoffFirst, Date().timeIntervalSince(since)))
-        do {
+        let seconds = policy.storeWait(lasted: Date().timeIntervalSince(since))
+        record(job) {
             try store.wait(job, seconds: seconds, phrase: Self.storeWaitingPhrase(until: Date(timeIntervalSinceNow: seconds)),
                            detail: down.error.description, countsAttempt: false, resumesPerSecond: settings.resumesPerSecond)
-        } catch {
-            logger.error("queuing job \(job.id) to wait for the photo store failed: \(error)")
         }
     }
 
@@ -143,14 +113,16 @@ extension AlbumWorkers {
         "Photos cannot be saved right now; trying again at \(ProviderPhrases.clockTime(until))."
     }
 
-    /// The database went away in the middle of a job. The job is still ours (its lease runs on),
-    /// so wait for the database and carry on where it stopped: placeholders already written are
-    /// kept and only pending images are fetched, so nothing is lost or done twice. Past the
-    /// lease, the job is left for whichever worker claims it next.
+    /// The database went away in the middle of a job. The job is still ours unless another
+    /// worker claimed it meanwhile, so wait for the database however long it takes and carry on
+    /// where it stopped: placeholders already written are kept and only pending images are
+    /// fetched, so nothing is lost or done twice. The renewal tells whether it is still ours (it
+    /// names the holder, not the time), so an outage longer than the lease is not taken for this
+    /// worker's death; a takeover meanwhile (another instance was back first) is, and the
+    /// holder's next progress clears it (AlbumJobQueue.storeResults).
     func resumeAfterOutage(_ job: AlbumJob, error: PostgresError) {
         databaseUnavailable(error)
-        let deadline = Date(timeIntervalSinceNow: Double(settings.leaseSeconds) * 0.8)
-        while running && Date() < deadline {
+        while running {
             usleep(250_000)
             do {
                 guard try store.renewLease(job, leaseSeconds: settings.leaseSeconds) else { return }

@@ -98,6 +98,11 @@ public final class AlbumWorkers: @unchecked Sendable {
         return body(&shared)
     }
 
+    /// The inbox of an album in hand (nil: no longer), told when the workers stop.
+    func inHand(_ job: AlbumJob, _ inbox: Inbox?) {
+        withShared { $0.inboxes[job.id] = inbox }
+    }
+
     public func start() {
         withShared { $0.running = true }
         for index in 0..<settings.workers {
@@ -192,8 +197,8 @@ public final class AlbumWorkers: @unchecked Sendable {
                 urls = []
             } else {
                 let pending = try store.pendingPhotos(job)
-                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings,
-                                      clearsWaiting: job.kind == .collection, now: claimed)
+                // Either kind may have waited (one live job per pin): its banner goes once a photo is stored.
+                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings, clearsWaiting: true, now: claimed)
                 urls = pending.map(\.url)
             }
             let (end, trouble) = drive(job, album, search: search, urls: urls)
@@ -201,9 +206,9 @@ public final class AlbumWorkers: @unchecked Sendable {
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
             resumeAfterOutage(job, error: error)
         } catch is LeaseLost {
-            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
+            leaseLost(job)
         } catch {
-            giveUpOrRetry(job, reason: "\(error)", transient: true)
+            giveUpOrRetry(job, reason: "\(error)")
         }
     }
 
@@ -219,316 +224,83 @@ public final class AlbumWorkers: @unchecked Sendable {
         return album
     }
 
-    /// What the album's end does to the job.
+    /// The album's end, carried out as the policy decides.
     private func conclude(_ job: AlbumJob, _ end: AlbumDownload.End, _ trouble: Trouble) throws {
-        switch end {
-        case .finished:
+        switch policy.step(after: end, attempts: job.attempts, refused: trouble.refused, search: trouble.search) {
+        case .finish:
             try store.finish(job)
             logger.info("album of pin \(job.pinID) complete")
-        case .superseded:
-            try store.cancel(job)
-        case .leaseLost:
-            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
-        case .released:
-            try store.release(job)
-        case .databaseDown:
-            resumeAfterOutage(job, error: trouble.database ?? .connection("the database is unavailable"))
-        case .writeRefused:
-            giveUpOrRetry(job, reason: trouble.refused.map { "\($0)" } ?? "a write was refused", transient: true)
-        case .searchFailed:
-            switch trouble.search {
-            case let error as PhotoProviderError: providerTrouble(job, error)
-            case let error as PostgresError where error.meansDatabaseUnavailable: resumeAfterOutage(job, error: error)
-            case let error?: giveUpOrRetry(job, reason: "\(error)", transient: true)
-            case nil: giveUpOrRetry(job, reason: "the search failed", transient: true)
-            }
-        case .storeDown:
+        case .cancel: try store.cancel(job)
+        case .leave: leaseLost(job)
+        case .release: try store.release(job)
+        case .awaitDatabase: resumeAfterOutage(job, error: trouble.database ?? .connection("the database is unavailable"))
+        case .retry(let seconds, let reason): record(job) { try retry(job, reason: reason, afterSeconds: seconds) }
+        case .fail(let reason): record(job) { try fail(job, reason: reason) }
+        case .provider(let error): providerTrouble(job, error)
+        case .waitForStore:
             waitForStore(job, trouble.store ?? StoreDown(error: PhotoStoreError(description: "the photo store is unavailable", outage: true),
                                                          putStarted: Date()))
-        case .imageHostDown(let retryAfter):
+        case .waitForImageHost(let retryAfter):
             imageHostTrouble(job, retryAfter: retryAfter, reason: trouble.imageHost ?? "the photo server is unavailable")
         }
+    }
+
+    var policy: AlbumJobPolicy {
+        AlbumJobPolicy(maxAttempts: settings.maxAttempts, retryBaseSeconds: settings.retryBaseSeconds,
+                       outageBackoffFirst: settings.outageBackoffFirst, outageBackoffMax: settings.outageBackoffMax,
+                       storeBackoffFirst: settings.storeBackoffFirst, storeBackoffMax: settings.storeBackoffMax,
+                       providerOutageHorizon: settings.providerOutageHorizon)
     }
 
     /// What went wrong on the way, kept by the driver for the end (the machine holds no errors).
     struct Trouble {
         var database: PostgresError?
-        var refused: (any Error)?
-        var search: (any Error)?
+        var refused: String?
+        var search: AlbumJobPolicy.SearchTrouble?
         var store: StoreDown?
         var imageHost: String?
     }
 
-    private func giveUpOrRetry(_ job: AlbumJob, reason: String, transient: Bool) {
+    /// A job that failed unexpectedly (an error no rule names): retried, then failed.
+    private func giveUpOrRetry(_ job: AlbumJob, reason: String) {
+        switch policy.retryOrFail(reason, attempts: job.attempts) {
+        case .retry(let seconds, _): record(job) { try retry(job, reason: reason, afterSeconds: seconds) }
+        default: record(job) { try fail(job, reason: reason) }
+        }
+    }
+
+    private func retry(_ job: AlbumJob, reason: String, afterSeconds delay: Int) throws {
+        logger.notice("album of pin \(job.pinID): \(reason); retrying in \(delay) s")
+        try store.retryLater(job, reason: reason, afterSeconds: delay)
+    }
+
+    private func fail(_ job: AlbumJob, reason: String) throws {
+        logger.warning("album of pin \(job.pinID) failed: \(reason)")
+        // People read a fixed phrase; the detail (which may name a database error or a URL)
+        // stays in the log and in album_jobs.last_error for the administrator.
+        try store.fail(job, phrase: Self.failedPhrase, detail: reason, retryable: true)
+    }
+
+    /// Records what became of a job: a job no longer ours is left alone, anything else is logged.
+    func record(_ job: AlbumJob, _ body: () throws -> Void) {
         do {
-            if transient && job.attempts < settings.maxAttempts {
-                let delay = min(60, settings.retryBaseSeconds << (job.attempts - 1))
-                logger.notice("album of pin \(job.pinID): \(reason); retrying in \(delay) s")
-                try store.retryLater(job, reason: reason, afterSeconds: delay)
-            } else {
-                logger.warning("album of pin \(job.pinID) failed: \(reason)")
-                // People read a fixed phrase; the detail (which may name a database error or a URL)
-                // stays in the log and in album_jobs.last_error for the administrator.
-                try store.fail(job, phrase: Self.failedPhrase, detail: reason, retryable: true)
-            }
+            try body()
         } catch is LeaseLost {
-            logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
+            leaseLost(job)
         } catch {
-            logger.error("recording the failure of job \(job.id) failed: \(error)")
+            logger.error("recording what became of job \(job.id) failed: \(error)")
         }
     }
 
-    // MARK: The driver
-
-    /// What the search and the download slots report to an album's driver, with the bytes the
-    /// machine does not hold.
-    private final class Inbox: @unchecked Sendable {
-        enum Payload {
-            case page(PhotoSearchPage)
-            case error(any Error)
-            case image([UInt8], ImageInfo)
-            case stored(AlbumJobQueue.PhotoResult)
-            case storeDown(StoreDown)
-            /// The store refused this image for a reason of its own, for the log.
-            case unstored(String)
-            /// Why an image was refused or its host counts as down, for the log and the wait.
-            case reason(String)
-        }
-        private let condition = NSCondition()
-        private var events: [(AlbumDownload.Event, Payload?)] = []  // guarded by `condition`
-
-        func post(_ event: AlbumDownload.Event, _ payload: Payload? = nil) {
-            condition.lock()
-            events.append((event, payload))
-            condition.signal()
-            condition.unlock()
-        }
-
-        /// The next event, or nil at `deadline`.
-        func next(until deadline: ContinuousClock.Instant?) -> (AlbumDownload.Event, Payload?)? {
-            condition.lock()
-            defer { condition.unlock() }
-            while events.isEmpty {
-                let left = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(60)
-                guard left > .zero else { return nil }
-                let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
-                if !condition.wait(until: Date(timeIntervalSinceNow: seconds)) && events.isEmpty { return nil }
-            }
-            return events.removeFirst()
-        }
-    }
-
-    /// Performs the album's actions until it ends: the search and the images on other threads
-    /// (their outcomes come back through the inbox), database writes here, one at a time.
-    private func drive(_ job: AlbumJob, _ start: AlbumDownload, search: AlbumJobQueue.SearchState,
-                       urls initial: [String]) -> (AlbumDownload.End, Trouble) {
-        var album = start
-        let inbox = Inbox()
-        withShared { $0.inboxes[job.id] = inbox }
-        defer { withShared { $0.inboxes[job.id] = nil } }
-        if !running { inbox.post(.stopping) }
-        var urls = initial, page: PhotoSearchPage?, trouble = Trouble()
-        var images: [Int: (bytes: [UInt8], info: ImageInfo)] = [:]
-        var stored: [Int: AlbumJobQueue.PhotoResult] = [:]
-        var unstored: [Int: String] = [:]
-        let hosts = provider.imageHosts
-        var actions = album.start(now: .now)
-        var firstWritten = false, firstDownloaded = false
-
-        /// A database write: its outcome as the machine's event.
-        func write(_ body: () throws -> AlbumDownload.Event) -> AlbumDownload.Event {
-            do {
-                return try body()
-            } catch let error as PostgresError where error.meansDatabaseUnavailable {
-                trouble.database = error
-                return .databaseDown
-            } catch is LeaseLost {
-                return .batchWritten(false)
-            } catch {
-                logger.warning("album of pin \(job.pinID): \(error)")
-                trouble.refused = error
-                return .writeRefused
-            }
-        }
-
-        while true {
-            // Threads first, so the images download while the placeholders are written.
-            actions = actions.filter(\.runsElsewhere) + actions.filter { !$0.runsElsewhere }
-            var queue = actions[...]
-            actions = []
-            while let action = queue.popFirst() {
-                var event: AlbumDownload.Event?
-                switch action {
-                case .search:
-                    // On a download slot: a thread that exists anyway, not a new one per search.
-                    runOnSlot { [provider] in
-                        do {
-                            let result = try provider.search(lat: search.lat, lon: search.lon,
-                                                             page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages))
-                                .keepingImages(from: provider.imageHosts, provider: provider.name)
-                            inbox.post(.searched(count: result.photos.count), .page(result))
-                        } catch {
-                            inbox.post(.searchFailed, .error(error))
-                        }
-                    }
-                case .writePlaceholders:
-                    guard let result = page else { event = .rowsWritten(nil); break }
-                    stage(job, "searched")
-                    event = write {
-                        try store.clearWaiting(job)
-                        guard let placed = try store.storeSearchResult(job, result) else { return .rowsWritten(nil) }
-                        stage(job, "placeholders written")
-                        let ids = (0..<result.photos.count).compactMap { placed[$0] }
-                        return .rowsWritten(ids.count == result.photos.count ? ids : nil)
-                    }
-                case .fetch(let index), .fetchAndPut(let index):
-                    let url = urls[index], andPut = action == .fetchAndPut(index)
-                    runOnSlot { [self] in
-                        switch fetchImage(url, hosts: hosts) {
-                        case .success(let (bytes, info)):
-                            guard andPut else { return inbox.post(.fetched(index, .image), .image(bytes, info)) }
-                            inbox.post(.fetched(index, .image))
-                            storeImage(index, bytes: bytes, info: info, inbox: inbox)
-                        case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
-                        case .refused(let reason): inbox.post(.fetched(index, .refused(reason)), .reason(reason))
-                        case .unavailable(let reason, let retryAfter):
-                            inbox.post(.fetched(index, .hostDown(retryAfter: retryAfter)), .reason(reason))
-                        }
-                    }
-                case .put(let index):
-                    guard let image = images.removeValue(forKey: index) else { break }
-                    runOnSlot(first: true) { [self] in storeImage(index, bytes: image.bytes, info: image.info, inbox: inbox) }
-                case .writeBatch(let items):
-                    event = write {
-                        let results = items.map { item -> AlbumJobQueue.PhotoResult in
-                            if let error = unstored.removeValue(forKey: item.index) {
-                                logger.error("album of pin \(job.pinID): photo \(item.rowID) not stored: \(error)")
-                            }
-                            guard item.failure == nil, var result = stored.removeValue(forKey: item.index) else {
-                                return .failed(item.rowID, reason: item.failure ?? "The photo could not be stored.")
-                            }
-                            result.id = item.rowID
-                            return result
-                        }
-                        let held = try store.storeResults(results, job: job)
-                        if held { for result in results { metrics?.download(succeeded: result.hash != nil) } }
-                        if held && !firstWritten {
-                            firstWritten = true
-                            stage(job, "first photos written")
-                        }
-                        return .batchWritten(held)
-                    }
-                case .drop(let rowID):
-                    let outcome = write { try store.dropPhoto(photoID: rowID, job: job); return .tick }
-                    if outcome != .tick { event = outcome }
-                case .clearWaiting:
-                    let outcome = write { try store.clearWaiting(job); return .tick }
-                    if outcome != .tick { event = outcome }
-                case .renewLease:
-                    event = write { .leaseRenewed(try store.renewLease(job, leaseSeconds: settings.leaseSeconds)) }
-                case .end(let end):
-                    if let why = end.whyStopped {
-                        logger.notice("album of pin \(job.pinID) stops, \(why): \(album.unwritten) photos pending")
-                    }
-                    return (end, trouble)
-                }
-                if let event { queue.append(contentsOf: album.handle(event, now: .now)) }
-            }
-            let (event, payload) = inbox.next(until: album.deadline()) ?? (.tick, nil)
-            switch (event, payload) {
-            case (_, .page(let result)?):
-                page = result
-                urls = result.photos.map(\.imageURL)
-            case (_, .error(let error)?): trouble.search = error
-            case (.fetched(let index, .image), let payload):
-                if !firstDownloaded { stage(job, "first image downloaded") }
-                firstDownloaded = true
-                if case .image(let bytes, let info)? = payload { images[index] = (bytes, info) }
-            case (.put(let index, _), .stored(let result)?):
-                if stored.isEmpty && !firstWritten { stage(job, "first image stored") }
-                stored[index] = result
-            case (.put(let index, _), .unstored(let error)?): unstored[index] = error
-            case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
-            case (.fetched(_, .hostDown), .reason(let reason)?): trouble.imageHost = reason
-            case (.fetched(let index, .refused), .reason(let reason)?):
-                // Never shown as a broken tile: the photo leaves the album, the log says why.
-                logger.warning("album of pin \(job.pinID): image \(index) dropped, \(reason)")
-            default: break
-            }
-            actions = album.handle(event, now: .now)
-        }
-    }
-
-    /// Puts one image (and its thumbnails) into the photo store, on the slot it runs on, and
-    /// reports how that went. The blob first, then the row that names it (written later by the
-    /// driver): a row never names a blob that is not there.
-    private func storeImage(_ index: Int, bytes: [UInt8], info: ImageInfo, inbox: Inbox) {
-        let putStarted = Date()
-        do {
-            let hash = try store.photos.put(bytes)
-            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: bytes, store: store.photos)
-            storeAnswered(putStarted: putStarted)
-            inbox.post(.put(index, .stored), .stored(.stored(0, hash: hash, byteSize: bytes.count, info: info, thumbnails: thumbnails)))
-        } catch let error as PhotoStoreError where error.outage {
-            inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
-        } catch {
-            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
-        }
-    }
-
-    /// Runs `task` on a download slot (`first`: ahead of those waiting); once the slots have
-    /// stopped (shutting down), here.
-    private func runOnSlot(first: Bool = false, _ task: @escaping @Sendable () -> Void) {
-        if !downloads.submit(first: first, task) { task() }
+    /// The one line for a job taken over (its lease lapsed) or cancelled under its worker.
+    func leaseLost(_ job: AlbumJob) {
+        logger.notice("album of pin \(job.pinID): the job was taken over or cancelled; this worker stops")
     }
 
     /// A step of an album, at debug level with the log's millisecond stamp: script/bench pindrop lines
     /// these up with the browser's timings to account for the time from a pin drop to its first photo.
     func stage(_ job: AlbumJob, _ name: String) {
         logger.debug("pin \(job.pinID): \(name) (job \(job.id))")
-    }
-
-    enum Fetch {
-        case success(([UInt8], ImageInfo))
-        /// This photo cannot be had (404, 410, not an image, too large): it fails, the album goes on.
-        case failure(String)
-        /// Outside the provider's image hosts or on an internal address (first request or a redirect).
-        case refused(String)
-        /// The image host is down, overloaded or asks for a wait (5xx, 429, 408, a reset, a
-        /// timeout): the photo stays pending and the album waits, as for the search.
-        case unavailable(String, retryAfter: Int?)
-    }
-
-    /// One image, tried again at once on a blip; never trusts the Content-Type.
-    func fetchImage(_ url: String, hosts: HostPolicy? = nil) -> Fetch {
-        var outcome = Fetch.unavailable("not downloaded", retryAfter: nil)
-        for attempt in 1...max(1, settings.imageAttempts) {
-            do {
-                let response = try client.get(url, hosts: hosts ?? provider.imageHosts)
-                if response.status == 200 {
-                    guard let info = ImageInspector.inspect(response.body) else {
-                        return .failure("not an image (JPEG, PNG, GIF or WebP)")
-                    }
-                    return .success((response.body, info))
-                }
-                let reason = "the photo server answered HTTP \(response.status)"
-                guard response.status >= 500 || response.status == 429 || response.status == 408 else { return .failure(reason) }
-                let retryAfter = ProviderCall.retryAfter(response.headers["retry-after"])
-                // A wait named: honoured, not retried over.
-                if retryAfter != nil || response.status == 429 { return .unavailable(reason, retryAfter: retryAfter ?? 60) }
-                outcome = .unavailable(reason, retryAfter: nil)
-            } catch let error as HTTPClientError {
-                switch error {
-                case .refused(let reason): return .refused("\(reason) (\(url))")
-                case .unsupportedURL, .tooLarge, .tooManyRedirects: return .failure(error.description)
-                case .timedOut, .transport: outcome = .unavailable(error.description, retryAfter: nil)
-                }
-            } catch {
-                outcome = .unavailable("\(error)", retryAfter: nil)
-            }
-            if attempt < settings.imageAttempts { usleep(UInt32(200_000 * attempt)) }
-        }
-        return outcome
     }
 
     /// The first collection shows page 1; New Collection a random page not yet shown (all pages
@@ -543,27 +315,3 @@ public final class AlbumWorkers: @unchecked Sendable {
     static let failedPhrase = "The photos could not be downloaded. Try again in a while."
 }
 
-extension AlbumDownload.Action {
-    /// Done on another thread (the search, the download slots); the rest is database writes, done
-    /// by the driver itself.
-    var runsElsewhere: Bool {
-        switch self {
-        case .search, .fetch, .fetchAndPut, .put: return true
-        default: return false
-        }
-    }
-}
-
-extension AlbumDownload.End {
-    /// For the log, when an album stops with photos pending; nil when the end says it elsewhere.
-    var whyStopped: String? {
-        switch self {
-        case .finished, .released, .superseded, .searchFailed: return nil
-        case .leaseLost: return "its job was taken over or cancelled"
-        case .databaseDown: return "the database is unavailable"
-        case .writeRefused: return "the database refused a write"
-        case .storeDown: return "the photo store is unavailable"
-        case .imageHostDown(let retryAfter): return retryAfter.map { "the image host asked for a wait of \($0) s" } ?? "the image host is unavailable"
-        }
-    }
-}

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 /// The download slots: a fixed number of threads shared by every album of this instance
-/// (docs/architecture.md, "Albums"). An album hands over its images as one batch and waits; a
-/// batch runs at most `width` of its images at once (a provider may ask for restraint), and
-/// batches from several albums share the slots first come, first served. Threads rather than
+/// (docs/architecture.md, "Albums"). An album's driver hands over each fetch and put as a task
+/// (its machine keeps at most `width` in flight), and tasks from several albums share the slots
+/// first come, first served. Threads rather than
 /// Dispatch because each download blocks in curl, and libdispatch does not add threads for work
 /// blocked in system calls. Fixed rather than per album, so a hundred albums cost the same number
 /// of threads (and curl handles, and connections) as one.
@@ -15,52 +15,6 @@ final class DownloadPool: Sendable {
     private let queue = Mutex<(tasks: [@Sendable () -> Void], started: Bool, stopping: Bool)>(([], false, false))
 
     init(slots: Int) { self.slots = max(1, slots) }
-
-    /// Runs `body(0..<count)`, at most `width` at once, on the slots; returns when all have run.
-    /// `body` returning false stops the batch (e.g. the album was superseded).
-    func run(count: Int, width: Int, _ body: @escaping @Sendable (Int) -> Bool) {
-        start(count: count, width: width, body).wait()
-    }
-
-    /// A batch handed to the slots, to be waited for.
-    struct Running {
-        fileprivate let group: DispatchGroup?
-        /// When the pool is stopped (shutting down): the batch runs on the waiting thread instead,
-        /// one at a time, so a body that waits for its caller's work never waits for itself.
-        fileprivate let onCaller: (() -> Void)?
-
-        func wait() {
-            group?.wait()
-            onCaller?()
-        }
-    }
-
-    /// `run` without the wait: the caller does other work while the batch runs (an album writes
-    /// its placeholders while its first images download), then waits.
-    func start(count: Int, width: Int, _ body: @escaping @Sendable (Int) -> Bool) -> Running {
-        guard count > 0 else { return Running(group: nil, onCaller: nil) }
-        guard startIfNeeded() else {
-            return Running(group: nil, onCaller: { for index in 0..<count where body(index) == false { return } })
-        }
-        let next = Mutex((index: 0, stopped: false))
-        let group = DispatchGroup()
-        for _ in 0..<min(count, max(1, width)) {
-            group.enter()
-            enqueue {
-                defer { group.leave() }
-                while true {
-                    let index: Int? = next.withLock { state in
-                        guard !state.stopped, state.index < count else { return nil }
-                        state.index += 1
-                        return state.index - 1
-                    }
-                    guard let index else { return }
-                    if !body(index) { next.withLock { $0.stopped = true } }
-                }
-            }
-        }
-        return Running(group: group, onCaller: nil)
-    }
 
     /// Runs `task` on a slot without waiting for it; false once the pool has stopped. `first`:
     /// ahead of the tasks waiting (an image already downloaded is stored before more are fetched,
