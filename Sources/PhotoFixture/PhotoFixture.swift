@@ -55,6 +55,12 @@ public final class PhotoFixture: Sendable {
         public var imageFault: ImageFault = .none
         /// Apply `imageFault` to every Nth image only (1: all of them).
         public var faultyImageEvery = 1
+        /// Every search page names one photo twice (its second photo again in place of its
+        /// sixth), as Flickr's search is known to: the answer still has `per_page` entries.
+        public var repeatsAPhoto = false
+        /// The image at this position of every page always answers 503 (no Retry-After), while
+        /// the rest of its host is fine: one bad image, not an outage.
+        public var brokenImagePosition: Int?
         public var photosDirectory = PhotoFixture.bundledPhotos
         public var host = "127.0.0.1"
         public var port = 0
@@ -204,7 +210,7 @@ public final class PhotoFixture: Sendable {
         var photos: [String] = []
         if page <= pages {
             for index in 0..<shown {
-                let id = place * 1_000_000 + page * 1000 + index
+                let id = place * 1_000_000 + page * 1000 + (options.repeatsAPhoto && index == 5 && shown > 5 ? 1 : index)
                 let image = "\(origin)/photos/\(id)"
                 if let port = options.hostileCanaryPort, index < Self.hostileAddresses(canaryPort: port, origin: origin, id: id).count {
                     photos.append(hostilePhoto(id: id, index: index, page: page, canaryPort: port, origin: origin))
@@ -252,6 +258,9 @@ public final class PhotoFixture: Sendable {
         let name = request.parameters["file"] ?? ""
         guard let id = Int(name.prefix { $0.isNumber }) else { throw HTTPError.notFound }
         if options.imageStagger > 0 { usleep(UInt32(options.imageStagger * Double(id % 1000) * 1_000_000)) }
+        if let broken = options.brokenImagePosition, id % 1000 == broken {
+            return .text("Service Unavailable", status: HTTPStatus(503))
+        }
         // Vary with the page too, so New Collection looks different, not just numbered differently.
         let bytes = distinct.flatMap { $0.image(forID: id) } ?? images[(id % 1000 + id / 1000) % images.count]
         let (fault, every) = currentImageFault.withLock { $0 }

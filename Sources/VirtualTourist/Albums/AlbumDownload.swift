@@ -401,8 +401,10 @@ struct AlbumDownload {
     /// Everything that can be done now: the lease, new fetches, held images, a batch, the end.
     private mutating func advance(now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
-        // A whole lease without a renewal: another worker may hold the job by now.
-        if now - lastRenewed >= settings.lease { stop(.leaseLost) }
+        // A whole lease without a renewal: another worker may hold the job by now, so no result
+        // may be written. (An album that writes nothing more ends with its own reason: what the
+        // worker does next names the holder, so it changes nothing if the job was taken over.)
+        if mayWrite, now - lastRenewed >= settings.lease { stop(.leaseLost) }
         if !renewing, now - lastRenewed >= settings.renewEvery, mayWrite {
             renewing = true
             actions.append(.renewLease)

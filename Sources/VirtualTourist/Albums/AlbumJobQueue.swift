@@ -49,6 +49,7 @@ public struct AlbumJobQueue: Sendable {
                 UPDATE album_jobs SET state = \(JobState.failed.sql), finished_at = now(), locked_by = NULL, locked_until = NULL,
                        last_error = 'parked: its worker stopped ' || lapses || ' times while downloading it'
                 WHERE state = \(JobState.running.sql) AND locked_until < now() AND lapses >= $3
+                  AND now() > pg_postmaster_start_time() + make_interval(secs => $2::int)
                 RETURNING pin_id, user_id, generation),
             parked_pins AS (
                 UPDATE pins p SET status = \(PinStatus.failed.sql), error = $4, retryable = true, waiting = NULL, updated_at = now()
@@ -59,7 +60,10 @@ public struct AlbumJobQueue: Sendable {
                 SELECT j.id, coalesce(j.asked_by, j.user_id) AS asker FROM album_jobs j
                 LEFT JOIN queue_turns t ON t.user_id = coalesce(j.asked_by, j.user_id)
                 WHERE (j.state = \(JobState.queued.sql) AND j.run_after <= now())
-                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now() AND j.lapses < $3)
+                   OR (j.state = \(JobState.running.sql) AND j.locked_until < now() AND j.lapses < $3
+                       -- A lease that ran out while the database was down is its holder's to
+                       -- renew for one lease after the database's start, not a worker's death.
+                       AND now() > pg_postmaster_start_time() + make_interval(secs => $2::int))
                 ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
                 LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
             turn AS (

@@ -72,6 +72,9 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
     private var threads: [Thread] = []
     let downloads: DownloadPool
+    /// The CPU clocks of the worker threads: what a driver that spins would show
+    /// (AlbumWedgeTests measure them across outages).
+    let threadClocks = ThreadClocks()
     /// Thumbnails already made, by original: a photo seen again is not decoded again.
     let thumbnails = ThumbnailCache()
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
@@ -141,6 +144,7 @@ public final class AlbumWorkers: @unchecked Sendable {
 
     private func run(_ index: Int) {
         let worker = "\(name)/\(index)"
+        threadClocks.add()
         while running {
             let seen = withShared { $0.wakeups }
             var job: AlbumJob?

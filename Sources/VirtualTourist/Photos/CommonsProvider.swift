@@ -55,7 +55,9 @@ public struct CommonsProvider: PhotoProvider {
         guard let query = list["query"] as? [String: Any], let found = query["geosearch"] as? [[String: Any]] else {
             throw PhotoProviderError.malformed("no geosearch in the answer")
         }
-        let titles = found.compactMap { $0["title"] as? String }
+        // Each file once (a repeat would shift every later page and fill a slot twice).
+        var seen = Set<String>()
+        let titles = found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }
         let pages = (titles.count + photosPerPage - 1) / photosPerPage
         let slice = titles.dropFirst((page - 1) * photosPerPage).prefix(photosPerPage)
         guard !slice.isEmpty else { return PhotoSearchPage(photos: [], page: page, pages: pages, total: titles.count) }
@@ -93,7 +95,7 @@ public struct CommonsProvider: PhotoProvider {
                 pageURL: image["descriptionurl"] as? String, imageURL: url, thumbnailURL: tile,
                 dateTaken: value("DateTimeOriginal"))
         }
-        return order.compactMap { byTitle[$0] }
+        return order.compactMap { byTitle[$0] }.removingRepeats()
     }
 
     enum ImageChoice: Equatable {

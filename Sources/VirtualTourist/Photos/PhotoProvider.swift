@@ -22,6 +22,16 @@ public struct RemotePhoto: Sendable, Codable, Equatable {
     public var licenseCode: String? = nil
 }
 
+extension Array where Element == RemotePhoto {
+    /// Each photo once, where it first appears: an answer may name a photo twice (Flickr's search
+    /// is known to repeat photos), and an album holds a photo once (a unique index on the pin and
+    /// the provider's id), so a repeat read here would be a placeholder that is never written.
+    func removingRepeats() -> [RemotePhoto] {
+        var seen = Set<String>()
+        return filter { seen.insert("\($0.provider) \($0.remoteID)").inserted }
+    }
+}
+
 public struct PhotoSearchPage: Sendable, Equatable {
     public let photos: [RemotePhoto]
     public let page: Int
@@ -189,7 +199,7 @@ public struct FlickrProvider: PhotoProvider {
                 dateTaken: FlickrCredits.taken(item["datetaken"], granularity: item["datetakengranularity"],
                                                unknown: item["datetakenunknown"]),
                 licenseCode: lenientString(item["license"]))
-        }
+        }.removingRepeats()
         return PhotoSearchPage(photos: found, page: page, pages: max(pages, found.isEmpty ? 0 : 1), total: total)
     }
 
