@@ -22,6 +22,11 @@ struct StoreBreakerStateMachine {
         var readSlots = 6
         /// How long a read may wait for a read slot before the store counts as hanging.
         var readSlotWait: Duration = .seconds(2)
+        /// The driver's (StoreBreaker): how long a write or a read may take before it is given up
+        /// and counts as an outage. Above S3Store's own timeouts (20 s for a request, 5 s for a
+        /// read), which name the failure better when they come first.
+        var writeDeadline: Duration = .seconds(30)
+        var readDeadline: Duration = .seconds(6)
 
         init() {}
     }
@@ -136,9 +141,9 @@ struct StoreBreakerStateMachine {
         return nil
     }
 
-    /// The store was read without asking (the file store's blobs are opened on the event loop,
-    /// which must never wait): an outage opens the breaker as a call's would, and an answer in
-    /// the probe's turn closes it as the probe's would.
+    /// The store was read without asking (StoreBreaker no longer does: the file store's blobs are
+    /// opened through a call too, under its deadline): an outage opens the breaker as a call's
+    /// would, and an answer in the probe's turn closes it as the probe's would.
     mutating func seen(_ outcome: Outcome, now: ContinuousClock.Instant) -> Change? {
         seen(outcome, now: now, probeTurn: true)
     }
