@@ -1,16 +1,18 @@
-import Foundation
+/// Exploring a state machine with long random event sequences instead of hand-picked ones: a
+/// seeded generator makes every sequence reproducible from its seed, and a failing sequence is
+/// shrunk to one short enough to read before it is reported.
+///
+/// Events should not name things the machine handed out (tickets, connections) directly but by
+/// position ("finish the 3rd one out, modulo how many are out"), so a sequence stays meaningful
+/// when the shrinker drops events from it.
 
-/// Seeded exploration of a state machine (the way FoundationDB's simulation and swift-nio's
-/// state-machine tests work): many long random sequences of steps, each replayed by a `check`
-/// that feeds them to the machine and returns the first invariant broken. A failure is shrunk to
-/// the shortest sequence that still breaks it and reported with its seed, so it can be replayed
-/// and read. Steps are choices the check interprets against the machine's state (answer the
-/// third thing in flight, let 40 s pass), so any subsequence is still a valid run.
-
-/// SplitMix64: a tiny generator whose sequence depends only on its seed (never the system's random).
-public struct SeededGenerator: RandomNumberGenerator {
+/// SplitMix64 (Steele, Lea, Flood 2014): small, fast, and the same numbers on every platform and
+/// run for a seed — the system generator is none of these.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
+
     public init(seed: UInt64) { state = seed }
+
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
@@ -18,58 +20,86 @@ public struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
+    /// True with probability `p`.
+    public mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
 }
 
-/// How many sequences to run: `quick` in the quick loop, or EXPLORE_SEQUENCES when set (the slow
-/// stage sets it to 1,000,000).
-public func explorationCount(quick: Int) -> Int {
-    if let text = getenvText("EXPLORE_SEQUENCES"), let count = Int(text), count > 0 { return count }
-    return quick
-}
-
-private func getenvText(_ name: String) -> String? {
-    guard let value = getenv(name) else { return nil }
-    return String(cString: value)
-}
-
-/// Runs `sequences` sequences (seeds `firstSeed`…), each of a length drawn from `length`, made of
-/// `step`s drawn from the seeded generator. `check` replays one (with its seed, for whatever the
-/// run draws once: a kind of album, its settings; it stays the same while the steps shrink) and
-/// returns what broke (nil: all held). Returns nil when every sequence held, or the first failure: its seed, the broken
-/// invariant and the shortest sequence found that still breaks one.
-public func explore<Step>(sequences: Int, firstSeed: UInt64 = 1, length: ClosedRange<Int>,
-                          step: (inout SeededGenerator) -> Step, check: (UInt64, [Step]) -> String?) -> String? {
-    for seed in firstSeed..<(firstSeed + UInt64(sequences)) {
+/// Runs one sequence per seed in `seeds`, `length` events long (drawn per seed), each event made by
+/// `generate`; `run` plays a sequence from a fresh start and returns why it broke an invariant, or
+/// nil. Returns nil when every sequence passed, else the seed, the shrunk sequence (one event a
+/// line) and `run`'s description of its failure — for `Issue.record` or `#expect(failure == nil)`.
+public func explore<Event>(
+    seeds: Range<UInt64>,
+    length: ClosedRange<Int>,
+    generate: (inout SeededGenerator) -> Event,
+    run: ([Event]) -> String?
+) -> String? {
+    for seed in seeds {
         var random = SeededGenerator(seed: seed)
         let count = Int.random(in: length, using: &random)
-        let steps = (0..<count).map { _ in step(&random) }
-        guard let broken = check(seed, steps) else { continue }
-        let (shortest, why) = shrink(steps, broken) { check(seed, $0) }
-        let listing = shortest.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
-        return "seed \(seed) broke: \(broken)\nshortest sequence (\(shortest.count) of \(steps.count) steps) breaks: \(why)\n\(listing)"
+        var events: [Event] = []
+        events.reserveCapacity(count)
+        for _ in 0..<count { events.append(generate(&random)) }
+        guard run(events) != nil else { continue }
+        let shortest = shrink(events, failing: { run($0) != nil })
+        let why = run(shortest) ?? "(no longer fails once shrunk: the machine is not deterministic)"
+        let lines = shortest.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+        return """
+            seed \(seed): a sequence of \(events.count) events broke an invariant; shrunk to \(shortest.count):
+            \(lines)
+            \(why)
+            """
     }
     return nil
 }
 
-/// Drops chunks (halves, quarters, … single steps) while the sequence still fails.
-private func shrink<Step>(_ steps: [Step], _ broken: String, _ check: ([Step]) -> String?) -> ([Step], String) {
-    var current = steps, why = broken
+/// `explore` for a machine whose start the seed also draws (a kind of album, its settings): `run`
+/// gets the seed with the events, and keeps it while the events are shrunk.
+public func explore<Event>(
+    seeds: Range<UInt64>,
+    length: ClosedRange<Int>,
+    generate: (inout SeededGenerator) -> Event,
+    run: (UInt64, [Event]) -> String?
+) -> String? {
+    for seed in seeds {
+        var random = SeededGenerator(seed: seed)
+        let count = Int.random(in: length, using: &random)
+        let events = (0..<count).map { _ in generate(&random) }
+        guard run(seed, events) != nil else { continue }
+        let shortest = shrink(events, failing: { run(seed, $0) != nil })
+        let why = run(seed, shortest) ?? "(no longer fails once shrunk: the machine is not deterministic)"
+        let lines = shortest.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+        return """
+            seed \(seed): a sequence of \(events.count) events broke an invariant; shrunk to \(shortest.count):
+            \(lines)
+            \(why)
+            """
+    }
+    return nil
+}
+
+/// The shortest sequence found that still fails: drops halves, then quarters… then single events
+/// (delta debugging's complement step), until no single event can go. Not the shortest there is,
+/// but one no event can be dropped from.
+public func shrink<Event>(_ events: [Event], failing: ([Event]) -> Bool) -> [Event] {
+    var current = events
     var chunk = max(1, current.count / 2)
-    while true {
-        var removed = false
+    while !current.isEmpty {
+        var dropped = false
         var start = 0
         while start < current.count {
             var candidate = current
-            candidate.removeSubrange(start..<min(current.count, start + chunk))
-            if let failure = check(candidate) {
+            candidate.removeSubrange(start..<min(start + chunk, current.count))
+            if failing(candidate) {
                 current = candidate
-                why = failure
-                removed = true
+                dropped = true
             } else {
                 start += chunk
             }
         }
-        if chunk == 1 && !removed { return (current, why) }
-        if !removed { chunk = max(1, chunk / 2) }
+        if chunk == 1 && !dropped { break }
+        if !dropped { chunk = max(1, chunk / 2) }
     }
+    return current
 }

@@ -18,7 +18,7 @@ import TestSupport
 /// - every sequence reaches an end once its inputs stop.
 @Suite struct AlbumExplorationTests {
     @Test func tenThousandSequences() {
-        let failure = explore(sequences: explorationCount(quick: 10_000), length: 1...80, step: AlbumWalk.Step.random, check: AlbumWalk.run(seed:_:))
+        let failure = explore(seeds: 1..<10_001, length: 1...80, generate: AlbumWalk.Step.random, run: AlbumWalk.run(seed:_:))
         #expect(failure == nil, "\(failure ?? "")")
     }
 
@@ -27,16 +27,16 @@ import TestSupport
     @Test func aBrokenRuleIsFoundAndShrunk() {
         #expect(AlbumWalk.violation(deadline: AlbumWalk.t0, now: AlbumWalk.t0 + .seconds(1), ended: false, inFlight: 1) != nil)
         #expect(AlbumWalk.violation(deadline: nil, now: AlbumWalk.t0, ended: false, inFlight: 0) != nil)
-        let failure = explore(sequences: 1_000, length: 1...80, step: AlbumWalk.Step.random) { _, steps in
+        let failure = explore(seeds: 0..<1_000, length: 1...80, generate: AlbumWalk.Step.random) { (_: UInt64, steps: [AlbumWalk.Step]) in
             steps.contains { if case .stopping = $0 { return true } else { return false } } ? "stopped" : nil
         }
-        #expect(failure?.contains("shortest sequence (1 of") == true, "\(failure ?? "no failure")")
+        #expect(failure?.contains("shrunk to 1:\n  0: stopping") == true, "\(failure ?? "no failure")")
     }
 }
 
 @Suite(.tags(.slow)) struct AlbumExplorationMillionTests {
     @Test func aMillionSequences() {
-        let failure = explore(sequences: 1_000_000, firstSeed: 1_000_001, length: 1...80, step: AlbumWalk.Step.random, check: AlbumWalk.run(seed:_:))
+        let failure = explore(seeds: 1_000_001..<2_000_001, length: 1...80, generate: AlbumWalk.Step.random, run: AlbumWalk.run(seed:_:))
         #expect(failure == nil, "\(failure ?? "")")
     }
 }

@@ -218,6 +218,47 @@ import Testing
         #expect(m.isClosed && m.readsInFlight == 0)
     }
 
+    // Found by StoreBreakerExplorationTests (the shrunk sequences, as tests).
+
+    /// A call given up at its deadline is finished then, and again when it ends: counted once.
+    @Test func aTicketFinishedTwiceCountsOnce() {
+        var m = Machine(settings: Self.settings)
+        guard case (.call(let read), _) = m.admit(.read, now: Self.t0) else { Issue.record("no call"); return }
+        #expect(m.finished(read, .answered, now: Self.t0) == nil)
+        #expect(m.finished(read, .outage("late"), now: Self.t0 + .seconds(1)) == nil)
+        #expect(m.isClosed && m.readsInFlight == 0)
+        // Not a slot freed twice: two reads fill the two slots, a third waits.
+        _ = m.admit(.read, now: Self.t0 + .seconds(1))
+        _ = m.admit(.read, now: Self.t0 + .seconds(1))
+        #expect(m.admit(.read, now: Self.t0 + .seconds(1)).0 == .wait(until: Self.t0 + .seconds(3)))
+    }
+
+    /// Open for writes only and a write probing: a read that fails stops the reads now.
+    @Test func aReadFailingWhileAWriteProbesStopsReads() {
+        var m = Machine(settings: Self.settings)
+        #expect(m.seen(.writeOutage("ENOSPC"), now: Self.t0) == .opened(reason: "ENOSPC", reads: false))
+        guard case (.call(let probe), _) = m.admit(.write, now: Self.t0 + .seconds(5)), probe.probe,
+              case (.call(let read), _) = m.admit(.read, now: Self.t0 + .seconds(5)) else { Issue.record("no calls"); return }
+        #expect(m.finished(read, .outage("EIO"), now: Self.t0 + .seconds(6)) == .opened(reason: "EIO", reads: true))
+        #expect(m.readsRefused && m.refusal(now: Self.t0 + .seconds(6)) == .seconds(5))
+        #expect(m.finished(probe, .answered, now: Self.t0 + .seconds(7)) == .closed(after: .seconds(7)))
+    }
+
+    /// Open for writes only, a write probing, the read slots held past the wait: reads stop, and
+    /// the probe out stays the only one (the breaker used to open afresh and let a second through).
+    @Test func readsHangingWhileAWriteProbesKeepTheOneProbe() {
+        var m = Machine(settings: Self.settings)
+        _ = m.seen(.writeOutage("ENOSPC"), now: Self.t0)
+        let at = Self.t0 + .seconds(16)
+        guard case (.call, _) = m.admit(.read, now: at), case (.call, _) = m.admit(.read, now: at),
+              case (.call(let probe), _) = m.admit(.write, now: at), probe.probe else { Issue.record("no calls"); return }
+        let (admission, change) = m.admit(.read, now: at, waitingSince: at - .seconds(2))
+        #expect(admission == .refuse(retryAfter: .seconds(5)))
+        #expect(change == .opened(reason: "2 reads of the store did not end within 2 s", reads: true))
+        #expect(m.state == .probing(coolDown: .seconds(5), reads: true))
+        #expect(m.admit(.write, now: at + .seconds(60)).0 == .refuse(retryAfter: .seconds(5)))
+    }
+
     @Test func retryAfterIsWholeSecondsRoundedUp() {
         #expect(Machine.retryAfter(.milliseconds(1)) == 1)
         #expect(Machine.retryAfter(.seconds(4)) == 4)

@@ -4,8 +4,10 @@ import Glibc
 #endif
 import HTTPClient
 import HTTPServer
+import Postgres
 import Synchronization
 import Testing
+import TestSupport
 @testable import VirtualTourist
 
 /// Which store failures are outages (the album waits, the breaker opens) and which concern one
@@ -42,11 +44,11 @@ import Testing
 
         deinit { server.shutdown(gracePeriod: 1) }
 
-        func store(perHostConcurrency: Int = 32) -> S3Store {
+        func store(perHostConcurrency: Int = 32, locks: PostgresPool? = nil) -> S3Store {
             var options = HTTPClient.Options()
             options.perHostConcurrency = perHostConcurrency
             let store = S3Store(settings: S3Settings(endpoint: "http://127.0.0.1:\(server.port)", bucket: "fake", prefix: "p",
-                                                     accessKeyID: "AK", secretAccessKey: "SK"), locks: nil, client: options)
+                                                     accessKeyID: "AK", secretAccessKey: "SK"), locks: locks, client: options)
             store.retryDelays = []
             store.readTimeout = 0.5
             return store
@@ -107,6 +109,46 @@ import Testing
         #expect(waited.outage && waited.description.contains("took too long"), "\(waited)")
         // Only the put's HEAD reached the server: the get timed out waiting for the client's slot.
         #expect(reached == 1)
+    }
+
+    /// A put of a blob already stored refreshes it under an advisory lock. Not getting the lock
+    /// (the database gone, the lock pool's connections all busy for its wait) is an outage of
+    /// writes: the album keeps the photo pending, the breaker stops writes, reads carry on.
+    @Test func s3AdvisoryLockFailuresAreOutagesOfWrites() throws {
+        let s3 = try FakeS3()
+        let bytes = Array("stored already".utf8)
+        func putFailure(_ store: any PhotoStore) -> PhotoStoreError? {
+            do { _ = try store.put(bytes); return nil } catch let error as PhotoStoreError { return error } catch {
+                Issue.record("not a PhotoStoreError: \(error)")
+                return nil
+            }
+        }
+
+        // Nothing listens on port 1: the database is unavailable.
+        let gone = PostgresPool(url: "postgresql://vt@127.0.0.1:1/none", maxConnections: 4, acquireTimeout: 1)
+        let breaker = StoreBreaker(s3.store(locks: gone))
+        let error = try #require(putFailure(breaker))
+        #expect(error.outage && error.writesOnly, "\(error)")
+        #expect(error.description.contains("advisory lock"), "\(error)")
+        let status = breaker.status
+        #expect(!status.available && status.reads, "\(status)")
+        // Reads take no lock and still go to the store.
+        #expect(try breaker.get(Self.hash) == Array("stored".utf8))
+        // Further writes are refused at once, as outages too.
+        #expect(putFailure(breaker)?.retryAfter != nil)
+
+        // The lock pool's one connection held for longer than its wait.
+        let busy = PostgresPool(url: try TestDatabase.adminURL(), maxConnections: 1, acquireTimeout: 0.2)
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? busy.withConnection { _ in held.signal(); release.wait() }
+            done.signal()
+        }.start()
+        held.wait()
+        let timedOut = try #require(putFailure(s3.store(locks: busy)))
+        release.signal()
+        done.wait()
+        #expect(timedOut.outage && timedOut.writesOnly, "\(timedOut)")
     }
 
     @Test func fileStoreErrorsThatAreOutages() {

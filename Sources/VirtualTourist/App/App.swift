@@ -61,6 +61,8 @@ public final class App: Sendable {
         breakerSettings.maxCoolDown = .milliseconds(Int(max(settings.photoStoreCoolDown, settings.photoStoreMaxCoolDown) * 1000))
         breakerSettings.readSlots = max(1, settings.photoStoreReadSlots)
         breakerSettings.readSlotWait = .milliseconds(Int(settings.photoStoreReadSlotWait * 1000))
+        breakerSettings.writeDeadline = .milliseconds(Int(settings.photoStoreWriteDeadline * 1000))
+        breakerSettings.readDeadline = .milliseconds(Int(settings.photoStoreReadDeadline * 1000))
         // Everything reaches the store through the breaker: pages, workers, upkeep.
         let photoStore = StoreBreaker(bareStore, settings: breakerSettings)
         storeBreaker = photoStore

@@ -53,6 +53,10 @@ public struct AppSettings: Sendable {
     public var photoStoreMaxCoolDown: Double = 30
     public var photoStoreReadSlots = 6
     public var photoStoreReadSlotWait: Double = 2
+    /// The longest a write (put, refresh, delete) and a read of the store may take before it
+    /// counts as an outage (StoreBreaker): a store that hangs instead of failing is noticed too.
+    public var photoStoreWriteDeadline: Double = 30
+    public var photoStoreReadDeadline: Double = 6
     /// When the first upkeep (move of old rows' bytes, then a sweep) runs after start; hourly after.
     public var photoStoreUpkeepDelay: Double = 1
     public var httpClient = HTTPClient.Options()

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPServer
 
 /// File-store blobs kept open for GET /photos/:id, by path: a thumbnail is opened once per
@@ -20,12 +23,21 @@ final class OpenBlobs: Sendable {
         files = BoundedCache(maxCount: maxCount)
     }
 
-    /// The open file at `path`, kept or opened now; nil when there is no regular file there.
+    /// The open file at `path` when one is kept: no system call, so the event loop may ask.
+    func kept(at path: String) -> FileBody? {
+        guard let entry = files.get(path), entry.expires > .now else { return nil }
+        return entry.file
+    }
+
+    /// The open file at `path`, kept or opened now; nil when there is no regular file there (errno
+    /// says why). Opening may block as long as the file system does: not on an event loop.
     func file(at path: String) -> FileBody? {
         let now = ContinuousClock.now
         if let entry = files.get(path), entry.expires > now { return entry.file }
         guard let file = FileBody(path: path) else {
+            let code = errno
             files.remove(path)
+            errno = code
             return nil
         }
         files.put(path, Entry(file: file, expires: now + lifetime))

@@ -324,14 +324,31 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
 
     /// `body` under a transaction-level advisory lock on the blob (shared or exclusive), released
     /// at commit or rollback — and by the server if the connection breaks.
+    ///
+    /// Failing to take the lock (the pool's connections all busy for its wait, the database down,
+    /// the lock itself waited out) says nothing about this blob: it is an outage of writes, so the
+    /// album keeps the photo pending and waits, and the breaker stops writes while reads (which
+    /// take no lock) carry on. `body`'s own errors pass as they are.
     private func withLock<T>(_ hash: String, exclusive: Bool, _ body: () throws -> T) throws -> T {
         guard let locks else { return try body() }
         let objectKey = Int32(bitPattern: UInt32(hash.prefix(8), radix: 16) ?? 0)
-        return try locks.transaction { db in
-            try db.query("SELECT \(exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared")($1::int4, $2::int4)",
-                         [Int(Self.lockNamespace), Int(objectKey)])
-            return try body()
+        do {
+            return try locks.transaction { db in
+                try db.query("SELECT \(exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared")($1::int4, $2::int4)",
+                             [Int(Self.lockNamespace), Int(objectKey)])
+                return try body()
+            }
+        } catch let error as PhotoStoreError {
+            throw error
+        } catch {
+            throw Self.lockFailure(error, hash: hash)
         }
+    }
+
+    static func lockFailure(_ error: any Error, hash: String) -> PhotoStoreError {
+        let why = (error as? PostgresError).map { $0.meansDatabaseUnavailable ? $0.unavailableReason : "\($0)" } ?? "\(error)"
+        return PhotoStoreError(description: "S3 store: cannot take the advisory lock for \(hash.prefix(8)): \(why)",
+                               outage: true, writesOnly: true)
     }
 
     // MARK: For tests and the start-up check

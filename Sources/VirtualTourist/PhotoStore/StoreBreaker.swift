@@ -7,6 +7,14 @@ import Synchronization
 /// each waiting for the store's timeout, so photo requests cannot fill the handler slots pages
 /// need, and the album workers wait (they treat `PhotoStoreError.outage` as "wait for the store").
 /// One call at a time probes the store after each cool-down.
+///
+/// A store can also hang instead of failing (an NFS or FUSE mount that stops answering, an object
+/// store that accepts and never answers), which no error would tell: every put and get has a
+/// deadline (`writeDeadline`, `readDeadline`). The call runs on a thread of `calls` and the caller
+/// waits for it at most that long; past it the call is an outage, to the caller and to the breaker.
+/// That bounds the threads a hung store can hold: the first overdue call opens the breaker, after
+/// which calls are refused without asking the store, and only one probe per cool-down reaches it
+/// (DeadlineCalls caps the rest).
 public final class StoreBreaker: PhotoStore, Sendable {
     public let base: any PhotoStore
     private let machine: Mutex<StoreBreakerStateMachine>
@@ -17,10 +25,16 @@ public final class StoreBreaker: PhotoStore, Sendable {
     /// lock on the hot path (every photo).
     private let readsFlow = Atomic<Bool>(true)
     private let logger = Logger(label: "photo-store")
+    /// Where calls with a deadline run.
+    let calls = DeadlineCalls()
+    private let writeDeadline: Duration
+    private let readDeadline: Duration
 
     init(_ base: any PhotoStore, settings: StoreBreakerStateMachine.Settings = .init()) {
         self.base = base
         machine = Mutex(StoreBreakerStateMachine(settings: settings))
+        writeDeadline = settings.writeDeadline
+        readDeadline = settings.readDeadline
     }
 
     /// The breaker as /readyz and /metrics report it.
@@ -58,16 +72,10 @@ public final class StoreBreaker: PhotoStore, Sendable {
         return StoreBreakerStateMachine.retryAfter(left)
     }
 
-    /// The file store's blobs are opened on the event loop, without `get`: what came of it.
-    func seen(_ error: PhotoStoreError?) {
-        if error == nil && readsFlow.load(ordering: .acquiring) { return }
-        let now = ContinuousClock.now
-        let outcome = error.map(Self.outcome) ?? .answered
-        log(update { $0.seen(outcome, now: now) })
-    }
-
-    /// `body` as one call of `kind`, refused, waited for or admitted by the breaker.
-    func call<T>(_ kind: StoreBreakerStateMachine.Kind, _ body: () throws -> T) throws -> T {
+    /// `body` as one call of `kind`, refused, waited for or admitted by the breaker, and given up
+    /// as an outage after the deadline of its kind (none for `deadline: false`: the collector's
+    /// listing of a whole bucket).
+    func call<T>(_ kind: StoreBreakerStateMachine.Kind, deadline: Bool = true, _ body: @escaping () throws -> T) throws -> T {
         let asked = ContinuousClock.now
         slotFreed.lock()
         var admitted: StoreBreakerStateMachine.Ticket?
@@ -103,7 +111,17 @@ public final class StoreBreaker: PhotoStore, Sendable {
             slotFreed.unlock()
         }
         do {
-            return try body()
+            guard deadline else { return try body() }
+            let limit = kind == .read ? readDeadline : writeDeadline
+            switch calls.run(within: limit, body) {
+            case .returned(let result):
+                return try result.get()
+            case .overdue:
+                let error = PhotoStoreError(description: "the photo store did not answer a \(kind == .read ? "read" : "write") within \(StoreBreakerStateMachine.seconds(limit))",
+                                            outage: true)
+                logger.warning("\(error)")
+                throw error
+            }
         } catch let error as PhotoStoreError {
             outcome = Self.outcome(error)
             throw error
@@ -143,12 +161,12 @@ public final class StoreBreaker: PhotoStore, Sendable {
 
     // MARK: PhotoStore
 
-    public func put(_ bytes: [UInt8]) throws -> String { try call(.write) { try base.put(bytes) } }
-    public func refresh(_ hash: String) throws -> Bool { try call(.write) { try base.refresh(hash) } }
-    public func get(_ hash: String) throws -> [UInt8]? { try call(.read) { try base.get(hash) } }
-    public func list() throws -> [(hash: String, modified: Date)] { try call(.write) { try base.list() } }
+    public func put(_ bytes: [UInt8]) throws -> String { try call(.write) { [base] in try base.put(bytes) } }
+    public func refresh(_ hash: String) throws -> Bool { try call(.write) { [base] in try base.refresh(hash) } }
+    public func get(_ hash: String) throws -> [UInt8]? { try call(.read) { [base] in try base.get(hash) } }
+    public func list() throws -> [(hash: String, modified: Date)] { try call(.write, deadline: false) { [base] in try base.list() } }
     public func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool {
-        try call(.write) { try base.delete(hash, ifNotModifiedSince: olderThan) }
+        try call(.write) { [base] in try base.delete(hash, ifNotModifiedSince: olderThan) }
     }
 
     /// The breaker's reason while it refuses (asking the store then would wait for its timeout),

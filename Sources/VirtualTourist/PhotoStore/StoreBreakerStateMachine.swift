@@ -10,7 +10,9 @@
 /// still refused; the store answering it (found or not, refused or not) closes the breaker, another
 /// outage opens it again for twice as long, up to `maxCoolDown`. A store that only cannot write
 /// (full, read-only) opens it for writes: reads carry on, until one of them fails too.
-/// Calls that started before the breaker opened and end while it is open change nothing.
+/// Calls that started before the breaker opened and end while it is open change nothing. A ticket
+/// counts once: finished again (the driver gave the call up at its deadline, and it ended later)
+/// it changes nothing.
 struct StoreBreakerStateMachine {
     struct Settings: Sendable, Equatable {
         var coolDown: Duration = .seconds(5)
@@ -20,6 +22,11 @@ struct StoreBreakerStateMachine {
         var readSlots = 6
         /// How long a read may wait for a read slot before the store counts as hanging.
         var readSlotWait: Duration = .seconds(2)
+        /// The driver's (StoreBreaker): how long a write or a read may take before it is given up
+        /// and counts as an outage. Above S3Store's own timeouts (20 s for a request, 5 s for a
+        /// read), which name the failure better when they come first.
+        var writeDeadline: Duration = .seconds(30)
+        var readDeadline: Duration = .seconds(6)
 
         init() {}
     }
@@ -75,6 +82,8 @@ struct StoreBreakerStateMachine {
     /// The outage's start and the reason that opened it; nil while closed.
     private(set) var outage: (since: ContinuousClock.Instant, reason: String)?
     private var nextTicket = 0
+    /// The tickets out: a ticket not among them was finished already.
+    private var out: Set<Int> = []
 
     init(settings: Settings = Settings()) {
         precondition(settings.readSlots > 0)
@@ -106,11 +115,15 @@ struct StoreBreakerStateMachine {
         guard readsInFlight >= settings.readSlots else { return (.call(ticket(.read, probe: false)), nil) }
         guard now - since >= settings.readSlotWait else { return (.wait(until: since + settings.readSlotWait), nil) }
         let reason = "\(readsInFlight) reads of the store did not end within \(Self.seconds(settings.readSlotWait))"
-        return (.refuse(retryAfter: settings.coolDown), open(now: now, reason: reason, reads: true))
+        // As a read's outage: open while closed, and while open or probing for writes only, reads
+        // stop too — the probe out, if any, stays the only one.
+        let change = seen(.outage(reason), now: now, probeTurn: false)
+        return (.refuse(retryAfter: refusal(now: now) ?? settings.coolDown), change)
     }
 
     /// A call admitted with `ticket` ended at `now`.
     mutating func finished(_ ticket: Ticket, _ outcome: Outcome, now: ContinuousClock.Instant) -> Change? {
+        guard out.remove(ticket.number) != nil else { return nil }
         if ticket.kind == .read { readsInFlight -= 1 }
         guard ticket.probe else { return seen(outcome, now: now, probeTurn: false) }
         guard case .probing(let coolDown, _) = state else { return nil }
@@ -128,9 +141,9 @@ struct StoreBreakerStateMachine {
         return nil
     }
 
-    /// The store was read without asking (the file store's blobs are opened on the event loop,
-    /// which must never wait): an outage opens the breaker as a call's would, and an answer in
-    /// the probe's turn closes it as the probe's would.
+    /// The store was read without asking (StoreBreaker no longer does: the file store's blobs are
+    /// opened through a call too, under its deadline): an outage opens the breaker as a call's
+    /// would, and an answer in the probe's turn closes it as the probe's would.
     mutating func seen(_ outcome: Outcome, now: ContinuousClock.Instant) -> Change? {
         seen(outcome, now: now, probeTurn: true)
     }
@@ -144,6 +157,11 @@ struct StoreBreakerStateMachine {
         case (.open(let until, let coolDown, false), .outage(let reason)):
             // Writes were already refused; now reads fail too.
             state = .open(until: until, coolDown: coolDown, reads: true)
+            outage = (outage?.since ?? now, reason)
+            return .opened(reason: reason, reads: true)
+        case (.probing(let coolDown, false), .outage(let reason)):
+            // The same while a write probes: the reads stop now, not when the probe ends.
+            state = .probing(coolDown: coolDown, reads: true)
             outage = (outage?.since ?? now, reason)
             return .opened(reason: reason, reads: true)
         case (.open(let until, _, true), .answered) where probeTurn && now >= until:
@@ -179,6 +197,7 @@ struct StoreBreakerStateMachine {
 
     private mutating func ticket(_ kind: Kind, probe: Bool) -> Ticket {
         nextTicket += 1
+        out.insert(nextTicket)
         if kind == .read { readsInFlight += 1 }
         return Ticket(number: nextTicket, kind: kind, probe: probe)
     }

@@ -20,9 +20,10 @@ extension WebPipeline {
             if let seconds = breaker?.refusal() { return Self.storeUnavailable(retryAfter: seconds) }
             let width = Self.photoWidth(request)
             if case .allowed(let photo) = access.photo(id, for: grant) {
-                // Inline only from the file store: another store's get is a network call.
+                // Inline only from the file store, and only a blob it has open: another store's
+                // get is a network call, an open may hang with the file system.
                 guard mayBlock || albums.photos.base is FileStore else { return nil }
-                return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+                return try Self.photoResponse(request, photo, width: width, store: albums.photos, mayBlock: mayBlock)
             }
             guard mayBlock else { return nil }
             let mark = access.mark()
@@ -32,7 +33,7 @@ extension WebPipeline {
             case .stored(let photo)?:
                 guard grant.pinID == nil || grant.pinID == photo.pinID else { throw HTTPError.notFound }
                 access.remember(photos: [(id, photo)], since: mark)
-                return try Self.photoResponse(request, photo, width: width, store: albums.photos)
+                return try Self.photoResponse(request, photo, width: width, store: albums.photos, mayBlock: true)
             case .inRow(let bytes, let contentType, let pinID)?:
                 // Not yet moved to the store, so never cached.
                 guard grant.pinID == nil || grant.pinID == pinID else { throw HTTPError.notFound }
@@ -48,7 +49,7 @@ extension WebPipeline {
                 throw HTTPError.notFound
             case .stored(let photo)?:
                 if let access, let mark { access.remember(photos: [(id, photo)], since: mark) }
-                return try Self.photoResponse(context.request, photo, width: width, store: albums.photos)
+                return try Self.photoResponse(context.request, photo, width: width, store: albums.photos, mayBlock: true)!  // never nil where it may block
             case .inRow(let bytes, let contentType, _)?:
                 return Self.rowPhotoResponse(context.request, bytes: bytes, contentType: contentType)
             }
@@ -79,8 +80,12 @@ extension WebPipeline {
     }
 
     /// A 304 when the browser has these bytes (no file opened); else the blob: an open file sent
-    /// with sendfile from the file store, the bytes from any other store.
-    static func photoResponse(_ request: HTTPRequest, _ photo: PhotoAccess.Photo, width: Int?, store: any PhotoStore) throws -> HTTPResponse {
+    /// with sendfile from the file store, the bytes from any other store. Nil when the blob is a
+    /// file not kept open and `mayBlock` is false: it is opened on a handler slot, as a read of
+    /// the store through the breaker (its deadline too), since a file system that stops answering
+    /// (NFS, FUSE) holds `open` for as long as it likes, and an event loop must never wait.
+    static func photoResponse(_ request: HTTPRequest, _ photo: PhotoAccess.Photo, width: Int?, store: any PhotoStore,
+                              mayBlock: Bool) throws -> HTTPResponse? {
         let blob = photo.blob(width: width)
         let etag = "\"\(blob.hash)\""
         if ETag.matches(request.headers["If-None-Match"], etag) {
@@ -91,20 +96,26 @@ extension WebPipeline {
         if let files = store.base as? FileStore {
             guard isPhotoHash(blob.hash) else { throw PhotoStoreError(description: "blob \(blob.hash) is not a blob's name") }
             let path = files.path(blob.hash).file
-            guard let file = OpenBlobs.shared.file(at: path) else {
-                let code = errno
-                guard code != ENOENT && code != ENOTDIR else {
+            if let file = OpenBlobs.shared.kept(at: path) { return HTTPResponse(status: .ok, headers: headers, body: .file(file)) }
+            guard mayBlock else { return nil }
+            let open: () throws -> FileBody? = {
+                guard let file = OpenBlobs.shared.file(at: path) else {
+                    let code = errno
+                    if code == ENOENT || code == ENOTDIR { return nil }
+                    // A disk that fails (EIO) or lost its permissions: an outage, as a get's.
+                    throw PhotoStoreError.file("cannot open \(path)", errno: code)
+                }
+                return file
+            }
+            do {
+                guard let file = try breaker.map({ try $0.call(.read, open) }) ?? open() else {
                     throw PhotoStoreError(description: "blob \(blob.hash) is missing from the store")
                 }
-                // A disk that fails (EIO) or lost its permissions: the breaker hears of it as of a get.
-                let error = PhotoStoreError.file("cannot open \(path)", errno: code)
-                breaker?.seen(error)
-                photoBytesLogger.warning("photo not served: \(error)")
-                guard error.outage else { throw error }
-                return storeUnavailable(retryAfter: breaker?.refusal() ?? 10)
+                return HTTPResponse(status: .ok, headers: headers, body: .file(file))
+            } catch let error as PhotoStoreError where error.outage {
+                if error.retryAfter == nil { photoBytesLogger.warning("photo not served: \(error)") }
+                return storeUnavailable(retryAfter: error.retryAfter ?? breaker?.refusal() ?? 10)
             }
-            breaker?.seen(nil)
-            return HTTPResponse(status: .ok, headers: headers, body: .file(file))
         }
         do {
             guard let bytes = try store.get(blob.hash) else {
