@@ -65,7 +65,7 @@ struct AlbumJobPolicy: Equatable {
     /// The one backoff of a retried job: doubling from `retryBaseSeconds`, at most a minute.
     func retryDelay(attempts: Int) -> Int {
         let doublings = min(max(attempts - 1, 0), 6)
-        return min(60, max(1, retryBaseSeconds) << doublings)
+        return min(60, max(0, retryBaseSeconds) << doublings)
     }
 
     /// The wait for a service that is down: as long as its outage has lasted so far (so the waits
