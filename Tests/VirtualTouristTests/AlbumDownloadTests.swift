@@ -71,7 +71,8 @@ import Testing
         actions = album.handle(.put(4, .stored), now: t0)
         #expect(batches(actions) == [[.init(index: 4, rowID: 104, failure: nil)]], "the last, partial batch at the end")
         actions = album.handle(.batchWritten(true), now: t0)
-        #expect(ends(actions) == [.finished])
+        #expect(ends(actions) == [], "the refused photo's drop is awaited: it never stays pending")
+        #expect(ends(album.handle(.written(.drop(103)), now: t0)) == [.finished])
         #expect(album.unwritten == 0)
         #expect(album.handle(.tick, now: t0).isEmpty, "an ended album does nothing more")
     }
@@ -130,7 +131,8 @@ import Testing
         let actions = album.handle(.rowsWritten([7, 8]), now: t0)
         #expect(actions.contains(.drop(8)))
         #expect(batches(actions) == [[.init(index: 0, rowID: 7, failure: nil)]])
-        #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.finished])
+        #expect(ends(album.handle(.batchWritten(true), now: t0)) == [])
+        #expect(ends(album.handle(.written(.drop(8)), now: t0)) == [.finished])
     }
 
     @Test func theLeaseIsRenewedOnATimerWhateverTheProgress() {
@@ -222,7 +224,7 @@ import Testing
         actions = album.handle(.fetched(4, .hostDown(retryAfter: nil)), now: t0)
         #expect(batches(actions) == [[.init(index: 3, rowID: 103, failure: "HTTP 410")]])
         actions = album.handle(.batchWritten(true), now: t0)
-        #expect(ends(actions) == [.imageHostDown(retryAfter: nil)], "never finished with photos pending")
+        #expect(ends(actions) == [.imageHostDown(retryAfter: nil)], "never finished with photos pending; three failed: none counted alone")
         #expect(album.unwritten == 3)
     }
 
@@ -379,6 +381,50 @@ import Testing
         _ = album.handle(.batchWritten(true), now: t0)
         let actions = album.handle(.fetched(3, .hostDown(retryAfter: nil)), now: t0)
         #expect(ends(actions) == [.imageHostDown(retryAfter: nil)])
+    }
+
+    /// One image its host failed in two downloads before (a picked photo, or the last one left
+    /// of an album resumed after a restart): at the third it fails alone, since the album holds
+    /// other photos from that host — even when it is the only one asked for, and even when its
+    /// host names a wait for it.
+    @Test func anImageFailedInThreeDownloadsFailsAloneWhenTheAlbumHoldsOthers() {
+        for retryAfter in [nil, 1] as [Int?] {
+            var album = Machine(resuming: [7], settings: settings, clearsWaiting: false, held: 30, failedBefore: [2], now: t0)
+            _ = album.start(now: t0)
+            let actions = album.handle(.fetched(0, .hostDown(retryAfter: retryAfter, reason: "HTTP 503")), now: t0)
+            #expect(batches(actions) == [[.init(index: 0, rowID: 7, failure: "HTTP 503")]], "\(String(describing: retryAfter))")
+            #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.finished])
+        }
+        // The second download of it: it still waits (the host may be down now), and is counted.
+        var album = Machine(resuming: [7], settings: settings, clearsWaiting: false, held: 30, failedBefore: [1], now: t0)
+        _ = album.start(now: t0)
+        #expect(album.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0) == [.noteHostFailures([7])])
+        // An album that holds nothing from the host waits whatever the count: the host may be down.
+        var fresh = Machine(resuming: [7], settings: settings, clearsWaiting: false, held: 0, failedBefore: [5], now: t0)
+        _ = fresh.start(now: t0)
+        #expect(fresh.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0) == [.noteHostFailures([7])])
+    }
+
+    /// A flaky host (images arriving only after their quick retries, a few not at all) is a host
+    /// in trouble, not one bad image: the album waits and fetches the rest again.
+    @Test func aFlakyHostMakesTheAlbumWaitEvenWhenMostImagesCame() {
+        var settings = self.settings
+        settings.width = 8
+        var album = Machine(resuming: Array(100..<108), settings: settings, clearsWaiting: false, now: t0)
+        _ = album.start(now: t0)
+        var last: [Machine.Action] = []
+        for index in 0..<8 {
+            if index == 7 {
+                last = album.handle(.fetched(index, .hostDown(retryAfter: nil)), now: t0)
+            } else {
+                _ = album.handle(.fetched(index, index % 2 == 0 ? .imageAfterRetry : .image), now: t0)
+                last = album.handle(.put(index, .stored), now: t0)
+            }
+            while !batches(last).isEmpty { last = album.handle(.batchWritten(true), now: t0) }
+        }
+        #expect(last == [.noteHostFailures([107])])
+        #expect(ends(album.handle(.written(last[0]), now: t0)) == [.imageHostDown(retryAfter: nil)])
+        #expect(album.unwritten == 1)
     }
 
     /// An action queued before the album stopped writing is withdrawn, not done: nothing is

@@ -107,7 +107,8 @@ enum AlbumWalk {
         var actions: [Machine.Action]
         if variant % 4 == 3 {
             photos = variant % 5
-            album = Machine(resuming: (0..<photos).map { Int64(100 + $0) }, settings: settings(variant), clearsWaiting: variant % 2 == 0, now: now)
+            album = Machine(resuming: (0..<photos).map { Int64(100 + $0) }, settings: settings(variant), clearsWaiting: variant % 2 == 0,
+                            held: variant % 3, failedBefore: (0..<photos).map { (variant + $0) % 4 }, now: now)
         } else {
             photos = 0
             album = Machine(searching: settings(variant), now: now)
@@ -116,6 +117,7 @@ enum AlbumWalk {
         var inFlight: [Machine.Action] = []  // the search, fetches and puts, answered in any order
         var written = Set<Int>(), ends = 0, ended = false
         var writeDelay = Duration.zero
+        var withdrawnDrops = 0
         var answered: [Machine.Event] = []  // the search's, fetches' and puts' answers so far
         var rows: [Int64?]? = variant % 4 == 3 ? (0..<photos).map { Int64(100 + $0) } : nil
 
@@ -130,9 +132,11 @@ enum AlbumWalk {
                     ends += 1
                     ended = true
                     if end == .finished && album.unwritten != 0 { return "finished with \(album.unwritten) photos unwritten" }
+                    if end == .finished && withdrawnDrops > 0 { return "finished with a refused photo's drop not done (it stays pending)" }
                     continue
                 }
                 guard album.permits(action) else {
+                    if case .drop = action { withdrawnDrops += 1 }
                     queue.append(contentsOf: album.handle(.withdrawn(action), now: now))
                     continue
                 }
@@ -177,12 +181,12 @@ enum AlbumWalk {
                     case 10..<14: event = .leaseRenewed(false)
                     default: event = .leaseRenewed(true)
                     }
-                case .drop, .clearWaiting:
+                case .drop, .clearWaiting, .noteHostFailures:
                     now += writeDelay
                     switch o {
                     case 0..<3: event = .databaseDown
                     case 3..<5: event = .writeRefused
-                    default: event = .tick
+                    default: event = .written(action)
                     }
                 case .end: continue
                 }
@@ -196,7 +200,7 @@ enum AlbumWalk {
                 }
                 for later in next {
                     switch later {
-                    case .writeBatch, .drop, .clearWaiting, .renewLease, .writePlaceholders:
+                    case .writeBatch, .drop, .clearWaiting, .noteHostFailures, .renewLease, .writePlaceholders:
                         if !album.permits(later) { return "asked for a write it may not do: \(later)" }
                     default: break
                     }
@@ -223,6 +227,9 @@ enum AlbumWalk {
                 case 8..<12: return .fetched(i, .refused("internal address"))
                 case 12..<22: return .fetched(i, .hostDown(retryAfter: nil, reason: "HTTP 503"))
                 case 22..<25: return .fetched(i, .hostDown(retryAfter: 30))
+                case 25..<32:
+                    if case .fetchAndPut = action { inFlight.append(.put(i)) }
+                    return .fetched(i, .imageAfterRetry)
                 default:
                     if case .fetchAndPut = action { inFlight.append(.put(i)) }
                     return .fetched(i, .image)

@@ -60,6 +60,7 @@ import Testing
     @Test func theImageHostAndTheStoreAreWaitedForAsLongAsTheyLasted() {
         #expect(policy.imageHostWait(retryAfter: nil, waited: 0) == 2)
         #expect(policy.imageHostWait(retryAfter: 45, waited: 0) == 45)
+        #expect(policy.imageHostWait(retryAfter: 1, waited: 300) == 300, "a named second every time still backs off")
         #expect(policy.imageHostWait(retryAfter: 9999, waited: 3000) == 600, "never past the horizon")
         #expect(policy.imageHostWait(retryAfter: nil, waited: 3600) == nil, "past it the rest fail")
         #expect(policy.storeWait(lasted: 0) == 1)

@@ -312,7 +312,7 @@ import TestSupport
         let result = try app.app.workers.provider.search(lat: search.lat, lon: search.lon, page: 1)
         #expect(try store.storeSearchResult(ghost, result)?.count == 30)
         for photo in try store.pendingPhotos(ghost).prefix(5) {
-            guard case .success(let (bytes, info)) = app.app.workers.fetchImage(photo.url) else { Issue.record("fetch failed"); continue }
+            guard case .success(let (bytes, info), _) = app.app.workers.fetchImage(photo.url) else { Issue.record("fetch failed"); continue }
             try store.storeImage(photoID: photo.id, job: ghost, hash: try store.photos.put(bytes), byteSize: bytes.count, info: info)
         }
         #expect(try Self.state(browser, pin: pin).count("ready") == 5)
@@ -475,6 +475,32 @@ import TestSupport
             try FlickrProvider.parse(Array(#"{"stat":"fail","code":100,"message":"Invalid API Key"}"#.utf8), perPage: 30)
         }
         #expect(throws: PhotoProviderError.self) { try FlickrProvider.parse(Array("<html>".utf8), perPage: 30) }
+    }
+
+    /// Every number and id from an answer read into its range (issue 49's hostile review): the
+    /// page is the one asked for, each photo once, at most a page of them.
+    @Test func flickrAnswersAreReadIntoTheirRanges() throws {
+        let photos = (0..<40).map { #"{"id":"\#($0 % 35 == 3 ? " 0003 " : String($0))","url_z":"https://x/\#($0).jpg"}"# }
+            + [#"{"id":"12a","url_z":"https://x/a.jpg"}"#, #"{"id":"","url_z":"https://x/b.jpg"}"#]
+        let body = #"{"photos":{"page":3000000000,"pages":-4,"total":1e300,"photo":["# + photos.joined(separator: ",") + "]},\"stat\":\"ok\"}"
+        let page = try FlickrProvider.parse(Array(body.utf8), perPage: 30, asked: 7)
+        #expect(page.page == 7, "the page asked for, never the answer's")
+        #expect(page.pages == 1, "-4 read as none, and a page with photos is one")
+        #expect((0...Int(Int32.max)).contains(page.total))
+        #expect(page.photos.count == 30, "at most a page")
+        #expect(Set(page.photos.map(\.remoteID)).count == 30, "each photo once: ' 0003 ' is 3")
+        #expect(page.photos.allSatisfy { Int($0.remoteID) != nil }, "ids are Flickr's digits")
+    }
+
+    /// Commons: a file listed twice near a point is one photo.
+    @Test func commonsFilesListedTwiceAreOnePhoto() {
+        let info: [String: Any] = ["query": ["pages": [
+            ["pageid": 11, "title": "File:A.jpg", "imageinfo": [["mime": "image/jpeg", "thumburl": "https://upload.wikimedia.org/a/960px-A.jpg",
+                                                                   "url": "https://upload.wikimedia.org/a/A.jpg", "width": 4000, "height": 3000,
+                                                                   "descriptionurl": "https://commons.wikimedia.org/wiki/File:A.jpg"]]],
+        ]]]
+        let photos = CommonsProvider.photos(in: info, order: ["File:A.jpg", "File:A.jpg"], originalCap: 1 << 20)
+        #expect(photos.count == 1)
     }
 
     @Test func newCollectionsVisitUnseenPagesFirst() {

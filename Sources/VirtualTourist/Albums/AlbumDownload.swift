@@ -16,7 +16,8 @@
 ///   what is in flight lands, what was stored is written when the trouble allows, and the album
 ///   ends with its reason — pending photos stay pending for the job's next turn;
 /// - one image its host keeps failing fails alone when the host delivers the album's other images:
-///   the album waits for the host only when a quarter or more of what it asked for failed so;
+///   the album waits for the host only when a quarter or more of what it asked for failed so, or
+///   came only after failing first (a flaky host is a host in trouble);
 /// - a photo whose placeholder was not written (the album already holds that photo) is skipped;
 /// - `deadline()` is in the future whenever `handle` returned no action, and nil only while an
 ///   answer is awaited or once the album ended: the driver never spins
@@ -29,11 +30,18 @@ struct AlbumDownload {
         var renewEvery: Duration = .seconds(20)
         var lease: Duration = .seconds(60)
         var firstGate: Duration = .seconds(1)
+        /// An image its host failed, and failed alone, in this many downloads of the album fails
+        /// alone, once the album holds other photos from the host (one bad image is not an outage;
+        /// a host failing some images now and others next time is a host in trouble).
+        var imageRuns = 3
     }
 
     /// How one image's fetch ended.
     enum Fetched: Equatable {
         case image
+        /// An image that came only after its host failed it once or more (the quick retries): a
+        /// sign of trouble at the host, even though this one arrived.
+        case imageAfterRetry
         /// This photo fails for good (404, 410, not an image, too large).
         case failed(String)
         /// Outside the provider's image hosts or on an internal address: the photo leaves the album.
@@ -68,6 +76,8 @@ struct AlbumDownload {
         case put(Int, Put)
         /// A batch was written (false: nothing was, the job is no longer ours).
         case batchWritten(Bool)
+        /// A drop, a cleared wait or a note of failures went through.
+        case written(Action)
         case leaseRenewed(Bool)
         case databaseDown
         /// The database refused a write for a reason other than an outage.
@@ -101,6 +111,8 @@ struct AlbumDownload {
         case drop(Int64)
         /// The album no longer waits (a resumed album stored an image again).
         case clearWaiting
+        /// This photo's host failed it, and no other, in this download (counted across downloads).
+        case noteHostFailures([Int64])
         case renewLease
         case end(End)
     }
@@ -175,8 +187,17 @@ struct AlbumDownload {
     private var hostDown: Int?
     /// Photos left pending because their host answered as if down (no wait named), with its words.
     private var hostDownSlots: [(index: Int, reason: String)] = []
-    /// Images the host delivered (or answered for once and for all, as a 404) in this run.
+    /// Images the host delivered (or answered for once and for all, as a 404) in this run, and
+    /// how many of those only after it failed them first.
     private var delivered = 0
+    private var troubled = 0
+    /// Photos of the album not pending when it resumed (delivered in earlier downloads), and how
+    /// many downloads each pending one's host already failed.
+    private var held = 0
+    private var failedBefore: [Int] = []
+    /// Drops, cleared waits and failure notes asked for and not answered yet: the end waits for them.
+    private var sideWrites = 0
+    private var failuresNoted = false
 
     /// A fresh collection: search first. `now` is when the job was claimed (the lease's start).
     init(searching settings: Settings, now: ContinuousClock.Instant) {
@@ -189,9 +210,14 @@ struct AlbumDownload {
 
     /// An album whose rows exist (a resumed job, chosen photos): download what is pending.
     /// `clearsWaiting`: the album shows a wait to clear once an image is stored again.
-    init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, now: ContinuousClock.Instant) {
+    /// `held`: photos of the album not pending (delivered before); `failedBefore`: per pending
+    /// photo, the downloads its host already failed it in.
+    init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, held: Int = 0, failedBefore: [Int] = [],
+         now: ContinuousClock.Instant) {
         self.init(searching: settings, now: now)
         self.rowIDs = rowIDs.map { $0 }
+        self.held = held
+        self.failedBefore = failedBefore
         self.clearsWaiting = clearsWaiting
         slots = Array(repeating: .waiting, count: rowIDs.count)
         phase = .running
@@ -223,7 +249,7 @@ struct AlbumDownload {
         case .search, .fetch, .fetchAndPut, .put:
             if case .ended = phase { return false }
             return true
-        case .writePlaceholders, .writeBatch, .drop, .clearWaiting, .renewLease:
+        case .writePlaceholders, .writeBatch, .drop, .clearWaiting, .noteHostFailures, .renewLease:
             return mayWrite
         }
     }
@@ -255,14 +281,16 @@ struct AlbumDownload {
             unplaced = []
             guard mayWrite else { break }
             let drops = undropped.compactMap { ids[$0].map(Action.drop) }
+            sideWrites += drops.count
             for index in undropped { slots[index] = .written }
             undropped = []
             return drops + advance(now: now)
         case .fetched(let index, let fetched):
             guard slots.indices.contains(index), slots[index] == .fetching else { break }
             switch fetched {
-            case .image:
+            case .image, .imageAfterRetry:
                 delivered += 1
+                if fetched == .imageAfterRetry { troubled += 1 }
                 if storedInline.contains(index) {
                     slots[index] = .putting
                     break
@@ -280,14 +308,22 @@ struct AlbumDownload {
                 if let rowIDs, mayWrite {
                     slots[index] = .written
                     guard let rowID = rowIDs[index] else { break }
+                    sideWrites += 1  // the end waits for it: a refused photo never stays pending
                     return [.drop(rowID)] + advance(now: now)
                 }
                 slots[index] = .landed
                 undropped.append(index)
             case .hostDown(let retryAfter, let reason):
                 slots[index] = .left
-                hostDown = max(hostDown ?? 0, retryAfter ?? 0)
-                if retryAfter != nil { stop(.imageHostDown(retryAfter: retryAfter)) } else { hostDownSlots.append((index, reason)) }
+                hostDownSlots.append((index, reason))
+                // A wait named for an image its host has failed download after download, while the
+                // album holds others from it, speaks for that image, not for the host.
+                if let retryAfter, !failsAlone(index) {
+                    hostDown = max(hostDown ?? 0, retryAfter)
+                    stop(.imageHostDown(retryAfter: retryAfter))
+                } else {
+                    hostDown = max(hostDown ?? 0, 0)
+                }
             }
         case .put(let index, let put):
             guard slots.indices.contains(index), slots[index] == .putting else { break }
@@ -296,6 +332,7 @@ struct AlbumDownload {
                 landed(index, failure: nil, now: now)
                 if clearsWaiting {
                     clearsWaiting = false
+                    sideWrites += 1
                     return [.clearWaiting] + advance(now: now)
                 }
             case .failed(let reason):
@@ -315,20 +352,27 @@ struct AlbumDownload {
                 unwrite()
                 stop(.leaseLost)
             }
-        case .leaseRenewed(let held):
-            guard renewing || !held else { break }  // a late "held" proves nothing: ignored
+        case .leaseRenewed(let ours):
+            guard renewing || !ours else { break }  // a late "held" proves nothing: ignored
             renewing = false
-            if held { lastRenewed = now } else { stop(.leaseLost) }
+            if ours { lastRenewed = now } else { stop(.leaseLost) }
+        case .written(let action):
+            switch action {
+            case .drop, .clearWaiting, .noteHostFailures: sideWrites = max(0, sideWrites - 1)
+            default: break
+            }
         case .databaseDown:
             if writing { unwrite() }
             writing = false
             renewing = false
+            sideWrites = 0
             stop(.databaseDown)
         case .writeRefused:
             // Whichever write it answered (a batch, a renewal, a drop): none is awaited any more.
             if writing { unwrite() }
             writing = false
             renewing = false
+            sideWrites = 0
             stop(.writeRefused)
         case .withdrawn(let action):
             switch action {
@@ -336,9 +380,10 @@ struct AlbumDownload {
                 unwrite()
                 writing = false
             case .renewLease: renewing = false
+            case .drop, .clearWaiting, .noteHostFailures: sideWrites = max(0, sideWrites - 1)
             case .fetch(let index), .fetchAndPut(let index), .put(let index):
                 if slots.indices.contains(index), [.fetching, .putting, .held].contains(slots[index]) { slots[index] = .left }
-            case .search, .writePlaceholders, .drop, .clearWaiting, .end: break
+            case .search, .writePlaceholders, .end: break
             }
         case .stopping:
             stop(.released)
@@ -394,6 +439,13 @@ struct AlbumDownload {
         }
     }
 
+    /// An image its host failed alone in `imageRuns` downloads, this one included, while the album
+    /// holds (or got in this download) other photos: it fails alone.
+    private func failsAlone(_ index: Int) -> Bool {
+        let before = failedBefore.indices.contains(index) ? failedBefore[index] : 0
+        return before + 1 >= settings.imageRuns && held + delivered > 0 && hostDownSlots.count <= 1
+    }
+
     private var inFlight: Int {
         slots.filter { $0 == .fetching || $0 == .putting || $0 == .held }.count
     }
@@ -445,12 +497,14 @@ struct AlbumDownload {
             }
         }
         // Everything else done, and the host delivered most of the album: the images it kept
-        // failing fail alone (after their tries) rather than hold the album for the host.
-        if ending == nil, rowIDs != nil, !hostDownSlots.isEmpty, inFlight == 0, !slots.contains(.waiting),
-           hostDownSlots.count * 4 < hostDownSlots.count + delivered {
-            for (index, reason) in hostDownSlots { landed(index, failure: reason, now: now) }
-            hostDownSlots = []
-            hostDown = nil
+        // failing fail alone (after their tries) rather than hold the album for the host; so does
+        // one it failed in `imageRuns` downloads while the album holds others from it.
+        if ending == nil, rowIDs != nil, !hostDownSlots.isEmpty, inFlight == 0, !slots.contains(.waiting) {
+            let hostFine = (hostDownSlots.count + troubled) * 4 < hostDownSlots.count + delivered
+            let alone = hostDownSlots.filter { hostFine || failsAlone($0.index) }
+            for (index, reason) in alone { landed(index, failure: reason, now: now) }
+            hostDownSlots.removeAll { slot in alone.contains { $0.index == slot.index } }
+            if hostDownSlots.isEmpty { hostDown = nil }
         }
         // A batch: only one write at a time, only with rows known, never for a job no longer ours.
         if mayWrite, !writing, rowIDs != nil {
@@ -463,7 +517,18 @@ struct AlbumDownload {
             }
         }
         // The end: nothing in flight, nothing being written or renewed, nothing left to write.
-        guard inFlight == 0 || ending == .released, !writing, !renewing else { return actions }
+        guard inFlight == 0 || ending == .released, !writing, !renewing, sideWrites == 0 || !mayWrite else { return actions }
+        // The one image the host failed, counted on its row before the album waits for the host.
+        if mayWrite, !failuresNoted, hostDown != nil, let rowIDs, batch.waiting.isEmpty,
+           ending != nil || slots.allSatisfy({ $0 == .written || $0 == .left }) {
+            failuresNoted = true
+            let failed = hostDownSlots.compactMap { rowIDs[$0.index] }
+            if failed.count == 1 {
+                sideWrites += 1
+                actions.append(.noteHostFailures(failed))
+                return actions
+            }
+        }
         if let ending {
             if mayWrite && rowIDs != nil && !batch.waiting.isEmpty { return actions }
             for index in slots.indices where slots[index] != .written { slots[index] = .left }

@@ -116,9 +116,10 @@ extension AlbumWorkers {
                     let url = urls[index], andPut = action == .fetchAndPut(index)
                     runOnSlot { [self] in
                         switch fetchImage(url, hosts: hosts) {
-                        case .success(let (bytes, info)):
-                            guard andPut else { return inbox.post(.fetched(index, .image), .image(bytes, info)) }
-                            inbox.post(.fetched(index, .image))
+                        case .success(let (bytes, info), let retried):
+                            let fetched: AlbumDownload.Fetched = retried ? .imageAfterRetry : .image
+                            guard andPut else { return inbox.post(.fetched(index, fetched), .image(bytes, info)) }
+                            inbox.post(.fetched(index, fetched))
                             storeImage(index, bytes: bytes, info: info, inbox: inbox)
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
                         case .refused(let reason): inbox.post(.fetched(index, .refused(reason)))
@@ -150,11 +151,11 @@ extension AlbumWorkers {
                         return .batchWritten(held)
                     }
                 case .drop(let rowID):
-                    let outcome = write { try store.dropPhoto(photoID: rowID, job: job); return .tick }
-                    if outcome != .tick { event = outcome }
+                    event = write { try store.dropPhoto(photoID: rowID, job: job); return .written(action) }
                 case .clearWaiting:
-                    let outcome = write { try store.clearWaiting(job); return .tick }
-                    if outcome != .tick { event = outcome }
+                    event = write { try store.clearWaiting(job); return .written(action) }
+                case .noteHostFailures(let rowIDs):
+                    event = write { try store.noteHostFailures(rowIDs, job: job); return .written(action) }
                 case .renewLease:
                     event = write { .leaseRenewed(try store.renewLease(job, leaseSeconds: settings.leaseSeconds)) }
                 case .end(let end):
@@ -178,7 +179,7 @@ extension AlbumWorkers {
                     trouble.search = .databaseDown
                 default: trouble.search = .other("\(error)")
                 }
-            case (.fetched(let index, .image), let payload):
+            case (.fetched(let index, .image), let payload), (.fetched(let index, .imageAfterRetry), let payload):
                 if !firstDownloaded { stage(job, "first image downloaded") }
                 firstDownloaded = true
                 if case .image(let bytes, let info)? = payload { images[index] = (bytes, info) }

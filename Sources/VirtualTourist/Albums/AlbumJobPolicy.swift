@@ -104,12 +104,14 @@ struct AlbumJobPolicy: Equatable {
         }
     }
 
-    /// The image host down `waited` seconds: the wait it named or the outage's backoff, up to the
-    /// horizon; nil past it (the photos still pending fail, the album completes with the rest).
+    /// The image host down `waited` seconds: the outage's backoff, or the wait it named when that
+    /// is longer (a host that names a second every time is still looked at less and less often),
+    /// up to the horizon; nil past it (the photos still pending fail, the album completes with the rest).
     func imageHostWait(retryAfter: Int?, waited: Double) -> Double? {
         let left = providerOutageHorizon - waited
         guard left > 0 else { return nil }
-        return min(left, retryAfter.map(Double.init) ?? Self.outageWait(lasted: waited, first: outageBackoffFirst, max: outageBackoffMax))
+        let backoff = Self.outageWait(lasted: waited, first: outageBackoffFirst, max: outageBackoffMax)
+        return min(left, max(backoff, retryAfter.map(Double.init) ?? 0))
     }
 
     /// The photo store down for `lasted` seconds: looked at again after as long.

@@ -141,12 +141,23 @@ public struct AlbumJobQueue: Sendable {
         }
     }
 
-    /// Placeholders of this job's generation still waiting for their image.
-    func pendingPhotos(_ job: AlbumJob) throws -> [(id: Int64, url: String)] {
+    /// Placeholders of this job's generation still waiting for their image, with the downloads
+    /// their host already failed them in.
+    func pendingPhotos(_ job: AlbumJob) throws -> [(id: Int64, url: String, hostFailures: Int)] {
         try pool.query("""
-            SELECT id, remote_url FROM photos
+            SELECT id, remote_url, host_failures FROM photos
             WHERE pin_id = $1 AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql) ORDER BY position
-            """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url")) }
+            """, [job.pinID, job.userID, job.generation]).map { (try $0.decode("id"), try $0.decode("remote_url"), try $0.decode("host_failures")) }
+    }
+
+    /// These pending photos' host failed them in this download (one bad image is counted, so it
+    /// can fail alone at the third: AlbumDownload).
+    func noteHostFailures(_ photoIDs: [Int64], job: AlbumJob) throws {
+        try pool.query("""
+            UPDATE photos SET host_failures = least(host_failures + 1, 100)
+            WHERE id = ANY($1::bigint[]) AND user_id = $2 AND generation = $3 AND status = \(PhotoStatus.pending.sql)
+              AND \(holds("$4", "$5"))
+            """, ["{" + photoIDs.map(String.init).joined(separator: ",") + "}", job.userID, job.generation, job.id, job.worker])
     }
 
     /// What became of one placeholder's download: an image already in the photo store, or a
@@ -245,7 +256,9 @@ public struct AlbumJobQueue: Sendable {
                 """, [job.pinID, job.userID, job.generation])[0].decode("n")
             guard pending == 0 else { throw AlbumIncomplete(pending: pending) }
             try db.query("""
-                UPDATE pins SET status = \(PinStatus.ready.sql), waiting = NULL, updated_at = now()
+                UPDATE pins SET status = CASE WHEN EXISTS (SELECT 1 FROM photos WHERE pin_id = $1 AND user_id = $2 AND generation = $3)
+                                              THEN \(PinStatus.ready.sql) ELSE \(PinStatus.empty.sql) END,
+                       waiting = NULL, updated_at = now()
                 WHERE id = $1 AND user_id = $2 AND generation = $3 AND status = \(PinStatus.downloading.sql)
                 """, [job.pinID, job.userID, job.generation])
             try AlbumChange(userID: job.userID, pinID: job.pinID).announce(db)

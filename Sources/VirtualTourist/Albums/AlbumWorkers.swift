@@ -202,7 +202,9 @@ public final class AlbumWorkers: @unchecked Sendable {
             } else {
                 let pending = try store.pendingPhotos(job)
                 // Either kind may have waited (one live job per pin): its banner goes once a photo is stored.
-                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings, clearsWaiting: true, now: claimed)
+                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings, clearsWaiting: true,
+                                      held: max(0, search.placeholders - pending.count), failedBefore: pending.map(\.hostFailures),
+                                      now: claimed)
                 urls = pending.map(\.url)
             }
             let (end, trouble) = drive(job, album, search: search, urls: urls)
@@ -239,7 +241,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         case .release: try store.release(job)
         case .awaitDatabase: resumeAfterOutage(job, error: trouble.database ?? .connection("the database is unavailable"))
         case .retry(let seconds, let reason): record(job) { try retry(job, reason: reason, afterSeconds: seconds) }
-        case .fail(let reason): record(job) { try fail(job, reason: reason) }
+        case .fail(let reason): record(job) { try giveUp(job, detail: reason) }
         case .provider(let error): providerTrouble(job, error)
         case .waitForStore:
             waitForStore(job, trouble.store ?? StoreDown(error: PhotoStoreError(description: "the photo store is unavailable", outage: true),
@@ -269,7 +271,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     private func giveUpOrRetry(_ job: AlbumJob, reason: String) {
         switch policy.retryOrFail(reason, attempts: job.attempts) {
         case .retry(let seconds, _): record(job) { try retry(job, reason: reason, afterSeconds: seconds) }
-        default: record(job) { try fail(job, reason: reason) }
+        default: record(job) { try giveUp(job, detail: reason) }
         }
     }
 
@@ -278,11 +280,11 @@ public final class AlbumWorkers: @unchecked Sendable {
         try store.retryLater(job, reason: reason, afterSeconds: delay)
     }
 
-    private func fail(_ job: AlbumJob, reason: String) throws {
-        logger.warning("album of pin \(job.pinID) failed: \(reason)")
+    private func giveUp(_ job: AlbumJob, detail: String) throws {
+        logger.warning("album of pin \(job.pinID) failed: \(detail)")
         // People read a fixed phrase; the detail (which may name a database error or a URL)
         // stays in the log and in album_jobs.last_error for the administrator.
-        try store.fail(job, phrase: Self.failedPhrase, detail: reason, retryable: true)
+        try store.fail(job, phrase: Self.failedPhrase, detail: detail, retryable: true)
     }
 
     /// Records what became of a job: a job no longer ours is left alone, anything else is logged.

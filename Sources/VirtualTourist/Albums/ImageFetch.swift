@@ -4,7 +4,8 @@ import HTTPClient
 /// One image fetched for an album: its outcome as the album's machine reads it.
 extension AlbumWorkers {
     enum Fetch {
-        case success(([UInt8], ImageInfo))
+        /// `retried`: the host failed it first (a sign of trouble at the host).
+        case success(([UInt8], ImageInfo), retried: Bool)
         /// This photo cannot be had (404, 410, not an image, too large): it fails, the album goes on.
         case failure(String)
         /// Outside the provider's image hosts or on an internal address (first request or a redirect).
@@ -24,7 +25,7 @@ extension AlbumWorkers {
                     guard let info = ImageInspector.inspect(response.body) else {
                         return .failure("not an image (JPEG, PNG, GIF or WebP)")
                     }
-                    return .success((response.body, info))
+                    return .success((response.body, info), retried: attempt > 1)
                 }
                 let reason = "the photo server answered HTTP \(response.status)"
                 guard response.status >= 500 || response.status == 429 || response.status == 408 else { return .failure(reason) }

@@ -159,13 +159,16 @@ public struct FlickrProvider: PhotoProvider {
         var components = URLComponents(string: apiURL)
         components?.queryItems = searchParameters(lat: lat, lon: lon, page: page).map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        let page = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage)
+        let page = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage,
+                                  asked: min(max(page, 1), Self.lastPage(perPage: photosPerPage)))
         return licenses.map { $0.credit(page) } ?? page
     }
 
     /// Reads a photos.search answer. Flickr is loose with types ("150" or 150, "" for 0), so
-    /// numbers are read leniently; errors may come as XML even when JSON was asked for.
-    static func parse(_ body: [UInt8], perPage: Int) throws -> PhotoSearchPage {
+    /// numbers are read leniently, then into their ranges (the page is the one asked for, never
+    /// the answer's; at most `perPage` photos, each once, ids as Flickr's digits); errors may come
+    /// as XML even when JSON was asked for.
+    static func parse(_ body: [UInt8], perPage: Int, asked: Int? = nil) throws -> PhotoSearchPage {
         guard let json = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             if let (code, message) = xmlError(body) {
                 if code == 100 { throw PhotoProviderError.invalidKey }
@@ -181,11 +184,11 @@ public struct FlickrProvider: PhotoProvider {
         guard let photos = json["photos"] as? [String: Any], let list = photos["photo"] as? [[String: Any]] else {
             throw PhotoProviderError.malformed("no photos in the answer")
         }
-        let total = lenientInt(photos["total"]) ?? list.count
-        let pages = min(lenientInt(photos["pages"]) ?? 1, lastPage(perPage: perPage))
-        let page = lenientInt(photos["page"]) ?? 1
+        let total = min(max(lenientInt(photos["total"]) ?? list.count, 0), Int(Int32.max))
+        let pages = min(max(lenientInt(photos["pages"]) ?? 1, 0), lastPage(perPage: perPage))
+        let page = asked ?? min(max(lenientInt(photos["page"]) ?? 1, 1), lastPage(perPage: perPage))
         let found: [RemotePhoto] = list.compactMap { item in
-            guard let id = lenientString(item["id"]),
+            guard let id = lenientString(item["id"]).flatMap(flickrID),
                   let image = lenientString(item["url_z"]) ?? lenientString(item["url_m"]) ?? lenientString(item["url_q"]) else { return nil }
             let owner = lenientString(item["owner"])
             return RemotePhoto(
@@ -199,8 +202,17 @@ public struct FlickrProvider: PhotoProvider {
                 dateTaken: FlickrCredits.taken(item["datetaken"], granularity: item["datetakengranularity"],
                                                unknown: item["datetakenunknown"]),
                 licenseCode: lenientString(item["license"]))
-        }.removingRepeats()
+        }.removingRepeats().prefix(perPage).map { $0 }
         return PhotoSearchPage(photos: found, page: page, pages: max(pages, found.isEmpty ? 0 : 1), total: total)
+    }
+
+    /// A photo id as Flickr writes them (digits): " 05001 " and "5001" are the same photo; anything
+    /// else names none.
+    static func flickrID(_ text: String) -> String? {
+        let digits = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !digits.isEmpty, digits.utf8.count <= 20, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let number = UInt64(digits) else { return nil }
+        return String(number)
     }
 
     /// Flickr's XML error form, `<rsp stat="fail"><err code="105" msg="…" /></rsp>`.
