@@ -3,5 +3,5 @@
 /// section and docker-compose.yml's image tag must name the same (VersionTests checks both, and
 /// the Dockerfile refuses to label an image with another).
 public enum Version {
-    public static let number = "1.1.0"
+    public static let number = "1.2.0"
 }
