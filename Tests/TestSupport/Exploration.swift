@@ -35,23 +35,7 @@ public func explore<Event>(
     generate: (inout SeededGenerator) -> Event,
     run: ([Event]) -> String?
 ) -> String? {
-    for seed in seeds {
-        var random = SeededGenerator(seed: seed)
-        let count = Int.random(in: length, using: &random)
-        var events: [Event] = []
-        events.reserveCapacity(count)
-        for _ in 0..<count { events.append(generate(&random)) }
-        guard run(events) != nil else { continue }
-        let shortest = shrink(events, failing: { run($0) != nil })
-        let why = run(shortest) ?? "(no longer fails once shrunk: the machine is not deterministic)"
-        let lines = shortest.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
-        return """
-            seed \(seed): a sequence of \(events.count) events broke an invariant; shrunk to \(shortest.count):
-            \(lines)
-            \(why)
-            """
-    }
-    return nil
+    explore(seeds: seeds, length: length, generate: generate, run: { (_: UInt64, events: [Event]) in run(events) })
 }
 
 /// `explore` for a machine whose start the seed also draws (a kind of album, its settings): `run`

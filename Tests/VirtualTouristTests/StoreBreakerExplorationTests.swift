@@ -9,14 +9,8 @@ import TestSupport
 enum StoreBreakerExploration {
     typealias Machine = StoreBreakerStateMachine
 
-    static var settings: Machine.Settings {
-        var s = Machine.Settings()
-        s.coolDown = .seconds(5)
-        s.maxCoolDown = .seconds(12)
-        s.readSlots = 2
-        s.readSlotWait = .seconds(2)
-        return s
-    }
+    /// The value tests' settings: cool-downs of 5 s up to 12 s, two read slots, a 2 s wait for one.
+    static var settings: Machine.Settings { StoreBreakerStateMachineTests.settings }
 
     enum Outcome: CustomStringConvertible {
         case answered, outage, writeOutage
