@@ -49,7 +49,7 @@ public struct AlbumJobQueue: Sendable {
                 UPDATE album_jobs SET state = \(JobState.failed.sql), finished_at = now(), locked_by = NULL, locked_until = NULL,
                        last_error = 'parked: its worker stopped ' || lapses || ' times while downloading it'
                 WHERE state = \(JobState.running.sql) AND locked_until < now() AND lapses >= $3
-                  AND now() > pg_postmaster_start_time() + make_interval(secs => $2::int)
+                  AND NOT (locked_until < pg_postmaster_start_time() AND now() < pg_postmaster_start_time() + make_interval(secs => $2::int))
                 RETURNING pin_id, user_id, generation),
             parked_pins AS (
                 UPDATE pins p SET status = \(PinStatus.failed.sql), error = $4, retryable = true, waiting = NULL, updated_at = now()
@@ -63,7 +63,8 @@ public struct AlbumJobQueue: Sendable {
                    OR (j.state = \(JobState.running.sql) AND j.locked_until < now() AND j.lapses < $3
                        -- A lease that ran out while the database was down is its holder's to
                        -- renew for one lease after the database's start, not a worker's death.
-                       AND now() > pg_postmaster_start_time() + make_interval(secs => $2::int))
+                       AND NOT (j.locked_until < pg_postmaster_start_time()
+                                AND now() < pg_postmaster_start_time() + make_interval(secs => $2::int)))
                 ORDER BY t.served_at NULLS FIRST, j.run_after, j.id
                 LIMIT 1 FOR UPDATE OF j SKIP LOCKED),
             turn AS (
