@@ -32,12 +32,17 @@ import TestSupport
 ///   idle again: each address is admitted anew (refused as busy if it stopped).
 @Suite struct AdmissionExplorationTests {
     @Test func tenThousandSequences() {
+        Self.everyRuleHolds(seeds: 1..<10_001, "10,000")
+    }
+
+    /// Walks the seeds, expects every rule to hold and every path to be reached.
+    static func everyRuleHolds(seeds: Range<UInt64>, _ count: String) {
         var hits = AdmissionWalk.Hits()
-        let failure = explore(seeds: 1..<10_001, length: 1...60, generate: AdmissionWalk.Step.random) { seed, steps in
+        let failure = explore(seeds: seeds, length: 1...60, generate: AdmissionWalk.Step.random) { seed, steps in
             AdmissionWalk.run(seed: seed, steps, hits: &hits)
         }
         #expect(failure == nil, "\(failure ?? "")")
-        print("AdmissionExplorationTests: sequences reaching each path of 10,000: \(hits)")
+        print("AdmissionExploration: sequences reaching each path of \(count): \(hits)")
         for path in AdmissionWalk.Path.allCases {
             #expect(hits[path] > 0, "no sequence reached \(path)")
         }
@@ -70,15 +75,7 @@ import TestSupport
 
 @Suite(.tags(.slow)) struct AdmissionExplorationMillionTests {
     @Test func aMillionSequences() {
-        var hits = AdmissionWalk.Hits()
-        let failure = explore(seeds: 1_000_001..<2_000_001, length: 1...60, generate: AdmissionWalk.Step.random) { seed, steps in
-            AdmissionWalk.run(seed: seed, steps, hits: &hits)
-        }
-        #expect(failure == nil, "\(failure ?? "")")
-        print("AdmissionExplorationMillionTests: sequences reaching each path of 1,000,000: \(hits)")
-        for path in AdmissionWalk.Path.allCases {
-            #expect(hits[path] > 0, "no sequence reached \(path)")
-        }
+        AdmissionExplorationTests.everyRuleHolds(seeds: 1_000_001..<2_000_001, "1,000,000")
     }
 }
 

@@ -322,7 +322,7 @@ struct AlbumDownload {
                     hostDown = max(hostDown ?? 0, retryAfter)
                     stop(.imageHostDown(retryAfter: retryAfter))
                 } else {
-                    hostDown = max(hostDown ?? 0, 0)
+                    hostDown = hostDown ?? 0  // down, no wait named
                 }
             }
         case .put(let index, let put):
