@@ -170,8 +170,8 @@ import TestSupport
     /// ended, so it may not write): the driver withdraws it and the row stays pending.
     @Test func theMachineEndsOnlyAfterTheDropOfItsLastPhoto() {
         let now = ContinuousClock.now
-        var album = AlbumDownload(resuming: [41], settings: AlbumDownload.Settings(), clearsWaiting: false, now: now)
-        #expect(album.start(now: now) == [.fetch(0)])
+        var album = AlbumDownload<TestPayloads>(resuming: [41], settings: AlbumDownloadSettings(), clearsWaiting: false, now: now)
+        #expect(album.start(now: now) == [.fetch(0, "u0")])
         let actions = album.handle(.fetched(0, .refused("an internal address")), now: now)
         print("a refused last photo: actions \(actions); the drop permitted when its turn comes: \(album.permits(.drop(41)))")
         #expect(actions == [.drop(41)], "the end waits for the drop")

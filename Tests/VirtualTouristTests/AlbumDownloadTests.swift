@@ -5,7 +5,7 @@ import Testing
 /// The scenarios walk an album's life; `everyEventInEveryState` feeds each event to the machine in
 /// each of its states and checks the rules that must hold whatever happens.
 @Suite struct AlbumDownloadTests {
-    typealias Machine = AlbumDownload
+    typealias Machine = AlbumDownload<TestPayloads>
     let t0 = ContinuousClock.now
     var settings: Machine.Settings {
         var settings = Machine.Settings()
@@ -23,13 +23,13 @@ import Testing
     func fetches(_ actions: [Machine.Action]) -> [Int] {
         actions.compactMap {
             switch $0 {
-            case .fetch(let index), .fetchAndPut(let index): return index
+            case .fetch(let index, _), .fetchAndPut(let index, _): return index
             default: return nil
             }
         }
     }
     func puts(_ actions: [Machine.Action]) -> [Int] {
-        actions.compactMap { if case .put(let index) = $0 { return index } else { return nil } }
+        actions.compactMap { if case .put(let index, _) = $0 { return index } else { return nil } }
     }
     func batches(_ actions: [Machine.Action]) -> [[Machine.Item]] {
         actions.compactMap { if case .writeBatch(let items) = $0 { return items } else { return nil } }
@@ -42,8 +42,8 @@ import Testing
     func searched(now: ContinuousClock.Instant? = nil) -> Machine {
         var album = Machine(searching: settings, now: t0)
         #expect(album.start(now: t0) == [.search])
-        let actions = album.handle(.searched(count: 5), now: t0)
-        #expect(actions.first == .writePlaceholders, "the rows are written first")
+        let actions = album.handle(.searched("answer", photoSources(5)), now: t0)
+        #expect(actions.first == .writePlaceholders("answer"), "the rows are written first")
         #expect(fetches(actions) == [0, 1, 2], "at most `width` images at once, while the rows are written")
         #expect(album.handle(.rowsWritten(rows), now: t0).isEmpty)
         return album
@@ -51,25 +51,25 @@ import Testing
 
     @Test func anAlbumFromSearchToFinish() {
         var album = searched()
-        var actions = album.handle(.fetched(0, .image), now: t0)
+        var actions = album.handle(.fetched(0, .image(0)), now: t0)
         #expect(puts(actions) == [0], "the first image is stored at once")
         #expect(fetches(actions) == [], "a stored image still holds its slot")
-        actions = album.handle(.put(0, .stored), now: t0)
-        #expect(batches(actions) == [[.init(index: 0, rowID: 100, failure: nil)]], "the first photo is written alone, at once")
+        actions = album.handle(.put(0, .stored(0)), now: t0)
+        #expect(batches(actions) == [[.init(index: 0, rowID: 100, stored: 0)]], "the first photo is written alone, at once")
         #expect(fetches(actions) == [3])
         actions = album.handle(.fetched(1, .failed("HTTP 404")), now: t0)
         #expect(batches(actions).isEmpty, "one write at a time")
         #expect(fetches(actions) == [4], "a failed image frees its slot")
         actions = album.handle(.batchWritten(true), now: t0)
         #expect(batches(actions).isEmpty, "one result waits for its batch")
-        #expect(album.handle(.fetched(2, .image), now: t0) == [.put(2)], "after the first photo is written, no gate")
-        actions = album.handle(.put(2, .stored), now: t0)
-        #expect(batches(actions) == [[.init(index: 1, rowID: 101, failure: "HTTP 404"), .init(index: 2, rowID: 102, failure: nil)]])
+        #expect(album.handle(.fetched(2, .image(2)), now: t0) == [.put(2, 2)], "after the first photo is written, no gate")
+        actions = album.handle(.put(2, .stored(2)), now: t0)
+        #expect(batches(actions) == [[.init(index: 1, rowID: 101, failure: "HTTP 404"), .init(index: 2, rowID: 102, stored: 2)]])
         #expect(album.handle(.batchWritten(true), now: t0).isEmpty)
         #expect(album.handle(.fetched(3, .refused("internal address")), now: t0) == [.drop(103)])
-        _ = album.handle(.fetched(4, .image), now: t0)
-        actions = album.handle(.put(4, .stored), now: t0)
-        #expect(batches(actions) == [[.init(index: 4, rowID: 104, failure: nil)]], "the last, partial batch at the end")
+        _ = album.handle(.fetched(4, .image(4)), now: t0)
+        actions = album.handle(.put(4, .stored(4)), now: t0)
+        #expect(batches(actions) == [[.init(index: 4, rowID: 104, stored: 4)]], "the last, partial batch at the end")
         actions = album.handle(.batchWritten(true), now: t0)
         #expect(ends(actions) == [], "the refused photo's drop is awaited: it never stays pending")
         #expect(ends(album.handle(.written(.drop(103)), now: t0)) == [.finished])
@@ -83,15 +83,15 @@ import Testing
         var settings = self.settings
         settings.width = 1
         var album = Machine(resuming: [7, 8, 9], settings: settings, clearsWaiting: false, now: t0)
-        #expect(album.start(now: t0) == [.fetch(0)])
-        #expect(album.handle(.fetched(0, .image), now: t0) == [.put(0)])
-        #expect(album.handle(.put(0, .stored), now: t0) == [.fetch(1), .writeBatch([.init(index: 0, rowID: 7, failure: nil)])],
+        #expect(album.start(now: t0) == [.fetch(0, "u0")])
+        #expect(album.handle(.fetched(0, .image(0)), now: t0) == [.put(0, 0)])
+        #expect(album.handle(.put(0, .stored(0)), now: t0) == [.fetch(1, "u1"), .writeBatch([.init(index: 0, rowID: 7, stored: 0)])],
                 "the first photo is not written yet: a plain fetch")
         #expect(album.handle(.batchWritten(true), now: t0).isEmpty)
-        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
-        #expect(album.handle(.put(1, .stored), now: t0) == [.fetchAndPut(2)], "the first photo written: the slot stores it too")
-        #expect(album.handle(.fetched(2, .image), now: t0).isEmpty, "no put asked for")
-        #expect(batches(album.handle(.put(2, .stored), now: t0)) == [[.init(index: 1, rowID: 8, failure: nil), .init(index: 2, rowID: 9, failure: nil)]])
+        #expect(album.handle(.fetched(1, .image(1)), now: t0) == [.put(1, 1)])
+        #expect(album.handle(.put(1, .stored(1)), now: t0) == [.fetchAndPut(2, "u2")], "the first photo written: the slot stores it too")
+        #expect(album.handle(.fetched(2, .image(2)), now: t0).isEmpty, "no put asked for")
+        #expect(batches(album.handle(.put(2, .stored(2)), now: t0)) == [[.init(index: 1, rowID: 8, stored: 1), .init(index: 2, rowID: 9, stored: 2)]])
         #expect(album.handle(.batchWritten(true), now: t0) == [.end(.finished)])
     }
 
@@ -101,20 +101,20 @@ import Testing
         var settings = self.settings
         settings.firstGate = .zero
         var album = Machine(resuming: [7, 8, 9], settings: settings, clearsWaiting: false, now: t0)
-        #expect(album.start(now: t0) == [.fetchAndPut(0), .fetchAndPut(1), .fetchAndPut(2)])
-        for index in 0..<3 { #expect(album.handle(.fetched(index, .image), now: t0).isEmpty, "no put asked for") }
-        #expect(batches(album.handle(.put(1, .stored), now: t0)) == [[.init(index: 1, rowID: 8, failure: nil)]],
+        #expect(album.start(now: t0) == [.fetchAndPut(0, "u0"), .fetchAndPut(1, "u1"), .fetchAndPut(2, "u2")])
+        for index in 0..<3 { #expect(album.handle(.fetched(index, .image(index)), now: t0).isEmpty, "no put asked for") }
+        #expect(batches(album.handle(.put(1, .stored(1)), now: t0)) == [[.init(index: 1, rowID: 8, stored: 1)]],
                 "the first stored is written alone")
-        _ = album.handle(.put(0, .stored), now: t0)
-        _ = album.handle(.put(2, .stored), now: t0)
-        #expect(batches(album.handle(.batchWritten(true), now: t0)) == [[.init(index: 0, rowID: 7, failure: nil), .init(index: 2, rowID: 9, failure: nil)]])
+        _ = album.handle(.put(0, .stored(0)), now: t0)
+        _ = album.handle(.put(2, .stored(2)), now: t0)
+        #expect(batches(album.handle(.batchWritten(true), now: t0)) == [[.init(index: 0, rowID: 7, stored: 0), .init(index: 2, rowID: 9, stored: 2)]])
         #expect(album.handle(.batchWritten(true), now: t0) == [.end(.finished)])
     }
 
     @Test func theOthersWaitForTheFirstPhotoOrTheGate() {
         var album = searched()
-        #expect(puts(album.handle(.fetched(0, .image), now: t0)) == [0])
-        #expect(puts(album.handle(.fetched(1, .image), now: t0)).isEmpty, "held until the first photo is written")
+        #expect(puts(album.handle(.fetched(0, .image(0)), now: t0)) == [0])
+        #expect(puts(album.handle(.fetched(1, .image(1)), now: t0)).isEmpty, "held until the first photo is written")
         #expect(album.deadline() == t0 + .seconds(1), "the gate's end is a deadline")
         #expect(puts(album.handle(.tick, now: t0 + .milliseconds(999))).isEmpty)
         #expect(puts(album.handle(.tick, now: t0 + .seconds(1))) == [1], "the gate opens after a second")
@@ -123,14 +123,14 @@ import Testing
     @Test func resultsWaitForTheirRows() {
         var album = Machine(searching: settings, now: t0)
         _ = album.start(now: t0)
-        _ = album.handle(.searched(count: 2), now: t0)
+        _ = album.handle(.searched("answer", photoSources(2)), now: t0)
         // The images land before the placeholders' write has answered.
-        #expect(album.handle(.fetched(0, .image), now: t0) == [.put(0)])
-        #expect(batches(album.handle(.put(0, .stored), now: t0)).isEmpty, "no row yet: nothing written")
+        #expect(album.handle(.fetched(0, .image(0)), now: t0) == [.put(0, 0)])
+        #expect(batches(album.handle(.put(0, .stored(0)), now: t0)).isEmpty, "no row yet: nothing written")
         #expect(album.handle(.fetched(1, .refused("redirect to 10.0.0.1")), now: t0).isEmpty)
         let actions = album.handle(.rowsWritten([7, 8]), now: t0)
         #expect(actions.contains(.drop(8)))
-        #expect(batches(actions) == [[.init(index: 0, rowID: 7, failure: nil)]])
+        #expect(batches(actions) == [[.init(index: 0, rowID: 7, stored: 0)]])
         #expect(ends(album.handle(.batchWritten(true), now: t0)) == [])
         #expect(ends(album.handle(.written(.drop(8)), now: t0)) == [.finished])
     }
@@ -148,16 +148,16 @@ import Testing
 
     @Test func aLostLeaseWritesNothingMoreAndNeverFinishes() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        #expect(fetches(album.handle(.put(0, .stored), now: t0)) == [3], "0 written: its slot goes to 3")
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        #expect(fetches(album.handle(.put(0, .stored(0)), now: t0)) == [3], "0 written: its slot goes to 3")
         _ = album.handle(.batchWritten(true), now: t0)
-        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
+        #expect(album.handle(.fetched(1, .image(1)), now: t0) == [.put(1, 1)])
         _ = album.handle(.tick, now: t0 + .seconds(20))
         // Another worker took the job over.
         var actions = album.handle(.leaseRenewed(false), now: t0 + .seconds(20))
         #expect(actions.isEmpty)
-        #expect(album.handle(.put(1, .stored), now: t0 + .seconds(20)).isEmpty, "stored, never written")
-        #expect(album.handle(.fetched(2, .image), now: t0 + .seconds(20)).isEmpty, "not even stored")
+        #expect(album.handle(.put(1, .stored(1)), now: t0 + .seconds(20)).isEmpty, "stored, never written")
+        #expect(album.handle(.fetched(2, .image(2)), now: t0 + .seconds(20)).isEmpty, "not even stored")
         actions = album.handle(.fetched(3, .failed("404")), now: t0 + .seconds(20))
         #expect(actions == [.end(.leaseLost)], "ends once what is in flight has landed")
         #expect(album.unwritten == 4)
@@ -165,23 +165,23 @@ import Testing
 
     @Test func aBatchWrittenForAJobNoLongerOursEndsTheAlbum() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        _ = album.handle(.put(0, .stored), now: t0)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        _ = album.handle(.put(0, .stored(0)), now: t0)
         #expect(album.handle(.batchWritten(false), now: t0).isEmpty)
-        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.fetched(1, .image(1)), now: t0)
         _ = album.handle(.fetched(2, .failed("404")), now: t0)
-        #expect(album.handle(.fetched(3, .image), now: t0) == [.end(.leaseLost)])
+        #expect(album.handle(.fetched(3, .image(3)), now: t0) == [.end(.leaseLost)])
         #expect(album.unwritten == 5, "the first photo's write did not go through either")
     }
 
     @Test func noRenewalForAWholeLeaseCountsAsLost() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        _ = album.handle(.put(0, .stored), now: t0)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        _ = album.handle(.put(0, .stored(0)), now: t0)
         _ = album.handle(.batchWritten(true), now: t0)
-        _ = album.handle(.fetched(1, .image), now: t0 + .seconds(61))
+        _ = album.handle(.fetched(1, .image(1)), now: t0 + .seconds(61))
         #expect(album.phase == .ending(.leaseLost), "past the lease the job may be another worker's")
-        #expect(album.handle(.put(1, .stored), now: t0 + .seconds(61)).isEmpty, "stored, never written")
+        #expect(album.handle(.put(1, .stored(1)), now: t0 + .seconds(61)).isEmpty, "stored, never written")
     }
 
     /// An album that writes nothing more keeps its own reason past the lease: what the worker does
@@ -191,22 +191,22 @@ import Testing
         var album = searched()
         #expect(album.handle(.tick, now: t0 + .seconds(20)) == [.renewLease])
         #expect(album.handle(.databaseDown, now: t0 + .seconds(20)).isEmpty, "no renewal while the database is away")
-        _ = album.handle(.fetched(0, .image), now: t0 + .seconds(61))
-        _ = album.handle(.fetched(1, .image), now: t0 + .seconds(61))
-        #expect(album.handle(.fetched(2, .image), now: t0 + .seconds(61)) == [.end(.databaseDown)])
+        _ = album.handle(.fetched(0, .image(0)), now: t0 + .seconds(61))
+        _ = album.handle(.fetched(1, .image(1)), now: t0 + .seconds(61))
+        #expect(album.handle(.fetched(2, .image(2)), now: t0 + .seconds(61)) == [.end(.databaseDown)])
     }
 
     @Test func theStoreGoingDownStopsNewFetchesAndKeepsWhatWasStored() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        _ = album.handle(.put(0, .stored), now: t0)  // and fetch(3)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        _ = album.handle(.put(0, .stored(0)), now: t0)  // and fetch(3)
         _ = album.handle(.batchWritten(true), now: t0)
-        _ = album.handle(.fetched(1, .image), now: t0)
+        _ = album.handle(.fetched(1, .image(1)), now: t0)
         #expect(album.handle(.put(1, .storeDown), now: t0).isEmpty, "no new fetch once the store is down")
-        #expect(album.handle(.fetched(2, .image), now: t0) == [.put(2)], "what landed is still offered to the store")
-        #expect(album.handle(.put(2, .stored), now: t0).isEmpty, "3 is still in flight")
+        #expect(album.handle(.fetched(2, .image(2)), now: t0) == [.put(2, 2)], "what landed is still offered to the store")
+        #expect(album.handle(.put(2, .stored(2)), now: t0).isEmpty, "3 is still in flight")
         let actions = album.handle(.fetched(3, .failed("410")), now: t0)
-        #expect(batches(actions) == [[.init(index: 2, rowID: 102, failure: nil), .init(index: 3, rowID: 103, failure: "410")]],
+        #expect(batches(actions) == [[.init(index: 2, rowID: 102, stored: 2), .init(index: 3, rowID: 103, failure: "410")]],
                 "what was stored meanwhile is kept")
         #expect(album.handle(.batchWritten(true), now: t0) == [.end(.storeDown)])
         #expect(album.unwritten == 2, "1 and 4 stay pending for the job's next turn")
@@ -216,8 +216,8 @@ import Testing
         var album = searched()
         var actions = album.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0)
         #expect(fetches(actions) == [3], "one image failing: the others are still fetched")
-        _ = album.handle(.fetched(1, .image), now: t0)
-        _ = album.handle(.put(1, .stored), now: t0)
+        _ = album.handle(.fetched(1, .image(1)), now: t0)
+        _ = album.handle(.put(1, .stored(1)), now: t0)
         _ = album.handle(.batchWritten(true), now: t0)
         _ = album.handle(.fetched(2, .hostDown(retryAfter: nil)), now: t0)
         _ = album.handle(.fetched(3, .failed("HTTP 410")), now: t0)
@@ -239,12 +239,12 @@ import Testing
 
     @Test func theDatabaseGoingDownMidWriteLeavesTheBatchPending() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        #expect(batches(album.handle(.put(0, .stored), now: t0)).count == 1)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        #expect(batches(album.handle(.put(0, .stored(0)), now: t0)).count == 1)
         #expect(album.handle(.databaseDown, now: t0).isEmpty)
-        _ = album.handle(.fetched(1, .image), now: t0)
-        _ = album.handle(.fetched(2, .image), now: t0)
-        let actions = album.handle(.fetched(3, .image), now: t0)
+        _ = album.handle(.fetched(1, .image(1)), now: t0)
+        _ = album.handle(.fetched(2, .image(2)), now: t0)
+        let actions = album.handle(.fetched(3, .image(3)), now: t0)
         #expect(actions == [.end(.databaseDown)], "nothing more is stored or written")
         #expect(album.unwritten == 5)
     }
@@ -252,16 +252,16 @@ import Testing
     @Test func aSupersededAlbumEndsWithoutWriting() {
         var album = Machine(searching: settings, now: t0)
         _ = album.start(now: t0)
-        _ = album.handle(.searched(count: 2), now: t0)
+        _ = album.handle(.searched("answer", photoSources(2)), now: t0)
         #expect(album.handle(.superseded, now: t0).isEmpty, "two fetches in flight")
-        _ = album.handle(.fetched(0, .image), now: t0)
-        #expect(ends(album.handle(.fetched(1, .image), now: t0)) == [.superseded])
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        #expect(ends(album.handle(.fetched(1, .image(1)), now: t0)) == [.superseded])
     }
 
     @Test func anEmptySearchFinishesOnceItsResultIsWritten() {
         var album = Machine(searching: settings, now: t0)
         _ = album.start(now: t0)
-        #expect(album.handle(.searched(count: 0), now: t0) == [.writePlaceholders])
+        #expect(album.handle(.searched("answer", photoSources(0)), now: t0) == [.writePlaceholders("answer")])
         #expect(album.handle(.rowsWritten([]), now: t0) == [.end(.finished)])
     }
 
@@ -274,13 +274,13 @@ import Testing
     @Test func aResumedAlbumClearsItsWaitOnceAnImageIsStored() {
         var album = Machine(resuming: [7, 8], settings: settings, clearsWaiting: true, now: t0)
         #expect(fetches(album.start(now: t0)) == [0, 1])
-        _ = album.handle(.fetched(0, .image), now: t0)
-        let actions = album.handle(.put(0, .stored), now: t0)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        let actions = album.handle(.put(0, .stored(0)), now: t0)
         #expect(actions.first == .clearWaiting)
         #expect(batches(actions).count == 1)
         _ = album.handle(.batchWritten(true), now: t0)
-        #expect(!album.handle(.fetched(1, .image), now: t0).contains(.clearWaiting))
-        #expect(!album.handle(.put(1, .stored), now: t0).contains(.clearWaiting), "once")
+        #expect(!album.handle(.fetched(1, .image(1)), now: t0).contains(.clearWaiting))
+        #expect(!album.handle(.put(1, .stored(1)), now: t0).contains(.clearWaiting), "once")
     }
 
     @Test func stoppingReleasesAtOnce() {
@@ -296,16 +296,16 @@ import Testing
     @Test func aPhotoWithoutARowIsSkippedNotReadAsSuperseded() {
         var album = Machine(searching: settings, now: t0)
         _ = album.start(now: t0)
-        _ = album.handle(.searched(count: 3), now: t0)
+        _ = album.handle(.searched("answer", photoSources(3)), now: t0)
         #expect(album.handle(.rowsWritten([7, nil, 9]), now: t0).isEmpty, "fetches in flight, nothing ended")
-        _ = album.handle(.fetched(0, .image), now: t0)
-        #expect(batches(album.handle(.put(0, .stored), now: t0)) == [[.init(index: 0, rowID: 7, failure: nil)]])
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        #expect(batches(album.handle(.put(0, .stored(0)), now: t0)) == [[.init(index: 0, rowID: 7, stored: 0)]])
         _ = album.handle(.batchWritten(true), now: t0)
-        #expect(album.handle(.fetched(1, .image), now: t0) == [.put(1)])
-        #expect(batches(album.handle(.put(1, .stored), now: t0)).isEmpty, "no row: nothing to write for it")
-        _ = album.handle(.fetched(2, .image), now: t0)
-        let actions = album.handle(.put(2, .stored), now: t0)
-        #expect(batches(actions) == [[.init(index: 2, rowID: 9, failure: nil)]])
+        #expect(album.handle(.fetched(1, .image(1)), now: t0) == [.put(1, 1)])
+        #expect(batches(album.handle(.put(1, .stored(1)), now: t0)).isEmpty, "no row: nothing to write for it")
+        _ = album.handle(.fetched(2, .image(2)), now: t0)
+        let actions = album.handle(.put(2, .stored(2)), now: t0)
+        #expect(batches(actions) == [[.init(index: 2, rowID: 9, stored: 2)]])
         #expect(ends(album.handle(.batchWritten(true), now: t0)) == [.finished])
     }
 
@@ -318,9 +318,9 @@ import Testing
         #expect(album.handle(.tick, now: later) == [.renewLease])
         #expect(album.handle(.writeRefused, now: later).isEmpty, "three fetches still in flight")
         #expect(album.deadline() == nil, "nothing to time: only the fetches' answers move it on")
-        _ = album.handle(.fetched(0, .image), now: later)
+        _ = album.handle(.fetched(0, .image(0)), now: later)
         _ = album.handle(.fetched(1, .failed("404")), now: later)
-        #expect(album.handle(.fetched(2, .image), now: later) == [.end(.writeRefused)])
+        #expect(album.handle(.fetched(2, .image(2)), now: later) == [.end(.writeRefused)])
     }
 
     /// The endings that write nothing (database down, lease lost, a refused write, superseded)
@@ -330,9 +330,9 @@ import Testing
         for stop in [Machine.Event.databaseDown, .writeRefused, .superseded] {
             var album = Machine(searching: settings, now: t0)
             _ = album.start(now: t0)
-            _ = album.handle(.searched(count: 5), now: t0)
-            _ = album.handle(.fetched(0, .image), now: t0)
-            _ = album.handle(.put(0, .stored), now: t0)
+            _ = album.handle(.searched("answer", photoSources(5)), now: t0)
+            _ = album.handle(.fetched(0, .image(0)), now: t0)
+            _ = album.handle(.put(0, .stored(0)), now: t0)
             #expect(album.handle(stop, now: t0 + .seconds(30)).isEmpty, "\(stop)")
             #expect(album.deadline() == nil, "\(stop)")
         }
@@ -361,8 +361,8 @@ import Testing
         _ = run(.fetched(3, .hostDown(retryAfter: nil, reason: "the photo server answered HTTP 503")))
         var last: [Machine.Action] = []
         for index in (0..<10) where index != 3 {
-            _ = run(.fetched(index, .image))
-            last = run(.put(index, .stored))
+            _ = run(.fetched(index, .image(index)))
+            last = run(.put(index, .stored(index)))
         }
         #expect(ends(last) == [.finished])
         #expect(written.contains(.init(index: 3, rowID: 103, failure: "the photo server answered HTTP 503")))
@@ -376,8 +376,8 @@ import Testing
         _ = album.start(now: t0)
         _ = album.handle(.fetched(0, .hostDown(retryAfter: nil)), now: t0)
         _ = album.handle(.fetched(1, .hostDown(retryAfter: nil)), now: t0)
-        _ = album.handle(.fetched(2, .image), now: t0)
-        _ = album.handle(.put(2, .stored), now: t0)
+        _ = album.handle(.fetched(2, .image(2)), now: t0)
+        _ = album.handle(.put(2, .stored(2)), now: t0)
         _ = album.handle(.batchWritten(true), now: t0)
         let actions = album.handle(.fetched(3, .hostDown(retryAfter: nil)), now: t0)
         #expect(ends(actions) == [.imageHostDown(retryAfter: nil)])
@@ -417,8 +417,8 @@ import Testing
             if index == 7 {
                 last = album.handle(.fetched(index, .hostDown(retryAfter: nil)), now: t0)
             } else {
-                _ = album.handle(.fetched(index, index % 2 == 0 ? .imageAfterRetry : .image), now: t0)
-                last = album.handle(.put(index, .stored), now: t0)
+                _ = album.handle(.fetched(index, index % 2 == 0 ? .imageAfterRetry(index) : .image(index)), now: t0)
+                last = album.handle(.put(index, .stored(index)), now: t0)
             }
             while !batches(last).isEmpty { last = album.handle(.batchWritten(true), now: t0) }
         }
@@ -431,17 +431,17 @@ import Testing
     /// written after an end whatever the order of the driver's queue.
     @Test func anActionQueuedBeforeTheEndIsWithdrawn() {
         var album = searched()
-        _ = album.handle(.fetched(0, .image), now: t0)
-        let actions = album.handle(.put(0, .stored), now: t0)
+        _ = album.handle(.fetched(0, .image(0)), now: t0)
+        let actions = album.handle(.put(0, .stored(0)), now: t0)
         let batch = actions.first { if case .writeBatch = $0 { return true } else { return false } }!
         _ = album.handle(.databaseDown, now: t0)
         #expect(!album.permits(batch))
         #expect(!album.permits(.renewLease))
         #expect(fetches(actions) == [3], "0's slot went to 3")
         _ = album.handle(.withdrawn(batch), now: t0)
-        _ = album.handle(.fetched(1, .image), now: t0)
-        _ = album.handle(.fetched(2, .image), now: t0)
-        #expect(album.handle(.fetched(3, .image), now: t0) == [.end(.databaseDown)])
+        _ = album.handle(.fetched(1, .image(1)), now: t0)
+        _ = album.handle(.fetched(2, .image(2)), now: t0)
+        #expect(album.handle(.fetched(3, .image(3)), now: t0) == [.end(.databaseDown)])
         #expect(album.unwritten == 5)
     }
 
@@ -460,12 +460,12 @@ import Testing
         case .runningWithoutRows:
             album = Machine(searching: settings, now: t0)
             _ = album.start(now: t0)
-            _ = album.handle(.searched(count: 5), now: t0)
+            _ = album.handle(.searched("answer", photoSources(5)), now: t0)
         case .running:
             album = searched()
         case .endingForTheStore:
             album = searched()
-            _ = album.handle(.fetched(0, .image), now: t0)
+            _ = album.handle(.fetched(0, .image(0)), now: t0)
             _ = album.handle(.put(0, .storeDown), now: t0)
         case .leaseLost:
             album = searched()
@@ -479,13 +479,13 @@ import Testing
         return album
     }
 
-    static let events: [AlbumDownload.Event] = [
-        .searched(count: 5), .searchFailed, .rowsWritten([100, 101, 102, 103, 104]), .rowsWritten([100, nil, 102, nil, 104]), .superseded,
-        .fetched(1, .image), .fetched(1, .failed("404")), .fetched(1, .refused("internal")), .fetched(1, .hostDown(retryAfter: nil)),
-        .fetched(1, .hostDown(retryAfter: 9)), .put(0, .stored), .put(0, .failed("EIO")), .put(0, .storeDown),
+    static let events: [Machine.Event] = [
+        .searched("answer", photoSources(5)), .searchFailed, .rowsWritten([100, 101, 102, 103, 104]), .rowsWritten([100, nil, 102, nil, 104]), .superseded,
+        .fetched(1, .image(1)), .fetched(1, .failed("404")), .fetched(1, .refused("internal")), .fetched(1, .hostDown(retryAfter: nil)),
+        .fetched(1, .hostDown(retryAfter: 9)), .put(0, .stored(0)), .put(0, .failed("EIO")), .put(0, .storeDown),
         .batchWritten(true), .batchWritten(false), .leaseRenewed(true), .leaseRenewed(false),
-        .databaseDown, .writeRefused, .stopping, .tick, .withdrawn(.renewLease), .withdrawn(.fetch(1)),
-        .withdrawn(.writeBatch([.init(index: 0, rowID: 100, failure: nil)])),
+        .databaseDown, .writeRefused, .stopping, .tick, .withdrawn(.renewLease), .withdrawn(.fetch(1, "u1")),
+        .withdrawn(.writeBatch([.init(index: 0, rowID: 100, stored: 0)])),
     ]
 
     @Test(arguments: State.allCases) func everyEventInEveryState(_ state: State) {
@@ -517,5 +517,26 @@ import Testing
                 }
             }
         }
+    }
+}
+
+/// The tests' payloads: each image and each stored result is its photo's index, and each source
+/// "u" and the index, so an action or a batch carrying another photo's payload shows at once.
+enum TestPayloads: AlbumPayloads {
+    typealias Answer = String
+    typealias Source = String
+    typealias Image = Int
+    typealias Stored = Int
+}
+
+/// The sources of an album of `count` photos: "u0", "u1", …
+func photoSources(_ count: Int) -> [String] { (0..<max(0, count)).map { "u\($0)" } }
+
+extension AlbumDownload where P == TestPayloads {
+    /// A resumed album whose photos come from `photoSources`.
+    init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, held: Int = 0, failedBefore: [Int] = [],
+         now: ContinuousClock.Instant) {
+        self.init(resuming: rowIDs, sources: photoSources(rowIDs.count), settings: settings, clearsWaiting: clearsWaiting,
+                  held: held, failedBefore: failedBefore, now: now)
     }
 }

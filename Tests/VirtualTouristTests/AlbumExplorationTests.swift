@@ -42,7 +42,7 @@ import TestSupport
 }
 
 enum AlbumWalk {
-    typealias Machine = AlbumDownload
+    typealias Machine = AlbumDownload<TestPayloads>
     static let t0 = ContinuousClock.now
 
     enum Step: CustomStringConvertible {
@@ -144,8 +144,16 @@ enum AlbumWalk {
                 let o = (outcome &+ queue.count) % 100
                 switch action {
                 case .search, .fetch, .fetchAndPut, .put:
-                    if case .fetch(let index) = action, written.contains(index) { return "photo \(index) fetched again after it was written" }
-                    if case .fetchAndPut(let index) = action, written.contains(index) { return "photo \(index) fetched again after it was written" }
+                    if case .fetch(let index, _) = action, written.contains(index) { return "photo \(index) fetched again after it was written" }
+                    if case .fetchAndPut(let index, _) = action, written.contains(index) { return "photo \(index) fetched again after it was written" }
+                    // Each action carries its own photo's payload: the driver joins nothing.
+                    switch action {
+                    case .fetch(let index, let source), .fetchAndPut(let index, let source):
+                        if source != "u\(index)" { return "photo \(index) fetched from \(source)" }
+                    case .put(let index, let image):
+                        if image != index { return "photo \(index) stored with image \(image)" }
+                    default: break
+                    }
                     inFlight.append(action)
                     continue
                 case .writePlaceholders:
@@ -169,6 +177,9 @@ enum AlbumWalk {
                         for item in items {
                             if written.contains(item.index) { return "photo \(item.index) written twice" }
                             if rows?[item.index] != item.rowID { return "photo \(item.index) written under row \(item.rowID)" }
+                            if case .stored(let stored) = item.outcome, stored != item.index {
+                                return "photo \(item.index) written with image \(stored)'s result"
+                            }
                             written.insert(item.index)
                         }
                         event = .batchWritten(true)
@@ -220,25 +231,26 @@ enum AlbumWalk {
             case .search:
                 if o < 10 { return .searchFailed }
                 photos = o % 7
-                return .searched(count: photos)
-            case .fetch(let i), .fetchAndPut(let i):
+                return .searched("answer", photoSources(photos))
+            case .fetch(let i, _), .fetchAndPut(let i, _):
                 switch o {
                 case 0..<8: return .fetched(i, .failed("HTTP 404"))
                 case 8..<12: return .fetched(i, .refused("internal address"))
                 case 12..<22: return .fetched(i, .hostDown(retryAfter: nil, reason: "HTTP 503"))
                 case 22..<25: return .fetched(i, .hostDown(retryAfter: 30))
                 case 25..<32:
-                    if case .fetchAndPut = action { inFlight.append(.put(i)) }
-                    return .fetched(i, .imageAfterRetry)
+                    // Stored on its own slot (as the driver does): the machine is not handed the image.
+                    if case .fetchAndPut = action { inFlight.append(.put(i, i)); return .fetched(i, .imageAfterRetry(nil)) }
+                    return .fetched(i, .imageAfterRetry(i))
                 default:
-                    if case .fetchAndPut = action { inFlight.append(.put(i)) }
-                    return .fetched(i, .image)
+                    if case .fetchAndPut = action { inFlight.append(.put(i, i)); return .fetched(i, .image(nil)) }
+                    return .fetched(i, .image(i))
                 }
-            case .put(let i):
+            case .put(let i, _):
                 switch o {
                 case 0..<6: return .put(i, .storeDown)
                 case 6..<9: return .put(i, .failed("EIO"))
-                default: return .put(i, .stored)
+                default: return .put(i, .stored(i))
                 }
             default: return nil
             }

@@ -221,10 +221,10 @@ import TestSupport
         }
         // Each failed photo: a log line naming it and S3's reason.
         let logged = lines.withLock { $0 }
-        for row in try app.pool.query("SELECT id FROM photos WHERE status = 'failed'") {
-            let id: Int64 = try row.decode("id")
-            #expect(logged.contains { $0.contains("photo \(id) not stored") && $0.contains("HTTP 403 AccessDenied") },
-                    "no logged reason for photo \(id): \(logged.prefix(3))")
+        for row in try app.pool.query("SELECT id, remote_url FROM photos WHERE status = 'failed'") {
+            let id: Int64 = try row.decode("id"), url: String = try row.decode("remote_url")
+            #expect(logged.contains { $0.contains("photo \(url) not stored") && $0.contains("HTTP 403 AccessDenied") },
+                    "no logged reason for photo \(id) (\(url)): \(logged.prefix(3))")
         }
     }
 

@@ -224,6 +224,64 @@ import TestSupport
         }
         #expect(all.count == 30)
     }
+
+    /// The store starts taking PUTs and never answering (the proxy swallows every request, on new
+    /// and kept connections) mid-album, with the write deadline at 2 s (30 s in production): each
+    /// hanging put is an outage at its deadline, never a worker held for curl's whole timeout; the
+    /// breaker opens, the album's remaining photos stay pending (none failed), pages are served;
+    /// when the store answers again the album completes by itself.
+    @Test func aPutThatHangsIsAnOutageAtItsDeadlineAndTheAlbumCompletesWhenTheStoreAnswers() throws {
+        let moto = try S3StoreTests.moto()
+        let direct = try moto.store()
+        let proxy = try StoreProxy(target: moto.port)
+        var s3 = direct.settings
+        s3.endpoint = proxy.endpoint
+        var options = PhotoFixture.Options()
+        options.imageStagger = 0.15  // 30 images over 4.5 s
+        let app = try TestApp(workers: true, fixture: options) { settings in
+            settings.s3 = s3
+            settings.photoStoreWriteDeadline = 2
+            settings.photoStoreCoolDown = 1
+            settings.photoStoreMaxCoolDown = 2
+            settings.workers.storeBackoffFirst = 0.1
+            settings.workers.storeBackoffMax = 2
+        }
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        try #require(eventually(timeout: 20) { ((try? AlbumTests.state(browser, pin: pin))?.count("ready") ?? 0) >= 3 })
+
+        try proxy.set(.blackhole)
+        let hung = Date()
+        let before = try Self.readyPhotos(app, pin: pin)
+        var opened: TimeInterval?
+        _ = eventually(timeout: 15) {
+            guard (try? browser.get("/readyz"))?.body.contains("degraded") == true else { return false }
+            opened = Date().timeIntervalSince(hung)
+            return true
+        }
+        usleep(3_000_000)
+        let during = try AlbumTests.state(browser, pin: pin)
+        let map = Self.fetch(app.port, browser.cookies, "/")
+
+        try proxy.set(.forward)
+        let back = Date()
+        let album = try AlbumTests.settled(browser, pin: pin, timeout: 90)
+        let recovered = Date().timeIntervalSince(back)
+        let readBack = before.map { Self.fetch(app.port, browser.cookies, "/photos/\($0.id)") }
+        print("""
+            S3 swallowing every request mid-album (\(before.count) photos stored before, write deadline 2 s): the breaker open \
+            \(opened.map(Self.format) ?? "never") later; meanwhile \(during.status), \(during.count("ready")) ready, \
+            \(during.count("pending")) pending, \(during.count("failed")) failed; the map \(map.status) in \(Self.format(map.seconds)); \
+            answering again: \(album.status), \(album.count("ready")) ready, \(album.count("failed")) failed, \(Self.format(recovered)) later
+            """)
+        #expect(opened.map { $0 < 2 + 6 } == true, "a hanging put is an outage at its deadline (2 s), not at curl's timeout")
+        #expect(during.status == "downloading" && during.count("failed") == 0 && during.count("pending") > 0)
+        #expect(map.status == 200 && map.seconds < 2)
+        #expect(album.status == "ready" && album.count("ready") == 30 && album.count("failed") == 0 && album.count("pending") == 0)
+        for (row, sample) in zip(before, readBack) {
+            #expect(sample.status == 200 && SHA256.hex(sample.body) == row.hash, "photo \(row.id) stored before: \(sample.status)")
+        }
+    }
 }
 
 /// An ext4 file system on a loop device, mounted for one test (root only). Faults are the

@@ -22,26 +22,27 @@
 /// - `deadline()` is in the future whenever `handle` returned no action, and nil only while an
 ///   answer is awaited or once the album ended: the driver never spins
 ///   (Tests/VirtualTouristTests/AlbumExplorationTests walks random event sequences to check this).
-struct AlbumDownload {
-    struct Settings: Equatable {
-        var width = 30
-        var batchSize = 6
-        var batchAge: Duration = .milliseconds(250)
-        var renewEvery: Duration = .seconds(20)
-        var lease: Duration = .seconds(60)
-        var firstGate: Duration = .seconds(1)
-        /// An image its host failed, and failed alone, in this many downloads of the album fails
-        /// alone, once the album holds other photos from the host (one bad image is not an outage;
-        /// a host failing some images now and others next time is a host in trouble).
-        var imageRuns = 3
-    }
+///
+/// Events carry their payload and actions carry what they need (the search's answer, each
+/// photo's source, an image's bytes, what the store made of them): the machine keeps them with
+/// their slot until they are due, so the driver joins nothing. The payloads are type parameters
+/// (`AlbumPayloads`): the driver's are the real page, URL, bytes and stored result; the tests'
+/// are small values whose identity shows each landed on its own slot.
+struct AlbumDownload<P: AlbumPayloads> {
+    typealias Answer = P.Answer
+    typealias Source = P.Source
+    typealias Image = P.Image
+    typealias Stored = P.Stored
+
+    typealias Settings = AlbumDownloadSettings
 
     /// How one image's fetch ended.
-    enum Fetched: Equatable {
-        case image
+    enum Fetched: Equatable, Sendable {
+        /// The image, for the machine to store (nil: fetched by `fetchAndPut`, its own slot stores it).
+        case image(Image?)
         /// An image that came only after its host failed it once or more (the quick retries): a
         /// sign of trouble at the host, even though this one arrived.
-        case imageAfterRetry
+        case imageAfterRetry(Image?)
         /// This photo fails for good (404, 410, not an image, too large).
         case failed(String)
         /// Outside the provider's image hosts or on an internal address: the photo leaves the album.
@@ -54,17 +55,19 @@ struct AlbumDownload {
     }
 
     /// How one image's put into the photo store ended.
-    enum Put: Equatable {
-        case stored
+    enum Put: Equatable, Sendable {
+        /// In the store: what the batch write records for the photo.
+        case stored(Stored)
         /// The store refused this image for a reason of its own (not an outage): the photo fails.
         case failed(String)
         /// The store is down: the photo stays pending and the album waits for the store.
         case storeDown
     }
 
-    enum Event: Equatable {
-        /// The search answered with this many photos (the driver writes their placeholders next).
-        case searched(count: Int)
+    enum Event: Equatable, Sendable {
+        /// The search's answer and, by position, where each of its photos is fetched from (its
+        /// placeholders are written next, with the answer).
+        case searched(Answer, [Source])
         /// The search failed; the driver keeps the error.
         case searchFailed
         /// The placeholders' row ids by position; nil for a photo the album already holds (its
@@ -91,21 +94,33 @@ struct AlbumDownload {
         case tick
     }
 
-    /// A result ready to be written: the row, and why it failed (nil: stored, the driver holds its image).
-    struct Item: Equatable {
+    /// A result ready to be written: the row, and what the store made of the image or why it failed.
+    struct Item: Equatable, Sendable {
+        enum Outcome: Equatable, Sendable {
+            case stored(Stored)
+            case failed(String)
+        }
         let index: Int
         let rowID: Int64
-        let failure: String?
+        let outcome: Outcome
+
+        init(index: Int, rowID: Int64, _ outcome: Outcome) {
+            self.index = index
+            self.rowID = rowID
+            self.outcome = outcome
+        }
+        init(index: Int, rowID: Int64, stored: Stored) { self.init(index: index, rowID: rowID, .stored(stored)) }
+        init(index: Int, rowID: Int64, failure: String) { self.init(index: index, rowID: rowID, .failed(failure)) }
     }
 
-    enum Action: Equatable {
+    enum Action: Equatable, Sendable {
         case search
-        case writePlaceholders
-        case fetch(Int)
+        case writePlaceholders(Answer)
+        case fetch(Int, Source)
         /// Fetch, and store it on the same slot if it is an image (once the first photo is
         /// written): the bytes never wait for a slot of their own. Reported as `fetched`, then `put`.
-        case fetchAndPut(Int)
-        case put(Int)
+        case fetchAndPut(Int, Source)
+        case put(Int, Image)
         case writeBatch([Item])
         /// A refused image's row leaves the album.
         case drop(Int64)
@@ -117,30 +132,7 @@ struct AlbumDownload {
         case end(End)
     }
 
-    enum End: Equatable {
-        /// Every photo ready or failed: the album is complete.
-        case finished
-        /// A newer collection (or a deleted pin) made the job stale.
-        case superseded
-        /// The job is no longer ours: nothing more is written, nothing finished.
-        case leaseLost
-        case databaseDown
-        case writeRefused
-        case searchFailed
-        case storeDown
-        case imageHostDown(retryAfter: Int?)
-        /// Released for another worker (the process stops): at once, what is in flight abandoned
-        /// (pending, downloaded again by the next holder).
-        case released
-
-        /// An end that still writes what was stored before it.
-        var waits: Bool {
-            switch self {
-            case .storeDown, .imageHostDown, .finished: return true
-            default: return false
-            }
-        }
-    }
+    typealias End = AlbumEnd
 
     enum Phase: Equatable {
         case searching
@@ -166,9 +158,13 @@ struct AlbumDownload {
     let settings: Settings
     private(set) var phase: Phase
     private var slots: [Slot] = []
+    /// Where each slot's photo is fetched from.
+    private var sources: [Source] = []
+    /// Images landed and held for the first photo's gate, by slot.
+    private var images: [Int: Image] = [:]
     private var rowIDs: [Int64?]?
     /// Results whose rows are not known yet, in landing order.
-    private var unplaced: [(index: Int, failure: String?)] = []
+    private var unplaced: [(index: Int, outcome: Item.Outcome)] = []
     /// Refused images whose rows are not known yet.
     private var undropped: [Int] = []
     private var batch: ResultBatch<Item>
@@ -212,10 +208,13 @@ struct AlbumDownload {
     /// `clearsWaiting`: the album shows a wait to clear once an image is stored again.
     /// `held`: photos of the album not pending (delivered before); `failedBefore`: per pending
     /// photo, the downloads its host already failed it in.
-    init(resuming rowIDs: [Int64], settings: Settings, clearsWaiting: Bool, held: Int = 0, failedBefore: [Int] = [],
-         now: ContinuousClock.Instant) {
+    /// `sources`: where each row's photo is fetched from, by position.
+    init(resuming rowIDs: [Int64], sources: [Source], settings: Settings, clearsWaiting: Bool, held: Int = 0,
+         failedBefore: [Int] = [], now: ContinuousClock.Instant) {
+        precondition(sources.count == rowIDs.count, "a source for every row")
         self.init(searching: settings, now: now)
         self.rowIDs = rowIDs.map { $0 }
+        self.sources = sources
         self.held = held
         self.failedBefore = failedBefore
         self.clearsWaiting = clearsWaiting
@@ -261,11 +260,12 @@ struct AlbumDownload {
     mutating func handle(_ event: Event, now: ContinuousClock.Instant) -> [Action] {
         if case .ended = phase { return [] }
         switch event {
-        case .searched(let count):
+        case .searched(let answer, let sources):
             guard phase == .searching else { break }
-            slots = Array(repeating: .waiting, count: count)
+            slots = Array(repeating: .waiting, count: sources.count)
+            self.sources = sources
             phase = .running
-            return [.writePlaceholders] + advance(now: now)
+            return [.writePlaceholders(answer)] + advance(now: now)
         case .searchFailed:
             stop(.searchFailed)
         case .superseded:
@@ -276,8 +276,11 @@ struct AlbumDownload {
             guard ids.count == slots.count else { stop(.writeRefused); break }
             rowIDs = ids
             // A photo without a row is not the album's to write: skipped wherever it is.
-            for index in slots.indices where ids[index] == nil && [.waiting, .held].contains(slots[index]) { slots[index] = .written }
-            for (index, failure) in unplaced { landed(index, failure: failure, now: now) }
+            for index in slots.indices where ids[index] == nil && [.waiting, .held].contains(slots[index]) {
+                slots[index] = .written
+                images[index] = nil
+            }
+            for (index, outcome) in unplaced { landed(index, outcome, now: now) }
             unplaced = []
             guard mayWrite else { break }
             let drops = undropped.compactMap { ids[$0].map(Action.drop) }
@@ -288,22 +291,25 @@ struct AlbumDownload {
         case .fetched(let index, let fetched):
             guard slots.indices.contains(index), slots[index] == .fetching else { break }
             switch fetched {
-            case .image, .imageAfterRetry:
+            case .image(let image), .imageAfterRetry(let image):
                 delivered += 1
-                if fetched == .imageAfterRetry { troubled += 1 }
+                if case .imageAfterRetry = fetched { troubled += 1 }
                 if storedInline.contains(index) {
                     slots[index] = .putting
                     break
                 }
+                // An image not handed over cannot be stored: it stays pending (never lost as failed).
+                guard let image else { slots[index] = .left; break }
                 if firstLanded == nil && phase == .running {
                     firstLanded = now
                     slots[index] = .putting
-                    return [.put(index)] + advance(now: now)
+                    return [.put(index, image)] + advance(now: now)
                 }
                 slots[index] = .held  // `advance` stores it, or leaves it pending
+                images[index] = image
             case .failed(let reason):
                 delivered += 1
-                landed(index, failure: reason, now: now)
+                landed(index, .failed(reason), now: now)
             case .refused:
                 if let rowIDs, mayWrite {
                     slots[index] = .written
@@ -328,15 +334,15 @@ struct AlbumDownload {
         case .put(let index, let put):
             guard slots.indices.contains(index), slots[index] == .putting else { break }
             switch put {
-            case .stored:
-                landed(index, failure: nil, now: now)
+            case .stored(let stored):
+                landed(index, .stored(stored), now: now)
                 if clearsWaiting {
                     clearsWaiting = false
                     sideWrites += 1
                     return [.clearWaiting] + advance(now: now)
                 }
             case .failed(let reason):
-                landed(index, failure: reason, now: now)
+                landed(index, .failed(reason), now: now)
             case .storeDown:
                 slots[index] = .left
                 stop(.storeDown)
@@ -381,8 +387,11 @@ struct AlbumDownload {
                 writing = false
             case .renewLease: renewing = false
             case .drop, .clearWaiting, .noteHostFailures: sideWrites = max(0, sideWrites - 1)
-            case .fetch(let index), .fetchAndPut(let index), .put(let index):
-                if slots.indices.contains(index), [.fetching, .putting, .held].contains(slots[index]) { slots[index] = .left }
+            case .fetch(let index, _), .fetchAndPut(let index, _), .put(let index, _):
+                if slots.indices.contains(index), [.fetching, .putting, .held].contains(slots[index]) {
+                    slots[index] = .left
+                    images[index] = nil
+                }
             case .search, .writePlaceholders, .end: break
             }
         case .stopping:
@@ -398,14 +407,14 @@ struct AlbumDownload {
 
     // MARK: Rules
 
-    private mutating func landed(_ index: Int, failure: String?, now: ContinuousClock.Instant) {
+    private mutating func landed(_ index: Int, _ outcome: Item.Outcome, now: ContinuousClock.Instant) {
         slots[index] = .landed
         if let rowIDs {
             // No row: nothing to write (a stored blob is then the collector's).
             guard let rowID = rowIDs[index] else { slots[index] = .written; return }
-            add(Item(index: index, rowID: rowID, failure: failure), now: now)
+            add(Item(index: index, rowID: rowID, outcome), now: now)
         } else {
-            unplaced.append((index, failure))
+            unplaced.append((index, outcome))
         }
     }
 
@@ -472,11 +481,12 @@ struct AlbumDownload {
         let gateOpen = firstWritten || (firstLanded.map { now - $0 >= settings.firstGate } ?? false) || ending != nil
         if gateOpen {
             for index in slots.indices where slots[index] == .held {
+                let image = images.removeValue(forKey: index)
                 if !mayWrite {
                     slots[index] = .left
-                } else {
+                } else if let image {
                     slots[index] = .putting
-                    actions.append(.put(index))
+                    actions.append(.put(index, image))
                 }
             }
         }
@@ -489,9 +499,9 @@ struct AlbumDownload {
                 // while the slots work for other albums (peak RSS, docs/performance.md "Albums").
                 if firstWritten || settings.firstGate == .zero {
                     storedInline.insert(index)
-                    actions.append(.fetchAndPut(index))
+                    actions.append(.fetchAndPut(index, sources[index]))
                 } else {
-                    actions.append(.fetch(index))
+                    actions.append(.fetch(index, sources[index]))
                 }
                 next = slots[index...].firstIndex(of: .waiting)
             }
@@ -502,7 +512,7 @@ struct AlbumDownload {
         if ending == nil, rowIDs != nil, !hostDownSlots.isEmpty, inFlight == 0, !slots.contains(.waiting) {
             let hostFine = (hostDownSlots.count + troubled) * 4 < hostDownSlots.count + delivered
             let alone = hostDownSlots.filter { hostFine || failsAlone($0.index) }
-            for (index, reason) in alone { landed(index, failure: reason, now: now) }
+            for (index, reason) in alone { landed(index, .failed(reason), now: now) }
             hostDownSlots.removeAll { slot in alone.contains { $0.index == slot.index } }
             if hostDownSlots.isEmpty { hostDown = nil }
         }
@@ -532,6 +542,7 @@ struct AlbumDownload {
         if let ending {
             if mayWrite && rowIDs != nil && !batch.waiting.isEmpty { return actions }
             for index in slots.indices where slots[index] != .written { slots[index] = .left }
+            images = [:]
             phase = .ended(ending)
             actions.append(.end(ending))
         } else if rowIDs != nil, slots.allSatisfy({ $0 == .written || $0 == .left }), batch.waiting.isEmpty {
@@ -542,4 +553,56 @@ struct AlbumDownload {
         return actions
     }
 
+}
+
+/// The payloads an album's events and actions carry (see `AlbumDownload`).
+protocol AlbumPayloads {
+    /// The search's answer, written as the album's placeholders.
+    associatedtype Answer: Equatable & Sendable
+    /// Where one photo is fetched from.
+    associatedtype Source: Equatable & Sendable
+    /// One fetched image, until it is stored.
+    associatedtype Image: Equatable & Sendable
+    /// What the store made of one image, for its row.
+    associatedtype Stored: Equatable & Sendable
+}
+
+/// How an album downloads (`AlbumDownload`): its width, batches, lease and gates.
+struct AlbumDownloadSettings: Equatable {
+    var width = 30
+    var batchSize = 6
+    var batchAge: Duration = .milliseconds(250)
+    var renewEvery: Duration = .seconds(20)
+    var lease: Duration = .seconds(60)
+    var firstGate: Duration = .seconds(1)
+    /// An image its host failed, and failed alone, in this many downloads of the album fails
+    /// alone, once the album holds other photos from the host (one bad image is not an outage;
+    /// a host failing some images now and others next time is a host in trouble).
+    var imageRuns = 3
+}
+
+/// How an album's download ended (`AlbumDownload`), for the job's next step (`AlbumJobPolicy`).
+enum AlbumEnd: Equatable, Sendable {
+    /// Every photo ready or failed: the album is complete.
+    case finished
+    /// A newer collection (or a deleted pin) made the job stale.
+    case superseded
+    /// The job is no longer ours: nothing more is written, nothing finished.
+    case leaseLost
+    case databaseDown
+    case writeRefused
+    case searchFailed
+    case storeDown
+    case imageHostDown(retryAfter: Int?)
+    /// Released for another worker (the process stops): at once, what is in flight abandoned
+    /// (pending, downloaded again by the next holder).
+    case released
+
+    /// An end that still writes what was stored before it.
+    var waits: Bool {
+        switch self {
+        case .storeDown, .imageHostDown, .finished: return true
+        default: return false
+        }
+    }
 }

@@ -4,33 +4,57 @@ import Postgres
 
 /// An album's driver: performs what its `AlbumDownload` machine asks (the search and the images on
 /// download slots, database writes on the worker's own thread, one at a time) and feeds back
-/// what became of each, with its payload. The driver keeps no rules of its own: it asks the machine
-/// before each queued action (`permits`) and hands back the ones it did not do.
+/// what became of each. Events carry their payload (the answer, the image, what the store made of
+/// it) and actions carry what they need, so the driver joins nothing; it keeps no rules of its
+/// own either: it asks the machine before each queued action (`permits`) and hands back the ones it
+/// did not do.
+
+
 extension AlbumWorkers {
-    /// What the search and the download slots report to an album's driver, with the bytes the
-    /// machine does not hold.
+    typealias Download = AlbumDownload<Payloads>
+
+    /// What an album's events and actions carry in the running server.
+    enum Payloads: AlbumPayloads {
+        typealias Answer = PhotoSearchPage
+        typealias Source = String
+        typealias Image = FetchedImage
+        typealias Stored = StoredImage
+    }
+
+    struct FetchedImage: Equatable, Sendable {
+        /// Where it came from (the photo's `remote_url`), for the log.
+        let url: String
+        let bytes: [UInt8]
+        let info: ImageInfo
+    }
+
+    /// An image in the photo store: what its row records.
+    struct StoredImage: Equatable, Sendable {
+        let hash: String
+        let byteSize: Int
+        let info: ImageInfo
+        let thumbnails: [Int: String]
+    }
+
+    /// What the search and the download slots report to an album's driver; beside an event, the
+    /// trouble behind it, for the job's next step (`Trouble`), which the machine has no use for.
     final class Inbox: @unchecked Sendable {
-        enum Payload {
-            case page(PhotoSearchPage)
+        enum Trouble {
             case error(any Error)
-            case image([UInt8], ImageInfo)
-            case stored(AlbumJobQueue.PhotoResult)
             case storeDown(StoreDown)
-            /// The store refused this image for a reason of its own, for the log.
-            case unstored(String)
         }
         private let condition = NSCondition()
-        private var events: [(AlbumDownload.Event, Payload?)] = []  // guarded by `condition`
+        private var events: [(Download.Event, Trouble?)] = []  // guarded by `condition`
 
-        func post(_ event: AlbumDownload.Event, _ payload: Payload? = nil) {
+        func post(_ event: Download.Event, _ trouble: Trouble? = nil) {
             condition.lock()
-            events.append((event, payload))
+            events.append((event, trouble))
             condition.signal()
             condition.unlock()
         }
 
         /// The next event, or nil at `deadline`.
-        func next(until deadline: ContinuousClock.Instant?) -> (AlbumDownload.Event, Payload?)? {
+        func next(until deadline: ContinuousClock.Instant?) -> (Download.Event, Trouble?)? {
             condition.lock()
             defer { condition.unlock() }
             while events.isEmpty {
@@ -45,23 +69,19 @@ extension AlbumWorkers {
 
     /// Performs the album's actions until it ends: the search and the images on other threads
     /// (their outcomes come back through the inbox), database writes here, one at a time.
-    func drive(_ job: AlbumJob, _ start: AlbumDownload, search: AlbumJobQueue.SearchState,
-                       urls initial: [String]) -> (AlbumDownload.End, Trouble) {
+    func drive(_ job: AlbumJob, _ start: Download, search: AlbumJobQueue.SearchState) -> (Download.End, Trouble) {
         var album = start
         let inbox = Inbox()
         inHand(job, inbox)
         defer { inHand(job, nil) }
         if !running { inbox.post(.stopping) }
-        var urls = initial, page: PhotoSearchPage?, trouble = Trouble()
-        var images: [Int: (bytes: [UInt8], info: ImageInfo)] = [:]
-        var stored: [Int: AlbumJobQueue.PhotoResult] = [:]
-        var unstored: [Int: String] = [:]
+        var trouble = Trouble()
         let hosts = provider.imageHosts
         var actions = album.start(now: .now)
-        var firstWritten = false, firstDownloaded = false
+        var firstWritten = false, firstDownloaded = false, firstStored = false
 
         /// A database write: its outcome as the machine's event.
-        func write(_ body: () throws -> AlbumDownload.Event) -> AlbumDownload.Event {
+        func write(_ body: () throws -> Download.Event) -> Download.Event {
             do {
                 return try body()
             } catch let error as PostgresError where error.meansDatabaseUnavailable {
@@ -82,7 +102,7 @@ extension AlbumWorkers {
             var queue = actions[...]
             actions = []
             while let action = queue.popFirst() {
-                var event: AlbumDownload.Event?
+                var event: Download.Event?
                 // Asked for before the album's last event: done only if that still holds.
                 guard album.permits(action) else {
                     queue.append(contentsOf: album.handle(.withdrawn(action), now: .now))
@@ -96,13 +116,12 @@ extension AlbumWorkers {
                             let result = try provider.search(lat: search.lat, lon: search.lon,
                                                              page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages))
                                 .keepingImages(from: provider.imageHosts, provider: provider.name)
-                            inbox.post(.searched(count: result.photos.count), .page(result))
+                            inbox.post(.searched(result, result.photos.map(\.imageURL)))
                         } catch {
                             inbox.post(.searchFailed, .error(error))
                         }
                     }
-                case .writePlaceholders:
-                    guard let result = page else { event = .superseded; break }
+                case .writePlaceholders(let result):
                     stage(job, "searched")
                     event = write {
                         try store.clearWaiting(job)
@@ -112,35 +131,32 @@ extension AlbumWorkers {
                         // a reason to drop the whole answer.
                         return .rowsWritten((0..<result.photos.count).map { placed[$0] })
                     }
-                case .fetch(let index), .fetchAndPut(let index):
-                    let url = urls[index], andPut = action == .fetchAndPut(index)
+                case .fetch(let index, let url), .fetchAndPut(let index, let url):
+                    let andPut = action == .fetchAndPut(index, url)
                     runOnSlot { [self] in
                         switch fetchImage(url, hosts: hosts) {
                         case .success(let (bytes, info), let retried):
-                            let fetched: AlbumDownload.Fetched = retried ? .imageAfterRetry : .image
-                            guard andPut else { return inbox.post(.fetched(index, fetched), .image(bytes, info)) }
-                            inbox.post(.fetched(index, fetched))
-                            storeImage(index, bytes: bytes, info: info, inbox: inbox)
+                            // Stored here (`andPut`): the machine is told it landed, not handed the bytes.
+                            let image = FetchedImage(url: url, bytes: bytes, info: info)
+                            inbox.post(.fetched(index, retried ? .imageAfterRetry(andPut ? nil : image) : .image(andPut ? nil : image)))
+                            if andPut { storeImage(index, image, job: job, inbox: inbox) }
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
                         case .refused(let reason): inbox.post(.fetched(index, .refused(reason)))
                         case .unavailable(let reason, let retryAfter):
                             inbox.post(.fetched(index, .hostDown(retryAfter: retryAfter, reason: reason)))
                         }
                     }
-                case .put(let index):
-                    guard let image = images.removeValue(forKey: index) else { break }
-                    runOnSlot(first: true) { [self] in storeImage(index, bytes: image.bytes, info: image.info, inbox: inbox) }
+                case .put(let index, let image):
+                    runOnSlot(first: true) { [self] in storeImage(index, image, job: job, inbox: inbox) }
                 case .writeBatch(let items):
                     event = write {
                         let results = items.map { item -> AlbumJobQueue.PhotoResult in
-                            if let error = unstored.removeValue(forKey: item.index) {
-                                logger.error("album of pin \(job.pinID): photo \(item.rowID) not stored: \(error)")
+                            switch item.outcome {
+                            case .stored(let image):
+                                return .stored(item.rowID, hash: image.hash, byteSize: image.byteSize, info: image.info,
+                                               thumbnails: image.thumbnails)
+                            case .failed(let reason): return .failed(item.rowID, reason: reason)
                             }
-                            guard item.failure == nil, var result = stored.removeValue(forKey: item.index) else {
-                                return .failed(item.rowID, reason: item.failure ?? "The photo could not be stored.")
-                            }
-                            result.id = item.rowID
-                            return result
                         }
                         let held = try store.storeResults(results, job: job)
                         if held { for result in results { metrics?.download(succeeded: result.hash != nil) } }
@@ -166,11 +182,8 @@ extension AlbumWorkers {
                 }
                 if let event { queue.append(contentsOf: album.handle(event, now: .now)) }
             }
-            let (event, payload) = inbox.next(until: album.deadline()) ?? (.tick, nil)
-            switch (event, payload) {
-            case (_, .page(let result)?):
-                page = result
-                urls = result.photos.map(\.imageURL)
+            let (event, reported) = inbox.next(until: album.deadline()) ?? (.tick, nil)
+            switch (event, reported) {
             case (_, .error(let error)?):
                 switch error {
                 case let error as PhotoProviderError: trouble.search = .provider(error)
@@ -179,14 +192,12 @@ extension AlbumWorkers {
                     trouble.search = .databaseDown
                 default: trouble.search = .other("\(error)")
                 }
-            case (.fetched(let index, .image), let payload), (.fetched(let index, .imageAfterRetry), let payload):
+            case (.fetched(_, .image), _), (.fetched(_, .imageAfterRetry), _):
                 if !firstDownloaded { stage(job, "first image downloaded") }
                 firstDownloaded = true
-                if case .image(let bytes, let info)? = payload { images[index] = (bytes, info) }
-            case (.put(let index, _), .stored(let result)?):
-                if stored.isEmpty && !firstWritten { stage(job, "first image stored") }
-                stored[index] = result
-            case (.put(let index, _), .unstored(let error)?): unstored[index] = error
+            case (.put(_, .stored), _):
+                if !firstStored && !firstWritten { stage(job, "first image stored") }
+                firstStored = true
             case (_, .storeDown(let down)?): trouble.store = trouble.store ?? down
             case (.fetched(_, .hostDown(_, let reason)), _): trouble.imageHost = reason
             case (.fetched(let index, .refused(let reason)), _):
@@ -201,17 +212,19 @@ extension AlbumWorkers {
     /// Puts one image (and its thumbnails) into the photo store, on the slot it runs on, and
     /// reports how that went. The blob first, then the row that names it (written later by the
     /// driver): a row never names a blob that is not there.
-    func storeImage(_ index: Int, bytes: [UInt8], info: ImageInfo, inbox: Inbox) {
+    func storeImage(_ index: Int, _ image: FetchedImage, job: AlbumJob, inbox: Inbox) {
         let putStarted = Date()
         do {
-            let hash = try store.photos.put(bytes)
-            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: bytes, store: store.photos)
+            let hash = try store.photos.put(image.bytes)
+            let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: image.bytes, store: store.photos)
             storeAnswered(putStarted: putStarted)
-            inbox.post(.put(index, .stored), .stored(.stored(0, hash: hash, byteSize: bytes.count, info: info, thumbnails: thumbnails)))
+            inbox.post(.put(index, .stored(StoredImage(hash: hash, byteSize: image.bytes.count, info: image.info, thumbnails: thumbnails))))
         } catch let error as PhotoStoreError where error.outage {
             inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
         } catch {
-            inbox.post(.put(index, .failed("The photo could not be stored.")), .unstored("\(error)"))
+            // The photo fails with a reason a person can read; the log keeps the store's own words.
+            logger.error("album of pin \(job.pinID): photo \(image.url) not stored: \(error)")
+            inbox.post(.put(index, .failed("The photo could not be stored.")))
         }
     }
 
@@ -234,7 +247,7 @@ extension AlbumDownload.Action {
     }
 }
 
-extension AlbumDownload.End {
+extension AlbumEnd {
     /// For the log, when an album stops with photos pending; nil when the end says it elsewhere.
     var whyStopped: String? {
         switch self {

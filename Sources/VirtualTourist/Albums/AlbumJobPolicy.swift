@@ -38,7 +38,7 @@ struct AlbumJobPolicy: Equatable {
         case waitForImageHost(retryAfter: Int?)
     }
 
-    func step(after end: AlbumDownload.End, attempts: Int, refused: String? = nil, search: SearchTrouble? = nil) -> Step {
+    func step(after end: AlbumEnd, attempts: Int, refused: String? = nil, search: SearchTrouble? = nil) -> Step {
         switch end {
         case .finished: return .finish
         case .superseded: return .cancel

@@ -195,19 +195,17 @@ public final class AlbumWorkers: @unchecked Sendable {
             // A job taken over after a crash finds its placeholders already written: it only
             // downloads what is still pending, so nothing is duplicated. So does one that waited
             // for the photo store or the image host; its banner goes once a photo is stored again.
-            let album: AlbumDownload, urls: [String]
+            let album: Download
             if job.kind == .collection && search.placeholders == 0 {
-                album = AlbumDownload(searching: downloadSettings, now: claimed)
-                urls = []
+                album = Download(searching: downloadSettings, now: claimed)
             } else {
                 let pending = try store.pendingPhotos(job)
                 // Either kind may have waited (one live job per pin): its banner goes once a photo is stored.
-                album = AlbumDownload(resuming: pending.map(\.id), settings: downloadSettings, clearsWaiting: true,
+                album = Download(resuming: pending.map(\.id), sources: pending.map(\.url), settings: downloadSettings, clearsWaiting: true,
                                       held: max(0, search.placeholders - pending.count), failedBefore: pending.map(\.hostFailures),
                                       now: claimed)
-                urls = pending.map(\.url)
             }
-            let (end, trouble) = drive(job, album, search: search, urls: urls)
+            let (end, trouble) = drive(job, album, search: search)
             try conclude(job, end, trouble)
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
             resumeAfterOutage(job, error: error)
@@ -218,9 +216,9 @@ public final class AlbumWorkers: @unchecked Sendable {
         }
     }
 
-    var downloadSettings: AlbumDownload.Settings {
+    var downloadSettings: Download.Settings {
         let lease = Duration.seconds(settings.leaseSeconds)
-        var album = AlbumDownload.Settings(width: min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max),
+        var album = Download.Settings(width: min(settings.downloadsPerAlbum, provider.downloadConcurrency ?? .max),
                                            batchSize: settings.resultBatch, batchAge: .seconds(settings.resultBatchSeconds),
                                            renewEvery: lease / 3, lease: lease)
         // The first photo goes first only while this album has the slots to itself: with other
@@ -231,7 +229,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     /// The album's end, carried out as the policy decides.
-    private func conclude(_ job: AlbumJob, _ end: AlbumDownload.End, _ trouble: Trouble) throws {
+    private func conclude(_ job: AlbumJob, _ end: Download.End, _ trouble: Trouble) throws {
         switch policy.step(after: end, attempts: job.attempts, refused: trouble.refused, search: trouble.search) {
         case .finish:
             try store.finish(job)
