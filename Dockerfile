@@ -46,9 +46,15 @@ COPY --from=build /out/bin/ /app/bin/
 RUN ! ldd /app/bin/virtual-tourist /app/bin/photo-fixture | grep 'not found'
 # The release, from docker-compose.yml (Version.swift's number): an image is never labelled with
 # another version than its binary says.
+# APP_TAG, the tag Compose builds under (APP_IMAGE): a version in it must be this one, so a rollback
+# whose old image is gone stops here instead of building today's code under the old version's tag.
 ARG APP_VERSION=
+ARG APP_TAG=
 RUN [ -z "$APP_VERSION" ] || [ "$(/app/bin/virtual-tourist --version)" = "virtual-tourist $APP_VERSION" ] \
  || { echo "APP_VERSION=$APP_VERSION but the binary says: $(/app/bin/virtual-tourist --version)" >&2; exit 1; }
+RUN tag=${APP_TAG##*:}; [ -z "$APP_VERSION" ] || [ "$tag" = "$APP_TAG" ] || [ "$tag" = "$APP_VERSION" ] \
+ || ! expr "$tag" : '[0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*' >/dev/null \
+ || { echo "APP_IMAGE=$APP_TAG names version $tag, but this checkout builds $APP_VERSION: that image is not on this machine. Going back needs it (docker images virtual-tourist; docs/admin.md, Upgrades)" >&2; exit 1; }
 LABEL org.opencontainers.image.title="Virtual Tourist" \
       org.opencontainers.image.version="$APP_VERSION"
 COPY Public Public

@@ -3,7 +3,15 @@
 # directory's owner and re-runs itself as postgres; a new (empty) PGDATA is initialised with
 # POSTGRES_USER / POSTGRES_PASSWORD / POSTGRES_DB and /docker-entrypoint-initdb.d/*.sh|*.sql; an
 # existing cluster is started as it is.
+# From 18 on, a mount at /var/lib/postgresql/data (where up to 17 kept the cluster) is refused: the
+# cluster lives in PGDATA under /var/lib/postgresql, and data in the old place would go unused.
 set -Eeuo pipefail
+if [ "${1:-}" = postgres ] && [ "${PG_MAJOR:-0}" -ge 18 ] && mountpoint -q /var/lib/postgresql/data 2>/dev/null; then
+    echo "Error: in 18+, the cluster is kept in PGDATA=$PGDATA under the volume /var/lib/postgresql, but" \
+         "/var/lib/postgresql/data is a mount of its own (the layout up to 17): its data would go unused." \
+         "Mount the volume at /var/lib/postgresql instead, and move an old cluster across with a dump." >&2
+    exit 1
+fi
 if [ "${1:-}" = postgres ] && [ "$(id -u)" = 0 ]; then
     mkdir -p "$PGDATA"
     chown -R postgres:postgres "$PGDATA"

@@ -11,11 +11,12 @@ import Testing
         try String(contentsOfFile: TestApp.repositoryRoot + "/" + path, encoding: .utf8)
     }
 
-    /// CHANGELOG.md's newest section is this release, and names every migration the code ships:
-    /// the upgrade notes cannot forget one.
+    /// CHANGELOG.md's newest versioned section is this release (an "Unreleased" section may come
+    /// first, what the next release will say), and names every migration the code ships: the
+    /// upgrade notes cannot forget one. Which release shipped each: Tests/Docs/released-migrations.
     @Test func theChangelogsNewestSectionIsThisVersion() throws {
         let changelog = try Self.file("CHANGELOG.md")
-        let headings = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }
+        let headings = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") && $0 != "## Unreleased" }
         let newest = try #require(headings.first)
         #expect(newest.hasPrefix("## \(Version.number) "), "CHANGELOG.md's newest section is \(newest), the code is \(Version.number)")
         let migrations = try FileManager.default.contentsOfDirectory(atPath: TestApp.repositoryRoot + "/migrations")
