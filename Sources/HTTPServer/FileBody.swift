@@ -3,6 +3,7 @@ import Glibc
 #else
 import Darwin
 #endif
+import CEpoll
 
 /// An open file sent as a response body with sendfile(2): the kernel copies the bytes from the
 /// page cache to the socket, never through user space. The body owns its descriptor and closes it
@@ -24,6 +25,27 @@ public final class FileBody: Sendable {
         }
         descriptor = fd
         count = Int(info.st_size)
+    }
+
+    /// Whether all its bytes are in the page cache, so that sendfile cannot wait for the disk (or
+    /// for a network file system that stopped answering): true only when the kernel says so.
+    /// Asks the cache alone, never the file system: an event loop may ask.
+    public var isCached: Bool { cepoll_file_cached(descriptor, Int64(count)) == 1 }
+
+    /// Reads the file through the page cache unless it is there already, so that sending it does
+    /// not wait for the file system: for a thread that may block (a handler slot, under the photo
+    /// store's read deadline), never an event loop. False when a read failed.
+    public func warm() -> Bool {
+        if isCached { return true }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var offset = 0
+        while offset < count {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, min($0.count, count - offset), off_t(offset)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return n == 0 }
+            offset += n
+        }
+        return true
     }
 
     deinit { close(descriptor) }

@@ -23,18 +23,32 @@ final class OpenBlobs: Sendable {
         files = BoundedCache(maxCount: maxCount)
     }
 
-    /// The open file at `path` when one is kept: no system call, so the event loop may ask.
+    /// The open file at `path` when one is kept and its bytes are all in the page cache: one
+    /// system call that asks the cache alone (cachestat), so the event loop may ask, and sendfile
+    /// then cannot wait for a file system that stopped answering. Nil otherwise: the caller opens
+    /// it with `file(at:)` where it may block.
     func kept(at path: String) -> FileBody? {
-        guard let entry = files.get(path), entry.expires > .now else { return nil }
+        guard let entry = files.get(path), entry.expires > .now, entry.file.isCached else { return nil }
         return entry.file
     }
 
-    /// The open file at `path`, kept or opened now; nil when there is no regular file there (errno
-    /// says why). Opening may block as long as the file system does: not on an event loop.
+    /// The open file at `path`, kept or opened now, its bytes read into the page cache; nil when
+    /// there is no regular file there, or it cannot be read (errno says why). Opening and reading
+    /// may block as long as the file system does: not on an event loop (a handler slot, under the
+    /// store's read deadline).
     func file(at path: String) -> FileBody? {
         let now = ContinuousClock.now
-        if let entry = files.get(path), entry.expires > now { return entry.file }
+        if let entry = files.get(path), entry.expires > now {
+            guard entry.file.warm() else { return nil }
+            return entry.file
+        }
         guard let file = FileBody(path: path) else {
+            let code = errno
+            files.remove(path)
+            errno = code
+            return nil
+        }
+        guard file.warm() else {
             let code = errno
             files.remove(path)
             errno = code
