@@ -70,6 +70,9 @@ struct Configuration {
         let values: String
         let meaning: String
         let apply: @Sendable (inout Configuration, String) throws -> Void
+        /// A secret: NAME_FILE=/path (or --name-file) reads the value from that file, as Docker and
+        /// Kubernetes secrets are given, so it need not sit in the environment or on a command line.
+        var secret = false
     }
 
     /// A value as the table shows it: `8080`.
@@ -78,6 +81,133 @@ struct Configuration {
     static func text(_ name: String, _ meaning: String, default defaultValue: String = "", values: String = "",
                      _ apply: @escaping @Sendable (inout Configuration, String) throws -> Void) -> Setting {
         Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning, apply: apply)
+    }
+
+    /// A secret setting: also read from the file `NAME_FILE` names (`secretFile`); the table says so.
+    static func secret(_ name: String, _ meaning: String, default defaultValue: String = "",
+                       _ apply: @escaping @Sendable (inout Configuration, String) throws -> Void) -> Setting {
+        Setting(name: name, defaultValue: defaultValue, values: "",
+                meaning: meaning + "; or `\(name)_FILE`: a file holding it (docs/admin.md#secrets-in-files)", apply: apply, secret: true)
+    }
+
+    /// The most a secret's file may hold. Secrets are short: a bigger file is the wrong one, and a
+    /// cap keeps a mistaken path (a log, /dev/zero) from being read without end.
+    static let secretFileLimit = 64 * 1024
+
+    /// The value in the file `NAME_FILE` names: a regular file of at most `secretFileLimit` bytes,
+    /// UTF-8, one line; trailing line ends are dropped (`echo key > file` writes one).
+    static func secretFile(_ name: String, path: String) throws -> String {
+        let setting = "\(name)_FILE"
+        // O_NONBLOCK: opening a FIFO nobody writes to would otherwise wait for ever.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            // Troubleshooting: cannot be read
+            throw Invalid(description: "\(setting)=\(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            // Troubleshooting: cannot be read
+            throw Invalid(description: "\(setting)=\(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        let kind = info.st_mode & mode_t(S_IFMT)
+        guard kind == mode_t(S_IFREG) else {
+            let what = kind == mode_t(S_IFDIR) ? "a directory" : kind == mode_t(S_IFCHR) || kind == mode_t(S_IFBLK) ? "a device" : "not a regular file"
+            // Troubleshooting: must name a file holding the value
+            throw Invalid(description: "\(setting) must name a file holding the value, e.g. /run/secrets/\(name.lowercased()), not \(path) (\(what))")
+        }
+        // Read one byte past the limit: a file that grows after fstat is caught too.
+        var bytes = [UInt8](repeating: 0, count: secretFileLimit + 1)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else {
+                // Troubleshooting: cannot be read
+                throw Invalid(description: "\(setting)=\(path) cannot be read: \(String(cString: strerror(errno)))")
+            }
+            if got == 0 { break }
+            count += got
+        }
+        guard count <= secretFileLimit else {
+            // Troubleshooting: must name a file of at most 64 KiB
+            throw Invalid(description: "\(setting) must name a file of at most 64 KiB holding the value, not \(path) (larger)")
+        }
+        guard var text = String(validating: bytes[..<count], as: UTF8.self) else {
+            // Troubleshooting: must hold the value as one line of text
+            throw Invalid(description: "\(setting)=\(path) must hold the value as one line of text (UTF-8)")
+        }
+        while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
+        guard !text.isEmpty else {
+            // Troubleshooting: names an empty file
+            throw Invalid(description: "\(setting)=\(path) names an empty file: put the value in it, or unset \(setting)")
+        }
+        guard !text.contains(where: { $0.isNewline || $0 == "\0" }) else {
+            // Troubleshooting: must hold the value as one line of text
+            throw Invalid(description: "\(setting)=\(path) must hold the value as one line of text, not several lines")
+        }
+        return text
+    }
+
+    /// Why `value` is not an http(s) address with a host, or nil when it is one. `site`: the
+    /// app's own address, PUBLIC_URL, which links are built on by appending paths (`/s/…`,
+    /// `/sign-up?invite=…`) and whose cookies are `__Host-` (Path=/): it can be nothing more than
+    /// scheme://host[:port], with a `/` at most.
+    static func urlProblem(_ value: String, site: Bool = false) -> String? {
+        let lower = value.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: { lower.hasPrefix($0) }) else { return "scheme" }
+        guard !value.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } == true }) else { return "characters" }
+        let rest = value.dropFirst(scheme.count)
+        let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        let after = rest[authorityEnd...]
+        if let at = authority.lastIndex(of: "@") {
+            if site { return "userinfo" }
+            authority = authority[authority.index(after: at)...]
+        }
+        var host = authority, port: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return "host" }
+            host = authority[...close]
+            let tail = authority[authority.index(after: close)...]
+            if !tail.isEmpty {
+                guard tail.hasPrefix(":") else { return "host" }
+                port = tail.dropFirst()
+            }
+            guard host.dropFirst().dropLast().allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }), host.count > 2 else { return "host" }
+        } else {
+            if let colon = authority.lastIndex(of: ":") {
+                host = authority[..<colon]
+                port = authority[authority.index(after: colon)...]
+            }
+            // Letters, digits and - . _ ~ %, and { } for TILE_URL's {s}.
+            guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~%{}".contains($0)) }) else { return "host" }
+        }
+        if let port {
+            guard port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(port), (1...65_535).contains(number) else { return "port" }
+        }
+        if site && !(after.isEmpty || after == "/") { return "path" }
+        return nil
+    }
+
+    /// Refuses `value` unless it is an http(s) address with a host, in the words every URL
+    /// setting uses, with an example of one it would take.
+    static func checkURL(_ name: String, _ value: String, example: String, site: Bool = false) throws {
+        switch urlProblem(value, site: site) {
+        case nil: return
+        case "port":
+            // Troubleshooting: must have a port of 1–65535
+            throw Invalid(description: "\(name) must have a port of 1–65535, e.g. \(example), not \(value)")
+        case "path":
+            // Troubleshooting: must be the site's address alone
+            throw Invalid(description: "\(name) must be the site's address alone, without a path, query or fragment (the app answers at /), e.g. \(example), not \(value)")
+        case "userinfo":
+            // Troubleshooting: must be the site's address alone
+            throw Invalid(description: "\(name) must be the site's address alone, without a user or password, e.g. \(example), not \(value)")
+        default:
+            // Troubleshooting: must be an http:// or https:// address with a host
+            throw Invalid(description: "\(name) must be an http:// or https:// address with a host, e.g. \(example), not \(value)")
+        }
     }
 
     static let flagValues = "`1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off`"
@@ -141,10 +271,13 @@ struct Configuration {
         let flickr = ProviderBudget.Limits.flickr, commons = ProviderBudget.Limits.commons
         let mib = 1024 * 1024
         return [
-        text("DATABASE_URL", "PostgreSQL URL or conninfo, e.g. `postgresql://vt:secret@db/vt`", default: "private database (script/server)") { $0.databaseURL = $1 },
+        secret("DATABASE_URL", "PostgreSQL URL or conninfo, e.g. `postgresql://vt:secret@db/vt`", default: "private database (script/server)") { $0.databaseURL = $1 },
         text("HOST", "address to listen on (`0.0.0.0` in containers)", default: code(d.host)) { $0.host = $1 },
         ranged("PORT", "port to listen on (`0`: any free port)", 0...65_535, default: code(d.port)) { $0.port = $1 },
-        text("PUBLIC_URL", "the address people use, e.g. `https://photos.example.org`; `https://…` makes cookies Secure and `__Host-` prefixed and sends HSTS", values: "a URL") { $0.app.publicURL = $1 },
+        text("PUBLIC_URL", "the address people use, e.g. `https://photos.example.org`; `https://…` makes cookies Secure and `__Host-` prefixed and sends HSTS", values: "`http(s)://host[:port]`") { c, v in
+            try Self.checkURL("PUBLIC_URL", v, example: "https://photos.example.org", site: true)
+            c.app.publicURL = v
+        },
         text("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (`127.0.0.1`, `172.16.0.0/12`), or `gateway`, the default route's gateway (under Compose, the Docker host); only their `X-Forwarded-For` says who the client is (`Forwarded` is never read: docs/admin.md), for sign-in throttling, logs and limits per address. Tested Caddy and nginx files: docs/proxy/",
              default: "none (Compose: `gateway`)", values: "addresses, CIDRs or `gateway`, separated by commas") { c, v in
             let text = try Self.resolvingGateway(v)
@@ -168,9 +301,15 @@ struct Configuration {
             c.app.contactEmail = v
         },
         ranged("DOWNLOAD_SLOTS", "image downloads at once per instance, shared by all albums", 1...256, default: code(d.app.workers.downloadSlots)) { $0.app.workers.downloadSlots = $1 },
-        text("FLICKR_API_KEY", "your key from flickr.com/services/api/keys") { $0.app.flickrAPIKey = $1 },
-        text("FLICKR_API_URL", "a Flickr-compatible endpoint, such as the fixture's", default: code(d.app.flickrAPIURL), values: "a URL") { $0.app.flickrAPIURL = $1 },
-        text("COMMONS_API_URL", "a Commons-compatible endpoint, such as the fixture's `/w/api.php`", default: code(d.app.commonsAPIURL), values: "a URL") { $0.app.commonsAPIURL = $1 },
+        secret("FLICKR_API_KEY", "your key from flickr.com/services/api/keys") { $0.app.flickrAPIKey = $1 },
+        text("FLICKR_API_URL", "a Flickr-compatible endpoint, such as the fixture's", default: code(d.app.flickrAPIURL), values: "an `http(s)://` URL") { c, v in
+            try Self.checkURL("FLICKR_API_URL", v, example: "http://fixture:8090/services/rest/")
+            c.app.flickrAPIURL = v
+        },
+        text("COMMONS_API_URL", "a Commons-compatible endpoint, such as the fixture's `/w/api.php`", default: code(d.app.commonsAPIURL), values: "an `http(s)://` URL") { c, v in
+            try Self.checkURL("COMMONS_API_URL", v, example: "https://commons.wikimedia.org/w/api.php")
+            c.app.commonsAPIURL = v
+        },
         ranged("WORKERS", "album download workers per instance (`0`: this instance collects no albums; another instance on the same database does, docs/scaling.md)", 0...64, default: code(d.app.workers.workers)) { $0.app.workers.workers = $1 },
         ranged("PROVIDER_CALLS_PER_HOUR", "API calls per hour to the photo provider, shared by all instances through PostgreSQL (docs/providers.md)", Double(1)...100_000,
                default: "flickr \(code(flickr.perHour)), commons \(code(commons.perHour))") { $0.app.providerCallsPerHour = $1 },
@@ -192,12 +331,24 @@ struct Configuration {
             c.app.photoStore = v
         },
         text("S3_ENDPOINT", "with `PHOTO_STORE=s3://…`: the store's address, e.g. `http://minio:9000`; requests are path-style (`endpoint/bucket/key`); `AWS_ENDPOINT_URL_S3` counts when unset",
-             default: "AWS S3 of `S3_REGION`", values: "`http(s)://host[:port]`") { $0.s3.endpoint = $1 },
+             default: "AWS S3 of `S3_REGION`", values: "`http(s)://host[:port]`") { c, v in
+            try Self.checkURL("S3_ENDPOINT", v, example: "http://minio:9000")
+            c.s3.endpoint = v
+        },
         text("S3_REGION", "the region signed into requests (MinIO and Garage accept their configured region, often `us-east-1` / `garage`); `AWS_REGION` counts when unset", default: code("us-east-1")) { $0.s3.region = $1 },
-        text("S3_ACCESS_KEY_ID", "the object store's access key; the key pair needs GetObject, PutObject, DeleteObject and ListBucket on the bucket; `AWS_ACCESS_KEY_ID` counts when unset") { $0.s3.accessKeyID = $1 },
-        text("S3_SECRET_ACCESS_KEY", "the object store's secret key; `AWS_SECRET_ACCESS_KEY` counts when unset") { $0.s3.secretAccessKey = $1 },
+        secret("S3_ACCESS_KEY_ID", "the object store's access key; the key pair needs GetObject, PutObject, DeleteObject and ListBucket on the bucket; `AWS_ACCESS_KEY_ID` counts when unset") { $0.s3.accessKeyID = $1 },
+        secret("S3_SECRET_ACCESS_KEY", "the object store's secret key; `AWS_SECRET_ACCESS_KEY` counts when unset") { $0.s3.secretAccessKey = $1 },
         text("TILES_FILE", "a PMTiles archive (vector or raster) to draw the map from, e.g. `/data/maps/region.pmtiles` (see \"Street-level maps\"); wins over `TILE_URL`", values: "a file") { $0.app.tilesFile = $1 },
-        text("TILE_URL", "raster tiles `…/{z}/{x}/{y}.png` (`{s}` allowed), fetched and cached by the server, or `none` for the built-in map", default: code(d.app.tileURL), values: "a URL, or `none`") { $0.app.tileURL = $1 },
+        text("TILE_URL", "raster tiles `…/{z}/{x}/{y}.png` (`{s}` allowed), fetched and cached by the server, or `none` for the built-in map", default: code(d.app.tileURL), values: "an `http(s)://` URL, or `none`") { c, v in
+            if v != "none" {
+                try Self.checkURL("TILE_URL", v, example: "https://tile.openstreetmap.org/{z}/{x}/{y}.png")
+                guard v.contains("{z}"), v.contains("{x}"), v.contains("{y}") else {
+                    // Troubleshooting: TILE_URL must have {z}, {x} and {y}
+                    throw Invalid(description: "TILE_URL must have {z}, {x} and {y} in it, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png, or be none, not \(v)")
+                }
+            }
+            c.app.tileURL = v
+        },
         text("TILE_ATTRIBUTION", "the credit line your tiles require (an archive's own attribution wins)") { $0.app.tileAttribution = $1 },
         text("TILE_CONTACT", "an e-mail or URL sent in the tile proxy's User-Agent, as tile servers' usage policies ask", default: "`CONTACT_EMAIL`") { $0.app.tileContact = $1 },
         text("TILE_CACHE_DIR", "where the proxy keeps `TILE_URL` tiles; share it between instances", default: code(d.app.tileCacheDirectory), values: "a folder") { $0.app.tileCacheDirectory = $1 },
@@ -211,9 +362,10 @@ struct Configuration {
         ranged("QUOTA_MAP_MEMBERS", "members of one shared map, its owners included", 1...100_000, default: code(d.app.quotas.membersPerMap)) { $0.app.quotas.membersPerMap = $1 },
         ranged("DATABASE_POOL_SIZE", "database connections per instance; requests that need one wait their turn (raise it for a database server with more cores than the app's)", 1...500,
                default: "2 per CPU core, at least `4`") { $0.databasePoolSize = $1 },
-        text("METRICS_TOKEN", "serves `/metrics` on the app's port to `Authorization: Bearer TOKEN` (unset: not served there)") { $0.app.metricsToken = $1 },
+        secret("METRICS_TOKEN", "serves `/metrics` on the app's port to `Authorization: Bearer TOKEN` (unset: not served there)") { $0.app.metricsToken = $1 },
         ranged("METRICS_PORT", "a second port serving only `/metrics`, without a token, for a Prometheus on a private network (unset: none)", 1...65_535, default: "") { $0.metricsPort = $1 },
-        text("METRICS_HOST", "the address of `METRICS_PORT` (keep it off the internet)", default: code(d.metricsHost)) { $0.metricsHost = $1 },
+        text("METRICS_HOST", "the address of `METRICS_PORT` (keep it off the internet; under Compose the container's every address, published on the host's loopback only when asked: docs/admin.md#metrics)",
+             default: "\(code(d.metricsHost)) (Compose: `0.0.0.0`)") { $0.metricsHost = $1 },
         // Before SHARE_PAGES_PER_MINUTE: the environment is read in this order, so the new name wins.
         ranged("SHARE_REQUESTS_PER_MINUTE", "the former name of `SHARE_PAGES_PER_MINUTE`, read as it is (`0`: no limit); `SHARE_PAGES_PER_MINUTE` wins when both are set", 0...1_000_000, default: "") { $0.app.shareLimits.pagesPerAddressPerMinute = $1 },
         ranged("SHARE_PAGES_PER_MINUTE", "pages a minute one client address may open under share links (`/s/…`: a link, an album, a photo, a password sent), with a burst of as many; the thumbnails and data those pages load have 20 times as much, one link takes 5 times both from everyone together, and 30 made-up tokens an hour refuse an address; past it a visitor gets a `429` page (`0`: no limit)",
@@ -229,7 +381,21 @@ struct Configuration {
     static func load(arguments: [String], environment: [String: String]) throws -> (Configuration, [String]) {
         var config = Configuration()
         for setting in settings {
-            if let value = environment[setting.name], !value.isEmpty { try setting.apply(&config, value) }
+            let value = environment[setting.name].flatMap { $0.isEmpty ? nil : $0 }
+            // An empty NAME_FILE is unset, as an empty NAME is.
+            guard let path = environment[setting.name + "_FILE"], !path.isEmpty else {
+                if let value { try setting.apply(&config, value) }
+                continue
+            }
+            guard setting.secret else {
+                // Troubleshooting: only secrets are read from files
+                throw Invalid(description: "\(setting.name)_FILE is set, but only secrets are read from files (\(secretNames)); set \(setting.name) itself")
+            }
+            guard value == nil else {
+                // Troubleshooting: are both set
+                throw Invalid(description: "\(setting.name) and \(setting.name)_FILE are both set: set one, either the value or the file that holds it (e.g. \(setting.name)_FILE=/run/secrets/\(setting.name.lowercased()))")
+            }
+            try setting.apply(&config, try secretFile(setting.name, path: path))
         }
         var rest: [String] = []
         var i = 0
@@ -243,7 +409,9 @@ struct Configuration {
                     name = String(name[..<eq])
                 }
                 let envName = name.uppercased().replacingOccurrences(of: "-", with: "_")
-                guard let setting = settings.first(where: { $0.name == envName }) else {
+                // --name-file PATH: a secret read from a file, so that it is not on the command line.
+                let fromFile = settings.first(where: { $0.secret && $0.name + "_FILE" == envName })
+                guard let setting = fromFile ?? settings.first(where: { $0.name == envName }) else {
                     throw Invalid(description: "unknown option --\(name)")
                 }
                 if value == nil {
@@ -251,7 +419,7 @@ struct Configuration {
                     guard i < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
                     value = arguments[i]
                 }
-                try setting.apply(&config, value!)
+                try setting.apply(&config, fromFile == nil ? value! : try secretFile(setting.name, path: value!))
             } else {
                 rest.append(arg)
             }
@@ -261,6 +429,9 @@ struct Configuration {
             // The standard AWS names count when ours are unset, so credentials already in the
             // environment (or an instance profile's exported keys) work as they are.
             func aws(_ names: String...) -> String? { names.lazy.compactMap { environment[$0] }.first { !$0.isEmpty } }
+            if config.s3.endpoint == nil, let endpoint = aws("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL") {
+                try checkURL("S3_ENDPOINT (here AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)", endpoint, example: "http://minio:9000")
+            }
             do {
                 config.app.s3 = try S3Settings.parse(
                     store: config.app.photoStore,
@@ -274,6 +445,9 @@ struct Configuration {
         }
         return (config, rest)
     }
+
+    /// The settings that may be read from files, for messages.
+    static var secretNames: String { settings.filter(\.secret).map(\.name).joined(separator: ", ") }
 
     static var usage: String {
         var text = """
