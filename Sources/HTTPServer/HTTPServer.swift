@@ -118,6 +118,7 @@ public final class HTTPServer: Sendable {
         while openConnections > 0 && .now < deadline { usleep(5_000) }
         let stragglers = state.withLock { Array($0.connections.values) }
         if !stragglers.isEmpty {
+            // Troubleshooting: still busy after
             serverLogger.warning("closing \(stragglers.count) connection(s) still busy after \(grace)s")
             for connection in stragglers { connection.loop.execute { connection.close() } }
             let hard = ContinuousClock.now + .seconds(1)
@@ -144,10 +145,12 @@ public final class HTTPServer: Sendable {
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors: the pending connection stays queued in the kernel. Pause
                     // accepting briefly instead of spinning on a level-triggered source.
+                    // Troubleshooting: pausing 100ms
                     serverLogger.error("accept: \(String(cString: strerror(errno))); pausing 100ms")
                     pauseAccepting()
                     return
                 default:
+                    // Troubleshooting: accept: ERROR
                     serverLogger.error("accept: \(String(cString: strerror(errno)))")
                     return
                 }
@@ -232,7 +235,9 @@ public final class HTTPServer: Sendable {
     private func report(_ reason: AdmissionStateMachine.Refusal.Reason, count: Int, latest remote: String) {
         let port = port
         switch reason {
+        // Troubleshooting: already open, none idle
         case .full: serverLogger.warning("port \(port) refused \(count) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnections) already open, none idle")
+        // Troubleshooting: already open from that address
         case .perAddress: serverLogger.warning("port \(port) refused \(count) connection(s) in the last second (latest from \(remote)): \(configuration.maxConnectionsPerAddress) already open from that address")
         case .rate:
             // Notice, not warning: each was told why (503, Retry-After); what the operator may have
@@ -269,6 +274,7 @@ public final class HTTPServer: Sendable {
         let header = "X-Forwarded-For"
         guard request.headers[header] != nil, !configuration.trustedProxies.trusts(peer),
               warnedAboutForwarding.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        // Troubleshooting: but is not a trusted proxy
         serverLogger.warning("""
             port \(port): \(peer) sent \(header) but is not a trusted proxy, so the header is ignored and every client \
             behind it counts as \(peer) (one address's connections, connection rate and sign-in attempts for all of them). \
@@ -328,6 +334,7 @@ public final class HTTPServer: Sendable {
         } catch let error as any HTTPResponseError {
             return errorResponse(error, request: request)
         } catch {
+            // Troubleshooting: Something went wrong on our side
             serverLogger.error("\(request.method) \(configuration.loggedPath(request.path)): \(error)")
             return configuration.errorPage(.internalServerError, "Something went wrong on our side. Please try again.", request)
         }

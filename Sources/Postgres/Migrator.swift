@@ -115,6 +115,7 @@ public struct Migrator: Sendable {
         }
         let known = Set(migrations.map(\.version))
         for version in applied.keys where !known.contains(version) {
+            // Troubleshooting: which this version of the app does not know
             logger.warning("the database has migration \(version), which this version of the app does not know")
         }
         return done

@@ -115,6 +115,7 @@ public final class PostgresListener: @unchecked Sendable {
         if actions.connect { connectInBackground() }
         if actions.sendCheck {
             if connection?.sendQuery("SELECT 1") != true {
+                // Troubleshooting: could not send its health check
                 logger.warning("LISTEN connection could not send its health check; reconnecting")
                 perform(machine.connectionLost(now: monotonicNow()))
             }
@@ -154,6 +155,7 @@ public final class PostgresListener: @unchecked Sendable {
                 case .success(let connection):
                     self.perform(self.machine.connected(now: monotonicNow()), connection: connection)
                 case .failure(let error):
+                    // Troubleshooting: LISTEN reconnect failed
                     self.logger.warning("LISTEN reconnect failed: \(error)")
                     self.perform(self.machine.connectFailed(now: monotonicNow()))
                 }
@@ -193,6 +195,7 @@ public final class PostgresListener: @unchecked Sendable {
         guard let connection else { return }
         let now = monotonicNow()
         guard connection.consumeInput(), !connection.peerHasClosed() else {
+            // Troubleshooting: LISTEN connection lost
             logger.warning("LISTEN connection lost; reconnecting")
             return perform(machine.connectionLost(now: now))
         }
@@ -201,6 +204,7 @@ public final class PostgresListener: @unchecked Sendable {
             case nil: break
             case true?: perform(machine.checkAnswered(now: now))
             case false?:
+                // Troubleshooting: failed its health check
                 logger.warning("LISTEN connection failed its health check; reconnecting")
                 return perform(machine.connectionLost(now: now))
             }

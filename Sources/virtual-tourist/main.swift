@@ -30,10 +30,12 @@ do {
     (configuration, commandArguments) = try Configuration.load(
         arguments: adminAt.map { Array(arguments[..<$0]) } ?? arguments, environment: ProcessInfo.processInfo.environment)
 } catch {
+    // Troubleshooting: a setting or command it does not accept
     fail("\(error)\n\n\(Configuration.usage)", code: 2)
 }
 Logger.level = configuration.logLevel
 if let adminAt {
+    // Troubleshooting: unknown command
     guard commandArguments.isEmpty else { fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2) }
     // Library lines (the pool's) would mix with the command's own output.
     Logger.level = max(configuration.logLevel, .warning)
@@ -58,12 +60,14 @@ case "healthcheck":
 case "help", "-h", "--help":
     print(commandArguments.dropFirst().first == "markdown" ? Configuration.markdownTable : Configuration.usage)
 default:
+    // Troubleshooting: unknown command
     fail("unknown command \(commandArguments[0])\n\n\(Configuration.usage)", code: 2)
 }
 
 /// Applies pending migrations; exits with a clear message when it cannot.
 func migrate(_ configuration: Configuration) -> [Int] {
     guard let url = configuration.databaseURL else {
+        // Troubleshooting: DATABASE_URL is not set.
         fail("DATABASE_URL is not set. script/server starts a private database and sets it for you.")
     }
     do {
@@ -72,6 +76,7 @@ func migrate(_ configuration: Configuration) -> [Int] {
         defer { connection.close() }
         return try migrator.migrate(connection)
     } catch {
+        // Troubleshooting: migration stopped:
         fail("migration stopped: \(error)")
     }
 }
@@ -79,6 +84,7 @@ func migrate(_ configuration: Configuration) -> [Int] {
 func serve(_ configuration: Configuration) -> Never {
     _ = migrate(configuration)
 
+    // Troubleshooting: DATABASE_URL is not set.
     guard let url = configuration.databaseURL else { fail("DATABASE_URL is not set.") }
     var serverConfiguration = ServerConfiguration()
     serverConfiguration.host = configuration.host
@@ -95,12 +101,14 @@ func serve(_ configuration: Configuration) -> Never {
     var settings = configuration.app
     settings.photoProvider = configuration.photoProvider
     if settings.photoProvider == "flickr" && settings.flickrAPIKey.isEmpty {
+        // Troubleshooting: FLICKR_API_KEY is not set
         log.warning("FLICKR_API_KEY is not set: albums will fail until it is (or leave PHOTO_PROVIDER unset for Wikimedia Commons)")
     }
     if configuration.explicitPhotoProvider == nil {
         log.notice("photos from \(settings.photoProvider == "flickr" ? "Flickr (FLICKR_API_KEY is set)" : "Wikimedia Commons (no FLICKR_API_KEY)")")
     }
     if settings.photoProvider == "commons" && settings.contactEmail == nil && settings.publicURL == nil {
+        // Troubleshooting: set CONTACT_EMAIL (or PUBLIC_URL)
         log.warning("set CONTACT_EMAIL (or PUBLIC_URL): Wikimedia's User-Agent policy asks clients to say how to reach their operator")
     }
     let app = App(pool: pool, settings: settings)
@@ -109,6 +117,7 @@ func serve(_ configuration: Configuration) -> Never {
         // Said at start rather than at the first album; the server starts anyway (the store may
         // only be slow to come up).
         DispatchQueue.global().async {
+            // Troubleshooting: photo store: …
             if let problem = store.problem() { log.warning("photo store: \(problem)") }
         }
     }
@@ -116,6 +125,7 @@ func serve(_ configuration: Configuration) -> Never {
     // operator can read, here, so whoever reaches the page first cannot take the instance.
     do {
         if let code = try AccountStore(pool: pool).setupCode(mode: settings.signUp) {
+            // Troubleshooting: nobody has an account yet
             log.warning("""
                 nobody has an account yet: the first one needs this setup code: \(code) \
                 (enter it on \(settings.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "")/sign-up; single use; a new one at each start). \
@@ -123,11 +133,13 @@ func serve(_ configuration: Configuration) -> Never {
                 """)
         }
     } catch {
+        // Troubleshooting: could not make a setup code
         log.warning("could not make a setup code for the first account (\(error)); make it with virtual-tourist admin create-person instead")
     }
     do {
         try app.startBackgroundWork()
     } catch {
+        // Troubleshooting: cannot start the album workers
         fail("cannot start the album workers: \(error)")
     }
     app.attach(to: &serverConfiguration)
@@ -136,6 +148,7 @@ func serve(_ configuration: Configuration) -> Never {
     do {
         try server.start()
     } catch {
+        // Troubleshooting: cannot listen on HOST:PORT
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }
     // /metrics without a token, on a port only Prometheus should reach (docs/operations in README).
@@ -150,6 +163,7 @@ func serve(_ configuration: Configuration) -> Never {
         do {
             try server.start()
         } catch {
+            // Troubleshooting: cannot listen for metrics on
             fail("cannot listen for metrics on \(configuration.metricsHost):\(port): \(error)")
         }
         metricsServer = server

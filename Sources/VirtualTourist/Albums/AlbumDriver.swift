@@ -90,6 +90,7 @@ extension AlbumWorkers {
             } catch is LeaseLost {
                 return .batchWritten(false)
             } catch {
+                // Troubleshooting: album of pin N: ERROR
                 logger.warning("album of pin \(job.pinID): \(error)")
                 trouble.refused = "\(error)"
                 return .writeRefused
@@ -202,6 +203,7 @@ extension AlbumWorkers {
             case (.fetched(_, .hostDown(_, let reason)), _): trouble.imageHost = reason
             case (.fetched(let index, .refused(let reason)), _):
                 // Never shown as a broken tile: the photo leaves the album, the log says why.
+                // Troubleshooting: image I dropped
                 logger.warning("album of pin \(job.pinID): image \(index) dropped, \(reason)")
             default: break
             }
@@ -223,6 +225,7 @@ extension AlbumWorkers {
             inbox.post(.put(index, .storeDown), .storeDown(StoreDown(error: error, putStarted: putStarted)))
         } catch {
             // The photo fails with a reason a person can read; the log keeps the store's own words.
+            // Troubleshooting: not stored:
             logger.error("album of pin \(job.pinID): photo \(image.url) not stored: \(error)")
             inbox.post(.put(index, .failed("The photo could not be stored.")))
         }

@@ -28,6 +28,7 @@ extension AlbumWorkers {
                 try store.wait(job, seconds: seconds, phrase: ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: seconds)),
                                detail: detail, countsAttempt: countsAttempt, resumesPerSecond: settings.resumesPerSecond)
             case .fail(let retryable, let afterHorizon):
+                // Troubleshooting: album of pin N failed
                 logger.warning("album of pin \(job.pinID) failed\(afterHorizon ? " after waiting \(Int(waited)) s for \(provider.name)" : ""): \(detail)")
                 try store.fail(job, phrase: ProviderPhrases.failed(provider.name, afterHorizon ? .unavailable : error.failureClass),
                                detail: detail, retryable: retryable)
@@ -42,6 +43,7 @@ extension AlbumWorkers {
         record(job) {
             let waited = try store.waitedForProvider(job)
             guard let seconds = policy.imageHostWait(retryAfter: retryAfter, waited: waited) else {
+                // Troubleshooting: images still failing after
                 logger.warning("album of pin \(job.pinID): images still failing after \(Int(waited)) s (\(reason)); the rest fail")
                 try store.failPending(job, reason: reason)
                 try store.finish(job)
@@ -63,6 +65,7 @@ extension AlbumWorkers {
             since = Date()
             return true
         }
+        // Troubleshooting: album workers wait for it
         if first { logger.warning("the database is unavailable (\(error)); album workers wait for it") }
     }
 
@@ -90,6 +93,7 @@ extension AlbumWorkers {
             state.since = Date()
             return (state.since!, true)
         }
+        // Troubleshooting: the photo store is unavailable
         if first { logger.warning("the photo store is unavailable (\(down.error)); albums wait for it") }
         let seconds = policy.storeWait(lasted: Date().timeIntervalSince(since))
         record(job) {
@@ -132,6 +136,7 @@ extension AlbumWorkers {
             } catch let error as PostgresError where error.meansDatabaseUnavailable {
                 continue
             } catch {
+                // Troubleshooting: album of pin N: ERROR
                 logger.warning("album of pin \(job.pinID): \(error)")
                 return
             }

@@ -158,6 +158,7 @@ public final class AlbumWorkers: @unchecked Sendable {
                 usleep(250_000)
                 continue
             } catch {
+                // Troubleshooting: claiming a job failed
                 logger.warning("claiming a job failed: \(error)")
             }
             if let job {
@@ -279,6 +280,7 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     private func giveUp(_ job: AlbumJob, detail: String) throws {
+        // Troubleshooting: album of pin N failed: …
         logger.warning("album of pin \(job.pinID) failed: \(detail)")
         // People read a fixed phrase; the detail (which may name a database error or a URL)
         // stays in the log and in album_jobs.last_error for the administrator.
@@ -292,6 +294,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         } catch is LeaseLost {
             leaseLost(job)
         } catch {
+            // Troubleshooting: recording what became of job
             logger.error("recording what became of job \(job.id) failed: \(error)")
         }
     }

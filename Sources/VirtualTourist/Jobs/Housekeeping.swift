@@ -52,6 +52,7 @@ final class Housekeeping: @unchecked Sendable {
             if moved > 0 { logger.info("photo store: moved \(moved) images out of the database") }
             try collector.collect(grace: grace)
         } catch {
+            // Troubleshooting: photo store upkeep failed
             logger.warning("photo store upkeep failed: \(error)")
         }
     }
@@ -81,6 +82,7 @@ final class Housekeeping: @unchecked Sendable {
         do {
             return try delete()
         } catch {
+            // Troubleshooting: could not delete
             retentionLogger.warning("could not delete \(what): \(error)")
             return 0
         }

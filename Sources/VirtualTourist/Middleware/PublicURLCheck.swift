@@ -58,6 +58,7 @@ struct PublicURLCheck: Middleware {
         if !warned.done.load(ordering: .relaxed), !Self.probes.contains(request.path),
            let arrived = Self.arrived(request), arrived.scheme != scheme || arrived.host != host,
            warned.done.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            // Troubleshooting: but PUBLIC_URL is
             logger.warning("""
                 a request arrived for \(arrived.scheme)://\(arrived.host) but PUBLIC_URL is \(scheme)://\(host): \
                 links the app sends (invitations, share links) use PUBLIC_URL, and only https there makes cookies \

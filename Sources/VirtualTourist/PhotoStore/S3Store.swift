@@ -36,28 +36,35 @@ public struct S3Settings: Sendable, Equatable {
     /// the region. Refuses what would only fail later, with the setting to fix named.
     public static func parse(store: String, endpoint: String?, region: String?, accessKeyID: String?,
                              secretAccessKey: String?) throws -> S3Settings {
+        // Troubleshooting: PHOTO_STORE must start with s3://
         guard store.hasPrefix("s3://") else { throw Invalid(description: "PHOTO_STORE must start with s3:// for an object store, not \(store)") }
         let rest = store.dropFirst("s3://".count).split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard let bucket = rest.first, isBucketName(bucket) else {
+            // Troubleshooting: the bucket name must be 3–63 characters
             throw Invalid(description: "PHOTO_STORE=s3://BUCKET[/prefix]: the bucket name must be 3–63 characters of a–z, 0–9, '.' and '-' (got \(store))")
         }
         let prefix = rest.dropFirst().joined(separator: "/")
         guard prefix.utf8.allSatisfy({ isKeyCharacter($0) }) else {
+            // Troubleshooting: PHOTO_STORE's prefix may hold
             throw Invalid(description: "PHOTO_STORE's prefix may hold letters, digits and . _ - / only (got \(prefix))")
         }
         let region = (region?.isEmpty == false ? region! : "us-east-1")
         guard !region.isEmpty, region.utf8.allSatisfy({ isKeyCharacter($0) && $0 != 0x2F }) else {
+            // Troubleshooting: S3_REGION must be a region name
             throw Invalid(description: "S3_REGION must be a region name such as us-east-1, not \(region)")
         }
         let endpoint = (endpoint?.isEmpty == false ? endpoint! : "https://s3.\(region).amazonaws.com")
         guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty, url.user == nil, url.query == nil, url.path.isEmpty || url.path == "/" else {
+            // Troubleshooting: S3_ENDPOINT must be an http:// or https:// address without a path
             throw Invalid(description: "S3_ENDPOINT must be an http:// or https:// address without a path, e.g. http://127.0.0.1:9000 (got \(endpoint))")
         }
         guard let key = accessKeyID, !key.isEmpty, let secret = secretAccessKey, !secret.isEmpty else {
+            // Troubleshooting: needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY
             throw Invalid(description: "an s3:// PHOTO_STORE needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
         }
         guard !key.contains(":"), !key.contains(where: \.isNewline), !secret.contains(where: \.isNewline) else {
+            // Troubleshooting: S3_ACCESS_KEY_ID may not contain ':'
             throw Invalid(description: "S3_ACCESS_KEY_ID may not contain ':' or line breaks")
         }
         let trimmed = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint

@@ -119,6 +119,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
             case .overdue:
                 let error = PhotoStoreError(description: "the photo store did not answer a \(kind == .read ? "read" : "write") within \(StoreBreakerStateMachine.seconds(limit))",
                                             outage: true)
+                // Troubleshooting: the photo store did not answer a
                 logger.warning("\(error)")
                 throw error
             }
@@ -146,6 +147,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
         switch change {
         case .opened(let reason, let reads)?:
             let coolDown = machine.withLock { StoreBreakerStateMachine.seconds($0.settings.coolDown) }
+            // Troubleshooting: photo store breaker open
             logger.warning("photo store breaker open: \(reason); \(reads ? "photos answer 503 and " : "")writes wait, the store is tried again in \(coolDown)")
         case .closed(let after)?:
             logger.info("photo store breaker closed: the store answers again after \(StoreBreakerStateMachine.seconds(.seconds(after.components.seconds)))")

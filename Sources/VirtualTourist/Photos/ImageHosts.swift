@@ -39,6 +39,7 @@ extension PhotoSearchPage {
     func keepingImages(from hosts: HostPolicy, provider: String) -> PhotoSearchPage {
         let kept = photos.filter { photo in
             for address in [photo.imageURL, photo.thumbnailURL] where !hosts.admits(address) {
+                // Troubleshooting: is not one of its image hosts
                 imageHostLogger.warning("\(provider) photo \(photo.remoteID) dropped: \(address) is not one of its image hosts (\(hosts))")
                 return false
             }

@@ -103,6 +103,7 @@ public final class LicenseStore: Sendable {
                 state.lastFailure = Date()
                 if state.licenses.isEmpty, let stored { state.licenses = stored.licenses }
             }
+            // Troubleshooting: licence list failed
             logger.warning("fetching the \(provider) licence list failed: \(error)")
             return nil
         }

@@ -132,6 +132,7 @@ final class TileProxy: TileSource {
         do {
             response = try client.get(url, headers: headers)
         } catch {
+            // Troubleshooting: tile z/x/y: …
             Self.log.warning("tile \(key): \(error)")
             return .failed("\(error)")
         }
@@ -153,6 +154,7 @@ final class TileProxy: TileSource {
         case 404, 410:
             return .notFound
         default:
+            // Troubleshooting: the tile server answered
             Self.log.warning("tile \(key): the tile server answered \(response.status)")
             return .failed("status \(response.status)")
         }
@@ -260,6 +262,7 @@ final class TileDiskCache: Sendable {
             if over { evict() }
         } catch {
             unlink(temporary)
+            // Troubleshooting: cannot write the tile cache at
             TileProxy.log.warning("cannot write the tile cache at \(folder): \(error)")
         }
     }

@@ -45,6 +45,7 @@ enum TileSources {
                 log.notice("map tiles from \(path): \(source.info.format), zoom \(source.info.minzoom)–\(source.info.maxzoom)")
                 return source
             } catch {
+                // Troubleshooting: TILES_FILE X is not used
                 log.error("TILES_FILE \(path) is not used: \(error). The map shows the built-in basemap.")
                 return nil
             }
@@ -53,6 +54,7 @@ enum TileSources {
             do {
                 return try TileProxy(settings: settings)
             } catch {
+                // Troubleshooting: TILE_URL X is not used
                 log.error("TILE_URL \(settings.tileURL) is not used: \(error). The map shows the built-in basemap.")
                 return nil
             }

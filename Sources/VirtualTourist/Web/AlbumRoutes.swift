@@ -83,6 +83,7 @@ extension WebPipeline {
                                                sink: { stream.writeWhenDrained($0) })
                 } catch {
                     // The head is out: all that is left is to end the download short.
+                    // Troubleshooting: zip ended early
                     photoServingLogger.warning("album \(id) zip ended early: \(error)")
                 }
             })

@@ -113,6 +113,7 @@ extension WebPipeline {
                 }
                 return HTTPResponse(status: .ok, headers: headers, body: .file(file))
             } catch let error as PhotoStoreError where error.outage {
+                // Troubleshooting: photo not served
                 if error.retryAfter == nil { photoBytesLogger.warning("photo not served: \(error)") }
                 return storeUnavailable(retryAfter: error.retryAfter ?? breaker?.refusal() ?? 10)
             }
@@ -126,6 +127,7 @@ extension WebPipeline {
             // The object store is down or refuses us: this image fails with a 503 the browser
             // may retry; the page and every other route carry on. Refusals by the breaker are
             // counted in /metrics, not logged one by one.
+            // Troubleshooting: photo not served
             if error.retryAfter == nil { photoBytesLogger.warning("photo not served: \(error)") }
             return storeUnavailable(retryAfter: error.retryAfter ?? breaker?.refusal() ?? 10)
         }
