@@ -43,6 +43,7 @@ struct Configuration {
         let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard parts.contains(where: { $0.lowercased() == "gateway" }) else { return text }
         guard let gateway = routes.flatMap(defaultGateway) else {
+            // Troubleshooting: TRUSTED_PROXIES names gateway, but this host has no default IPv4 route
             throw Invalid(description: "TRUSTED_PROXIES names gateway, but this host has no default IPv4 route (/proc/net/route)")
         }
         return parts.map { $0.lowercased() == "gateway" ? gateway : $0 }.joined(separator: ",")
@@ -220,6 +221,7 @@ struct Configuration {
             switch value.lowercased() {
             case "1", "true", "yes", "on": set(&configuration, true)
             case "0", "false", "no", "off": set(&configuration, false)
+            // Troubleshooting: NAME must be 1, true, yes, on or 0, false, no, off, not V
             default: throw Invalid(description: "\(name) must be \(unmarked(flagValues)), not \(value)")
             }
         }
@@ -231,6 +233,7 @@ struct Configuration {
         let values = choices.dropLast().map(code).joined(separator: ", ") + " or " + code(choices.last!)
         return Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning) { configuration, value in
             guard let word = choices.first(where: { $0 == value.lowercased() }) else {
+                // Troubleshooting: PHOTO_PROVIDER must be flickr, commons or fixture
                 throw Invalid(description: "\(name) must be \(unmarked(values)), not \(value)")
             }
             set(&configuration, word)
@@ -249,6 +252,7 @@ struct Configuration {
         let values = values ?? "\(plain(range.lowerBound))–\(plain(range.upperBound))\(unit.map { " " + $0 } ?? "")"
         return Setting(name: name, defaultValue: defaultValue, values: values, meaning: meaning) { configuration, value in
             guard let number = N(value), range.contains(number) else {
+                // Troubleshooting: NAME must be A–B, not V
                 throw Invalid(description: "\(name) must be \(values), not \(value)")
             }
             set(&configuration, number)
@@ -281,6 +285,7 @@ struct Configuration {
         text("TRUSTED_PROXIES", "addresses or CIDRs of your reverse proxies (`127.0.0.1`, `172.16.0.0/12`), or `gateway`, the default route's gateway (under Compose, the Docker host); only their `X-Forwarded-For` says who the client is (`Forwarded` is never read: docs/admin.md), for sign-in throttling, logs and limits per address. Tested Caddy and nginx files: docs/proxy/",
              default: "none (Compose: `gateway`)", values: "addresses, CIDRs or `gateway`, separated by commas") { c, v in
             let text = try Self.resolvingGateway(v)
+            // Troubleshooting: TRUSTED_PROXIES must be addresses or CIDRs (or gateway)
             guard let proxies = TrustedProxies(parsing: text) else { throw Invalid(description: "TRUSTED_PROXIES must be addresses or CIDRs (or gateway) separated by commas, not \(v)") }
             c.trustedProxies = proxies
         },
@@ -296,6 +301,7 @@ struct Configuration {
                ["flickr", "commons", "fixture"], default: "`flickr` when `FLICKR_API_KEY` is set, else `commons`") { $0.explicitPhotoProvider = $1 },
         text("CONTACT_EMAIL", "how the operator can be reached; sent with `PUBLIC_URL` in the User-Agent to photo providers, as Wikimedia's User-Agent policy asks", values: "an e-mail address") { c, v in
             guard v.contains("@"), !v.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == ";" }) else {
+                // Troubleshooting: CONTACT_EMAIL must be an email address
                 throw Invalid(description: "CONTACT_EMAIL must be an email address, not \(v)")
             }
             c.app.contactEmail = v
@@ -326,6 +332,7 @@ struct Configuration {
         text("PHOTO_STORE", "where downloaded photos are kept, one file per distinct image (by SHA-256); back it up with the database (docs/admin.md). Or `s3://bucket[/prefix]`: an S3-compatible object store (MinIO, Garage, Ceph RGW, AWS S3), for several hosts or more than one disk",
              default: "\(code(d.app.photoStore)) (`/data/photos` in the image)", values: "a folder, or `s3://bucket[/prefix]`") { c, v in
             guard v.hasPrefix("s3://") || !v.contains("://") else {
+                // Troubleshooting: PHOTO_STORE must be a directory or s3://bucket[/prefix]
                 throw Invalid(description: "PHOTO_STORE must be a directory or s3://bucket[/prefix], not \(v)")
             }
             c.app.photoStore = v
@@ -412,10 +419,12 @@ struct Configuration {
                 // --name-file PATH: a secret read from a file, so that it is not on the command line.
                 let fromFile = settings.first(where: { $0.secret && $0.name + "_FILE" == envName })
                 guard let setting = fromFile ?? settings.first(where: { $0.name == envName }) else {
+                    // Troubleshooting: unknown option --X
                     throw Invalid(description: "unknown option --\(name)")
                 }
                 if value == nil {
                     i += 1
+                    // Troubleshooting: --X needs a value
                     guard i < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
                     value = arguments[i]
                 }
@@ -440,6 +449,7 @@ struct Configuration {
                     accessKeyID: config.s3.accessKeyID ?? aws("AWS_ACCESS_KEY_ID"),
                     secretAccessKey: config.s3.secretAccessKey ?? aws("AWS_SECRET_ACCESS_KEY"))
             } catch let error as S3Settings.Invalid {
+                // Troubleshooting: PHOTO_STORE=s3://BUCKET…: the bucket name must be 3–63 characters
                 throw Invalid(description: error.description)
             }
         }
