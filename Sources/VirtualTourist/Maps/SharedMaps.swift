@@ -218,6 +218,9 @@ public struct SharedMaps: Sendable {
             // The maker's membership and account rows locked (as ShareLinks.create): a demotion,
             // removal or disablement commits first and nothing is made, or waits and its trigger
             // (migration 0123) deletes this invitation.
+            // The map's row first, as member changes take it: the invitation's foreign key takes
+            // it anyway, and taking it after the membership deadlocked with a removal.
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [mapID])
             try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [owner])
             try db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 FOR SHARE", [mapID, owner])
             try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "invite people", lock: false)

@@ -78,7 +78,10 @@ public struct ShareLinks: Sendable {
             // nothing is made) or waits for this link, and its trigger then closes it. Without the
             // locks a link made as the maker is removed would outlive the removal's trigger and
             // open again if they were let back in.
-            try db.query("SELECT 1 FROM users WHERE id IN ($1, $2) ORDER BY id FOR SHARE", [userID, madeBy])
+            // In the order member changes take them (the map's row, then the person's), or a
+            // removal and this would deadlock (found by LinkMakerTests' race).
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [userID])
+            if madeBy != userID { try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [madeBy]) }
             try db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 FOR SHARE", [userID, madeBy])
             let rows = try db.query("""
                 INSERT INTO share_links (user_id, pin_id, token_hash, label, password_hash, hide_location, expires_at, made_by)
