@@ -109,7 +109,7 @@ import TestSupport
         func newShareLink() throws -> Int64 {
             let pin = Int64(try newPin())
             let user: Int64 = try app.pool.query("SELECT user_id FROM pins WHERE id = $1", [pin])[0].decode("user_id")
-            return try ShareLinks(pool: app.pool).create(.init(pinID: pin), userID: user)?.link.id ?? 0
+            return try ShareLinks(pool: app.pool).create(.init(pinID: pin), userID: user, madeBy: user)?.link.id ?? 0
         }
         // A pending import of the owner's (each upload replaces the last, so these are made in SQL).
         func newImport() throws -> Int64 {
@@ -131,6 +131,13 @@ import TestSupport
             return id
         }
         let map = try newMap()
+        // An open invitation to one of the owner's maps, made by them (its id).
+        func newInvitation(_ map: Int64) throws -> Int64 {
+            try app.pool.query("""
+                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at)
+                VALUES ($1, sha256(convert_to($2, 'UTF8')), 'viewer', $3, now() + interval '1 day') RETURNING id
+                """, [map, Tokens.make(), ownerID])[0].decode("id")
+        }
         return [
             "GET /maps/:id": "/maps/\(map)",
             "POST /maps/:id/rename": "/maps/\(map)/rename",
@@ -139,6 +146,7 @@ import TestSupport
             "POST /maps/:id/members": "/maps/\(map)/members",
             "POST /maps/:id/invitations": "/maps/\(map)/invitations",
             "POST /maps/:id/invitations/withdraw": "/maps/\(map)/invitations/withdraw",
+            "POST /maps/:id/invitations/:invitation/withdraw": "/maps/\(map)/invitations/\(try newInvitation(map))/withdraw",
             "POST /maps/:id/members/:member/role": "/maps/\(map)/members/\(ownerID)/role",
             "POST /maps/:id/members/:member/remove": "/maps/\(try newMap())/members/\(member)/remove",
             "POST /maps/:id/leave": "/maps/\(try newMap())/leave",

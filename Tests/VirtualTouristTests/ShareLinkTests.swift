@@ -267,9 +267,10 @@ import TestSupport
         }
     }
 
-    /// `admin disable` closes every link of that person at once, photos included, and `enable`
-    /// opens them again; deleting the person deletes them.
-    @Test func aDisabledPersonsLinksStopAnsweringUntilEnabled() throws {
+    /// `admin disable` closes every link of that person at once, photos included, as links that
+    /// do not exist; `enable` does not open them again (migration 0123: a link dies with its
+    /// maker's right; made again, it opens); deleting the person deletes them.
+    @Test func aDisabledPersonsLinksCloseForGood() throws {
         let app = try TestApp()
         let album = try Self.album(app, email: "Sam.Sharer@example.org")
         let albumLink = try Self.share(album.owner, path: "/pins/\(album.pin)/shares")
@@ -279,12 +280,14 @@ import TestSupport
         for url in urls { #expect(try visitor.get(url).status == 200, "\(url)") }
         let people = PeopleAdmin(pool: app.pool)
         try people.disable(email: "sam.sharer@EXAMPLE.org")
+        let unknown = try visitor.get("/s/" + Tokens.make())
         for url in urls {
             let page = try visitor.get(url)
-            #expect(page.status == 404 && page.body.contains("account that made it is disabled") && !Self.isImage(page), "\(url): \(page.status)")
+            #expect(page.status == 404 && page.body.contains("does not exist") && !Self.isImage(page), "\(url): \(page.status)")
         }
+        #expect(try visitor.get(mapLink).body == unknown.body)
         try people.enable(email: "SAM.SHARER@example.org")
-        for url in urls { #expect(try visitor.get(url).status == 200, "\(url)") }
+        for url in urls { #expect(try visitor.get(url).status == 404, "\(url)") }
         try people.delete(email: "sam.sharer@example.org")
         #expect(try visitor.get(albumLink).status == 404)
         #expect(try app.count("SELECT count(*) FROM share_links") == 0)
@@ -360,7 +363,7 @@ import TestSupport
         let link = try Self.share(album.owner, path: "/pins/\(album.pin)/shares", label: "Only mine")
         let intruder = try app.signedUp(email: "nosy@example.org")
         let csrf = try #require(try intruder.get("/shares").csrfToken)
-        let before = try app.fingerprint()
+        var before = try app.fingerprint()
         #expect(try intruder.get("/pins/\(album.pin)/shares").status == 404)
         #expect(try intruder.post("/pins/\(album.pin)/shares", form: [("_csrf", csrf), ("label", "mine now")]).status == 404)
         let id: Int64 = try app.pool.query("SELECT id FROM share_links")[0].decode("id")
@@ -369,6 +372,8 @@ import TestSupport
         let theirs = try intruder.get("/shares")
         #expect(theirs.status == 200 && !theirs.body.contains("Only mine") && theirs.body.contains("No links yet"))
         #expect(try app.browser().get(link).status == 200, "still open")
+        // The visit is the link's last use, kept on its row.
+        before = try app.fingerprint()
         let mine = try album.owner.get("/shares")
         #expect(mine.body.contains("Only mine") && mine.body.contains("action=\"/shares/\(id)/revoke\""))
         // Without a CSRF token nothing is made or revoked.

@@ -67,6 +67,7 @@ import TestSupport
         "POST /maps/:id/members": .owner,
         "POST /maps/:id/invitations": .owner,
         "POST /maps/:id/invitations/withdraw": .owner,
+        "POST /maps/:id/invitations/:invitation/withdraw": .owner,
         "POST /maps/:id/members/:member/role": .owner,
         "POST /maps/:id/members/:member/remove": .owner,
     ]
@@ -623,7 +624,7 @@ import TestSupport
         }
 
         func newShareLink() throws -> Int64 {
-            try #require(try ShareLinks(pool: app.pool).create(.init(pinID: try newPin()), userID: map)?.link.id)
+            try #require(try ShareLinks(pool: app.pool).create(.init(pinID: try newPin()), userID: map, madeBy: ownerID)?.link.id)
         }
 
         func newImport() throws -> Int64 {
@@ -632,6 +633,14 @@ import TestSupport
                 VALUES ($1, 'a.kml', 'KML', '{"format":"KML","points":[{"lat":1,"lon":2}],"refused":[],"notes":[]}', now() + interval '1 hour')
                 RETURNING id
                 """, [map])[0].decode("id")
+        }
+
+        /// An open invitation to the map, made by its owner (its id), for the withdraw route.
+        func newInvitation() throws -> Int64 {
+            try app.pool.query("""
+                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at)
+                VALUES ($1, sha256(convert_to($2, 'UTF8')), 'viewer', $3, now() + interval '1 day') RETURNING id
+                """, [map, Tokens.make(), ownerID])[0].decode("id")
         }
 
         /// A person with an account (made in SQL: no sign-up needed), for the member routes.
@@ -673,6 +682,9 @@ import TestSupport
                 // Made before the request (and its fingerprint), asked for by send.
                 if key == "POST /maps/:id/members" { candidate = try newPerson().email }
                 parameters["id"] = "\(pattern.hasSuffix("/delete") || pattern.hasSuffix("/leave") ? try newMap() : map)"
+                if pattern.contains(":invitation") {
+                    parameters["invitation"] = "\(try newInvitation())"
+                }
                 if pattern.contains(":member") {
                     let person = try newPerson()
                     try app.pool.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, 'viewer')", [map, person.id])

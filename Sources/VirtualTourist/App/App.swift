@@ -211,7 +211,7 @@ public final class App: Sendable {
             metrics.recordResponse(status: entry.status, seconds: entry.seconds)
             log?(entry)
         }
-        configuration.loggedPath = ShareLinks.loggedPath
+        configuration.loggedPath = LoggedPath.redacted
         // Error pages show the header of whoever is signed in (a 404 must not look like being
         // signed out). Only for 4xx: a 5xx may mean the database is away or the pool is busy, and
         // the error page must never wait for either. Not for 429 either: a refusal has to cost

@@ -35,12 +35,23 @@ public struct SharedMaps: Sendable {
         public let addedAt: Date
     }
 
+    /// An invitation not yet used nor expired, as its map's owners see it.
+    public struct Invitation: Sendable, Equatable {
+        public let id: Int64
+        public let role: MapRole
+        /// Its maker's name (an owner of the map: it dies when they are no longer one).
+        public let madeBy: String
+        public let expiresAt: Date
+    }
+
     /// A map's own page: what it is, who is in it, and the viewer's role.
     public struct Detail: Sendable {
         public let summary: Summary
         public let members: [Member]
-        public let openInvitations: Int
+        /// The open invitations, for owners (empty for everyone else).
+        public let invitations: [Invitation]
         public let editorsShare: Bool
+        public var openInvitations: Int { invitations.count }
     }
 
     public enum Refusal: Error, Equatable, CustomStringConvertible {
@@ -87,7 +98,6 @@ public struct SharedMaps: Sendable {
              SELECT m.id, m.display_name AS name, mm.role,
                     (SELECT count(*) FROM map_members c WHERE c.map_id = m.id)::int AS members,
                     (SELECT count(*) FROM pins p WHERE p.user_id = m.id)::int AS pins,
-                    (SELECT count(*) FROM map_invitations i WHERE i.map_id = m.id AND i.used_at IS NULL AND i.expires_at > now())::int AS invitations,
                     m.editors_share
              FROM map_members mm JOIN users m ON m.id = mm.map_id AND m.kind = 'map'
              WHERE mm.map_id = $1 AND mm.user_id = $2
@@ -98,13 +108,25 @@ public struct SharedMaps: Sendable {
              WHERE c.map_id = $1 AND EXISTS (SELECT 1 FROM map_members me WHERE me.map_id = $1 AND me.user_id = $2)
              ORDER BY CASE c.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, lower(u.display_name), u.id
              """, [mapID, person]),
+            // Only an owner's page lists them; only those their maker may still give (invite_right).
+            PostgresStatement("""
+             SELECT i.id, i.role, u.display_name AS made_by, i.expires_at
+             FROM map_invitations i JOIN users u ON u.id = i.created_by
+             WHERE i.map_id = $1 AND i.used_at IS NULL AND i.expires_at > now() AND invite_right(i.map_id, i.created_by)
+               AND EXISTS (SELECT 1 FROM map_members me WHERE me.map_id = $1 AND me.user_id = $2 AND me.role = 'owner')
+             ORDER BY i.expires_at, i.id
+             """, [mapID, person]),
         ]) }
         guard let row = results[0].first else { return nil }
         let members = try results[1].map { row in
             Member(id: try row.decode("id"), name: try row.decode("name"), email: try row.decode("email"),
                    role: MapRole(parsing: try row.decode("role")) ?? .viewer, addedAt: try row.decode("added_at"))
         }
-        return Detail(summary: try Self.summary(row), members: members, openInvitations: try row.decode("invitations"),
+        let invitations = try results[2].map { row in
+            Invitation(id: try row.decode("id"), role: MapRole(parsing: try row.decode("role")) ?? .viewer,
+                       madeBy: try row.decode("made_by"), expiresAt: try row.decode("expires_at"))
+        }
+        return Detail(summary: try Self.summary(row), members: members, invitations: invitations,
                       editorsShare: try row.decode("editors_share"))
     }
 
@@ -191,13 +213,31 @@ public struct SharedMaps: Sendable {
     /// A new invitation link's code (single use, `invitationDays`), giving `role`.
     public func invite(to mapID: Int64, role: MapRole, by owner: Int64) throws -> String {
         guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
-        try requireRole(.owner, on: mapID, person: owner, doing: "invite people")
         let code = Tokens.make()
-        try pool.query("""
-            INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at)
-            VALUES ($1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int))
-            """, [mapID, code, role.rawValue, owner, Self.invitationDays])
+        try pool.transaction { db in
+            // The maker's membership and account rows locked (as ShareLinks.create): a demotion,
+            // removal or disablement commits first and nothing is made, or waits and its trigger
+            // (migration 0123) deletes this invitation.
+            // The map's row first, as member changes take it: the invitation's foreign key takes
+            // it anyway, and taking it after the membership deadlocked with a removal.
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [mapID])
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [owner])
+            try db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 FOR SHARE", [mapID, owner])
+            try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "invite people", lock: false)
+            let made = try db.query("""
+                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at)
+                SELECT $1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int)
+                WHERE invite_right($1, $4)
+                """, [mapID, code, role.rawValue, owner, Self.invitationDays]).affectedRows
+            guard made == 1 else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
+        }
         return code
+    }
+
+    /// Withdraws one open invitation of the map; false when there is no such open invitation.
+    public func withdrawInvitation(_ id: Int64, of mapID: Int64, by owner: Int64) throws -> Bool {
+        try requireRole(.owner, on: mapID, person: owner, doing: "withdraw invitations")
+        return try pool.query("DELETE FROM map_invitations WHERE id = $1 AND map_id = $2 AND used_at IS NULL", [id, mapID]).affectedRows == 1
     }
 
     /// Withdraws every open invitation of the map.
@@ -215,11 +255,24 @@ public struct SharedMaps: Sendable {
     public func join(code: String, person: Int64) throws -> Joined {
         guard Tokens.isWellFormed(code) else { throw Refusal.problem(Self.deadInvitation) }
         return try pool.transaction { db in
+            // Which map and maker, unlocked; then, in the order every member change takes them, the
+            // map's row, the maker's account, the invitation: a removal, demotion or disablement of
+            // the maker either came first (its trigger deleted the invitation, or invite_right
+            // below is false) or waits until this join is done. Locking the invitation first
+            // would deadlock with a disablement, whose trigger deletes it.
+            guard let found = try db.query("""
+                SELECT map_id, created_by FROM map_invitations WHERE code_hash = sha256(convert_to($1, 'UTF8'))
+                """, [code]).first, let maker: Int64 = try found.decode("created_by") else { throw Refusal.problem(Self.deadInvitation) }
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [try found.decode("map_id", as: Int64.self)])
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [maker])
+            // The maker's right, checked as the invitation is used (invite_right, migration 0123):
+            // a dead maker's invitation answers as one that does not exist.
             guard let row = try db.query("""
                 SELECT i.id, i.map_id, i.role, m.display_name AS name, i.used_at IS NOT NULL AS used, i.expires_at <= now() AS expired
                 FROM map_invitations i JOIN users m ON m.id = i.map_id
-                WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) FOR UPDATE OF i
-                """, [code]).first else { throw Refusal.problem(Self.deadInvitation) }
+                WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.created_by = $2 AND invite_right(i.map_id, i.created_by)
+                FOR UPDATE OF i
+                """, [code, maker]).first else { throw Refusal.problem(Self.deadInvitation) }
             let mapID: Int64 = try row.decode("map_id"), name: String = try row.decode("name")
             if try !db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, person]).isEmpty {
                 try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
@@ -244,6 +297,7 @@ public struct SharedMaps: Sendable {
         guard let row = try pool.query("""
             SELECT i.map_id, m.display_name AS name, i.role FROM map_invitations i JOIN users m ON m.id = i.map_id
             WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.used_at IS NULL AND i.expires_at > now()
+              AND invite_right(i.map_id, i.created_by)
             """, [code]).first, let role = MapRole(parsing: try row.decode("role")) else { return nil }
         return (try row.decode("map_id"), try row.decode("name"), role)
     }

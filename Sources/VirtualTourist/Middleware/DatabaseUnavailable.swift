@@ -19,7 +19,7 @@ struct DatabaseUnavailable: Middleware {
             return try next(request)
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
             // Troubleshooting: GET /path: 503,
-            Self.logger.warning("\(request.method) \(ShareLinks.loggedPath(request.path)): 503, \(error.unavailableReason)")
+            Self.logger.warning("\(request.method) \(LoggedPath.redacted(request.path)): 503, \(error.unavailableReason)")
             let headers: HTTPHeaders = ["Retry-After": String(Self.retryAfterSeconds), "Cache-Control": "no-store"]
             if Self.wantsJSON(request) {
                 var response = HTTPResponse.json(#"{"error":"database_unavailable","message":"\#(Self.message)","retryAfter":\#(Self.retryAfterSeconds)}"#,

@@ -93,7 +93,7 @@ enum MapsPages {
             \(roleSelect(id: "invite-role", selected: .editor, owner: false))
             <button type="submit" class="button">Make an invitation link</button>
             </form>
-            \(detail.openInvitations > 0 ? withdraw(map.id, count: detail.openInvitations, csrf: csrf) : .empty)
+            \(detail.openInvitations > 0 ? invitations(detail.invitations, mapID: map.id, csrf: csrf) : .empty)
             <h2>Share links</h2>
             <form method="post" action="/maps/\(map.id)/sharing" class="stacked">
             \(Layout.csrfField(csrf))
@@ -142,6 +142,25 @@ enum MapsPages {
             </form>
             </section>
             """)
+    }
+
+    /// The open invitations: who made each, the role it gives, until when; withdraw one or all.
+    /// (One dies by itself when its maker is no longer an owner: it is not listed then.)
+    private static func invitations(_ list: [SharedMaps.Invitation], mapID: Int64, csrf: String) -> HTML {
+        let rows = HTML.each(list) { invitation in
+            """
+            <tr data-invitation="\(invitation.id)"><td>\(text: invitation.madeBy)</td><td>\(text: invitation.role.label)</td>
+            <td>\(text: SharePages.day(invitation.expiresAt))</td>
+            <td><form method="post" action="/maps/\(mapID)/invitations/\(invitation.id)/withdraw" class="inline">\(Layout.csrfField(csrf))
+            <button type="submit" class="link-button">Withdraw<span class="visually-hidden"> the \(text: invitation.role.label.lowercased()) invitation made by \(text: invitation.madeBy)</span></button></form></td></tr>
+            """
+        }
+        return """
+            <table class="invitations"><caption>Open invitation links</caption>
+            <thead><tr><th scope="col">Made by</th><th scope="col">Role</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            \(withdraw(mapID, count: list.count, csrf: csrf))
+            """
     }
 
     private static func withdraw(_ mapID: Int64, count: Int, csrf: String) -> HTML {

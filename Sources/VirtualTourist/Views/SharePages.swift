@@ -96,7 +96,7 @@ enum SharePages {
             : "A link to this album shows its photos, credits and small map, read-only, to anyone who has it; no account needed."
         let table: HTML = links.isEmpty ? "<p class=\"muted\">No links yet.</p>" : """
             <table class="share-links">
-            <thead><tr><th scope="col">Name</th>\(pin == nil ? "<th scope=\"col\">Shows</th>" as HTML : HTML.empty)<th scope="col">Made</th><th scope="col">Expires</th><th scope="col">Options</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+            <thead><tr><th scope="col">Name</th>\(pin == nil ? "<th scope=\"col\">Shows</th>" as HTML : HTML.empty)<th scope="col">Made by</th><th scope="col">Made</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Options</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
             <tbody>\(rows)</tbody>
             </table>
             """
@@ -131,7 +131,9 @@ enum SharePages {
 
     static func row(_ link: ShareLink, csrf: String, showPin: Bool) -> HTML {
         let now = Date()
-        let state: String = link.revokedAt != nil ? "Revoked" : (link.expiresAt.map { $0 <= now } ?? false) ? "Expired" : "Active"
+        // Closed: its maker can no longer share this map (left, removed, demoted, disabled).
+        let state: String = link.closedAt != nil ? "Closed (its maker can no longer share)" : link.revokedAt != nil ? "Revoked"
+            : (link.expiresAt.map { $0 <= now } ?? false) ? "Expired" : "Active"
         let options = [link.hasPassword ? "password" : nil, link.hideLocation ? "location hidden" : nil].compactMap { $0 }
         let revoke: HTML = state == "Active" ? """
             <form method="post" action="/shares/\(link.id)/revoke">\(Layout.csrfField(csrf))
@@ -140,7 +142,8 @@ enum SharePages {
         let shows: HTML = showPin ? "<td>\(text: link.isMap ? "Whole map" : link.pinTitle ?? "An album")</td>" : .empty
         return """
             <tr data-share="\(link.id)"><td>\(text: link.label.isEmpty ? "(no name)" : link.label)</td>\(shows)
-            <td>\(text: day(link.createdAt))</td><td>\(text: link.expiresAt.map(day) ?? "never")</td>
+            <td>\(text: link.makerName ?? "—")</td><td>\(text: day(link.createdAt))</td><td>\(text: link.expiresAt.map(day) ?? "never")</td>
+            <td>\(text: link.lastUsedAt.map(day) ?? "never")</td>
             <td>\(text: options.isEmpty ? "—" : options.joined(separator: ", "))</td><td>\(text: state)</td><td>\(revoke)</td></tr>
             """
     }

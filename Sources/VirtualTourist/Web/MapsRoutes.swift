@@ -138,6 +138,16 @@ extension WebPipeline {
             }
         }
 
+        signedIn("POST", "/maps/:id/invitations/:invitation/withdraw") { context in
+            let id = try mapID(context.request)
+            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            return try changing(context, back: "/maps/\(id)") {
+                try maps.withdrawInvitation(invitation, of: id, by: context.user.id)
+                    ? "Invitation link withdrawn: it lets nobody in any more."
+                    : "That invitation was already used, withdrawn or expired."
+            }
+        }
+
         signedIn("POST", "/maps/:id/members/:member/role") { context in
             let id = try mapID(context.request), member = try memberID(context.request), role = try role(context.request)
             return try changing(context, back: "/maps/\(id)") {

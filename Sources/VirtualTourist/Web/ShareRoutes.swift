@@ -50,7 +50,7 @@ extension WebPipeline {
                     }
                     new.password = password
                 }
-                guard let (token, _) = try links.create(new, userID: user) else { throw HTTPError.notFound }
+                guard let (token, _) = try links.create(new, userID: user, madeBy: context.user.id) else { throw HTTPError.notFound }
                 // Shown on this answer only, never in a redirect's cookie or URL.
                 let url = (base ?? "") + "/s/" + token
                 var response = HTTPResponse.page(SharePages.manage(pin: pin, links: try links.list(userID: user, pinID: pin?.id),
@@ -263,7 +263,7 @@ struct ShareGate: Sendable {
         let address = request.remoteNetwork
         guard limit.allowVisit(visit, from: address) else { throw tooMany }
         let token = request.parameters["token"] ?? ""
-        switch try links.lookup(token: token) {
+        switch try links.lookup(token: token, visit: visit == .page) {
         case .notFound:
             limit.missed(from: address)
             throw Self.unknown
@@ -271,8 +271,6 @@ struct ShareGate: Sendable {
             throw HTTPError(.gone, "This share link was withdrawn by the person who made it. Ask them for a new one if you still need it.")
         case .expired:
             throw HTTPError(.gone, "This share link has expired. Ask the person who sent it for a new one.")
-        case .suspended:
-            throw HTTPError(.notFound, "This share link is closed for now: the account that made it is disabled. Ask the person who sent it.")
         case .open(let link):
             guard limit.allowVisit(visit, to: link.id) else { throw tooMany }
             return (token, link)
