@@ -6,6 +6,10 @@ Standard library only.
                                         writes the session cookie, pin id, photo id and photo hash to STATE_FILE
   visit.py BASE_URL STATE_FILE again    with the saved cookie: still signed in, the pin, the album and the
                                         same photo bytes are there
+  visit.py BASE_URL STATE_FILE load N   with the saved cookie, drops N pins (their albums download), prints their ids
+  visit.py BASE_URL STATE_FILE verify   with the saved cookie, reads "photo-id sha256" lines on stdin and fetches
+                                        each photo: prints how many were served with exactly those bytes, how many
+                                        with others, how many not at all (exit 1 unless all were served intact)
 
 SETUP_CODE, when set, is sent with the sign-up: the first account of an instance whose SIGN_UP is
 invite or closed needs the code the app wrote in its log at start.
@@ -102,6 +106,38 @@ if MODE == "first":
     with open(STATE, "w") as f:
         json.dump({"cookie": [session.name, session.value], "pin": pin_id, "photo": ready[0]["id"],
                    "sha256": digest, "photos": len(ready)}, f)
+elif MODE in ("load", "verify"):
+    with open(STATE) as f:
+        state = json.load(f)
+    name, value = state["cookie"]
+    host = urllib.parse.urlsplit(BASE).hostname
+    jar.set_cookie(http.cookiejar.Cookie(0, name, value, None, False, host, False, False, "/", True, False,
+                                         None, False, None, None, {}))
+    if MODE == "load":
+        token = csrf("/")
+        for i in range(int(sys.argv[4])):
+            # A place each (about 2 km apart), so each album is a download of its own.
+            status, _, body = request("POST", "/pins", {"_csrf": token, "lat": f"{40 + i * 0.02:.4f}", "lon": f"{-3 - i * 0.02:.4f}"},
+                                      accept="application/json")
+            if status != 201:
+                fail(f"POST /pins answered {status}: {body[:200]!r}")
+            print(json.loads(body)["id"], flush=True)
+    else:
+        intact, changed, unserved = 0, [], []
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            photo_id, expected = line.split()
+            status, headers, body = request("GET", f"/photos/{photo_id}")
+            if status != 200:
+                unserved.append(f"{photo_id}:{status}")
+            elif hashlib.sha256(body).hexdigest() != expected:
+                changed.append(photo_id)
+            else:
+                intact += 1
+        print(f"{intact} intact, {len(changed)} other bytes, {len(unserved)} not served"
+              + (f" ({' '.join(unserved[:5])})" if unserved else ""), flush=True)
+        sys.exit(0 if not changed and not unserved else 1)
 elif MODE == "again":
     with open(STATE) as f:
         state = json.load(f)
@@ -124,4 +160,4 @@ elif MODE == "again":
         fail(f"photo {state['photo']} changed: sha256 {digest} against {state['sha256']}")
     print(f"photo {state['photo']} has the same bytes: sha256 {digest[:16]}…", flush=True)
 else:
-    fail("mode is first or again")
+    fail("mode is first, again, load or verify")

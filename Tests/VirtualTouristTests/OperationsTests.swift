@@ -64,6 +64,32 @@ import Glibc
         #expect(try Browser(port: metricsServer.port).get("/").status == 404)
     }
 
+    /// script/backup records each backup it kept in the backups table; /metrics shows the newest's
+    /// time, for an alert on its age (docs/admin.md, Backups), over the metrics port's loopback.
+    @Test func metricsShowTheLastGoodBackup() throws {
+        let app = try TestApp()
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.accessLog = nil
+        let metricsServer = HTTPServer(configuration: configuration, handler: app.app.metricsHandler(pool: app.pool))
+        try metricsServer.start()
+        defer { metricsServer.shutdown(gracePeriod: 1) }
+        let none = try Browser(port: metricsServer.port).get("/metrics")
+        #expect(none.body.contains("\nvt_backup_last_success_timestamp_seconds 0\n"))
+        #expect(none.body.contains("# TYPE vt_backup_last_success_timestamp_seconds gauge\n"))
+        // What script/backup inserts, older first.
+        try app.pool.query("""
+            INSERT INTO backups (finished_at, name, seconds, photos_named, photos_missing, photos_copied) VALUES
+                (to_timestamp(1795000000.75), 'virtual-tourist-20261112T081320Z', 12, 30, 0, true),
+                (to_timestamp(1795086400.25), 'virtual-tourist-20261113T081320Z', 14, 31, 2, true)
+            """)
+        let scrape = try Browser(port: metricsServer.port).get("/metrics")
+        #expect(scrape.status == 200)
+        #expect(scrape.body.contains("\nvt_backup_last_success_timestamp_seconds 1795086400\n"), "\(scrape.body)")
+        #expect(scrape.body.contains("\nvt_backup_last_photos_missing 2\n"))
+    }
+
     @Test func retentionPurgesOldPhotosOnly() throws {
         let app = try TestApp(workers: true)
         let browser = try app.signedUp()

@@ -187,9 +187,15 @@ public final class App: Sendable {
         for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
             jobs[try row.decode("state")] = try row.decode("n")
         }
+        // The newest backup script/backup recorded (migrations/0122_backups.sql).
+        let backup = try pool.query("""
+            SELECT extract(epoch FROM finished_at)::float8 AS finished, photos_missing::bigint AS photos_missing FROM backups ORDER BY finished_at DESC LIMIT 1
+            """).first
         let text = "# HELP vt_build_info The release running.\n# TYPE vt_build_info gauge\nvt_build_info{version=\"\(Version.number)\"} 1\n"
             + metrics.render(openConnections: openConnections, pool: pool.statistics, jobs: jobs,
                              store: (store.breaker?.status, store.problem()))
+            + Metrics.backupLines(lastSuccess: try backup?.decode("finished", as: Double.self),
+                                  missing: try backup?.decode("photos_missing", as: Int.self))
         var response = HTTPResponse.text(text)
         response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return response

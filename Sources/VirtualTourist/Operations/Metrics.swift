@@ -74,4 +74,15 @@ public final class Metrics: Sendable {
         }
         return out
     }
+
+    /// The newest backup script/backup completed (the `backups` table), for an alert on its age:
+    /// `time() - vt_backup_last_success_timestamp_seconds > 2 * 86400`. 0 before the first one.
+    static func backupLines(lastSuccess: Double?, missing: Int?) -> String {
+        var out = "# HELP vt_backup_last_success_timestamp_seconds When the newest backup script/backup kept was complete (Unix time; 0: none yet).\n"
+        out += "# TYPE vt_backup_last_success_timestamp_seconds gauge\n"
+        out += "vt_backup_last_success_timestamp_seconds \(Int((lastSuccess ?? 0).rounded(.down)))\n"
+        out += "# HELP vt_backup_last_photos_missing Photos the newest backup's dump named that the store no longer had.\n"
+        out += "# TYPE vt_backup_last_photos_missing gauge\nvt_backup_last_photos_missing \(missing ?? 0)\n"
+        return out
+    }
 }
