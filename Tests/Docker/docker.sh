@@ -55,11 +55,16 @@ print(blocks[0], end="")
 PY
 }
 
-# run_recipe FILE TITLE: runs that block with bash as an operator would, from the current folder.
+# run_recipe FILE TITLE [FROM TO]: runs that block with bash as an operator would, from the current
+# folder (with FROM, a text the block must hold, replaced by TO: a value the docs say to set).
 # Where Docker's `docker compose` is missing, `docker compose …` in it runs Debian's docker-compose.
 run_recipe() {
     local text shim
     text=$(recipe "$1" "$2") || return 1
+    if [ $# -ge 4 ]; then
+        grep -qF -- "$3" <<<"$text" || { echo "$1: the block “$2” has no “$3” to set" >&2; return 1; }
+        text=${text/"$3"/"$4"}
+    fi
     shim=$(mktemp -d)
     if ! docker compose version >/dev/null 2>&1; then
         cat > "$shim/docker" <<SHIM

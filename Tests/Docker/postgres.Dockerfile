@@ -10,8 +10,11 @@ FROM ${BASE}
 ARG PG_MAJOR=15
 ARG PGDATA_DIR=/var/lib/postgresql/data
 ARG VOLUME_DIR=/var/lib/postgresql/data
+# Options for apt-get update: Debian's testing from a mirror's snapshot may carry a Release file past
+# its Valid-Until date (postgres-major passes -o Acquire::Check-Valid-Until=false for it).
+ARG APT_UPDATE_OPTIONS=
 # hadolint ignore=DL3008
-RUN apt-get update \
+RUN apt-get update $APT_UPDATE_OPTIONS \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "postgresql-$PG_MAJOR" "postgresql-client-$PG_MAJOR" \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /docker-entrypoint-initdb.d /var/run/postgresql "$PGDATA_DIR" \
