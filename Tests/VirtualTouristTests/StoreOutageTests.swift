@@ -165,11 +165,11 @@ import TestSupport
         #expect(try bob.get("/metrics", headers: [("Authorization", "Bearer store-test")]).body.contains("vt_photo_store_available 1"))
     }
 
-    /// The store goes down mid-album (its port closed: connections refused) and comes back with
-    /// its data: moto's server (5.x) has no persistence, so it keeps running behind the proxy,
-    /// which closes its port. The photos still to come wait, the ones stored before read back
-    /// byte for byte afterwards, and the album completes by itself.
-    @Test func aStoreCutOffMidAlbumKeepsItsBlobsAndTheAlbumCompletesWhenItReturns() throws {
+    /// An album filling from moto behind a `StoreProxy` (30 images over 4.5 s, store backoff and
+    /// breaker cool-down in seconds), once its first 3 photos are ready; `writeDeadline`: the
+    /// store's put deadline, when not the default. `direct` asks moto past the proxy.
+    static func albumBehindProxy(writeDeadline: Double? = nil) throws
+        -> (direct: S3Store, proxy: StoreProxy, app: TestApp, browser: Browser, pin: Int) {
         let moto = try S3StoreTests.moto()
         let direct = try moto.store()
         let proxy = try StoreProxy(target: moto.port)
@@ -179,6 +179,7 @@ import TestSupport
         options.imageStagger = 0.15  // 30 images over 4.5 s
         let app = try TestApp(workers: true, fixture: options) { settings in
             settings.s3 = s3
+            if let writeDeadline { settings.photoStoreWriteDeadline = writeDeadline }
             settings.photoStoreCoolDown = 1
             settings.photoStoreMaxCoolDown = 2
             settings.workers.storeBackoffFirst = 0.1
@@ -187,6 +188,15 @@ import TestSupport
         let browser = try app.signedUp()
         let pin = try AlbumTests.dropPin(browser)
         try #require(eventually(timeout: 20) { ((try? AlbumTests.state(browser, pin: pin))?.count("ready") ?? 0) >= 3 })
+        return (direct, proxy, app, browser, pin)
+    }
+
+    /// The store goes down mid-album (its port closed: connections refused) and comes back with
+    /// its data: moto's server (5.x) has no persistence, so it keeps running behind the proxy,
+    /// which closes its port. The photos still to come wait, the ones stored before read back
+    /// byte for byte afterwards, and the album completes by itself.
+    @Test func aStoreCutOffMidAlbumKeepsItsBlobsAndTheAlbumCompletesWhenItReturns() throws {
+        let (direct, proxy, app, browser, pin) = try Self.albumBehindProxy()
 
         try proxy.set(.down)
         let cut = Date()
@@ -231,24 +241,7 @@ import TestSupport
     /// breaker opens, the album's remaining photos stay pending (none failed), pages are served;
     /// when the store answers again the album completes by itself.
     @Test func aPutThatHangsIsAnOutageAtItsDeadlineAndTheAlbumCompletesWhenTheStoreAnswers() throws {
-        let moto = try S3StoreTests.moto()
-        let direct = try moto.store()
-        let proxy = try StoreProxy(target: moto.port)
-        var s3 = direct.settings
-        s3.endpoint = proxy.endpoint
-        var options = PhotoFixture.Options()
-        options.imageStagger = 0.15  // 30 images over 4.5 s
-        let app = try TestApp(workers: true, fixture: options) { settings in
-            settings.s3 = s3
-            settings.photoStoreWriteDeadline = 2
-            settings.photoStoreCoolDown = 1
-            settings.photoStoreMaxCoolDown = 2
-            settings.workers.storeBackoffFirst = 0.1
-            settings.workers.storeBackoffMax = 2
-        }
-        let browser = try app.signedUp()
-        let pin = try AlbumTests.dropPin(browser)
-        try #require(eventually(timeout: 20) { ((try? AlbumTests.state(browser, pin: pin))?.count("ready") ?? 0) >= 3 })
+        let (_, proxy, app, browser, pin) = try Self.albumBehindProxy(writeDeadline: 2)
 
         try proxy.set(.blackhole)
         let hung = Date()

@@ -138,8 +138,8 @@ extension AlbumWorkers {
                         switch fetchImage(url, hosts: hosts) {
                         case .success(let (bytes, info), let retried):
                             // Stored here (`andPut`): the machine is told it landed, not handed the bytes.
-                            let image = FetchedImage(url: url, bytes: bytes, info: info)
-                            inbox.post(.fetched(index, retried ? .imageAfterRetry(andPut ? nil : image) : .image(andPut ? nil : image)))
+                            let image = FetchedImage(url: url, bytes: bytes, info: info), handed = andPut ? nil : image
+                            inbox.post(.fetched(index, retried ? .imageAfterRetry(handed) : .image(handed)))
                             if andPut { storeImage(index, image, job: job, inbox: inbox) }
                         case .failure(let reason): inbox.post(.fetched(index, .failed(reason)))
                         case .refused(let reason): inbox.post(.fetched(index, .refused(reason)))

@@ -42,13 +42,7 @@ final class OpenBlobs: Sendable {
             guard entry.file.warm() else { return nil }
             return entry.file
         }
-        guard let file = FileBody(path: path) else {
-            let code = errno
-            files.remove(path)
-            errno = code
-            return nil
-        }
-        guard file.warm() else {
+        guard let file = FileBody(path: path), file.warm() else {
             let code = errno
             files.remove(path)
             errno = code
