@@ -516,6 +516,7 @@ struct ConnectionStateMachine {
                 case .request(var request):
                     request.remoteAddress = settings.trustedProxies.clientAddress(peer: settings.remoteAddress, headers: request.headers)
                     request.remoteNetwork = AddressRange.limitKey(request.remoteAddress, ipv6Prefix: settings.ipv6PrefixLength)
+                    request.fromTrustedProxy = settings.trustedProxies.trusts(settings.remoteAddress)
                     pending.append(.request(request))
                     // The request the 100 was for is complete: nothing is owed any more.
                     continueOwed = false

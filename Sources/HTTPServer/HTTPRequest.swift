@@ -15,6 +15,9 @@ public struct HTTPRequest: Sendable {
     /// What per-address limits should count this client under: `remoteAddress`, or for IPv6 its
     /// network ("2001:db8:1:2::/64", ServerConfiguration.ipv6PrefixLength; AddressRange.limitKey).
     public var remoteNetwork: String = ""
+    /// The peer is one of TRUSTED_PROXIES: its X-Forwarded-* headers say what the client sent.
+    /// From any other peer they are the client's own words, and read for nothing.
+    public var fromTrustedProxy = false
 
     public init(method: String, target: String, version: HTTPVersion = .http11,
                 headers: HTTPHeaders = [:], body: [UInt8] = []) {

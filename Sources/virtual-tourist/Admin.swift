@@ -88,18 +88,19 @@ enum Admin {
         Command(name: "list", summary: "everyone, with their pins, photos and stored bytes, then the shared maps", options: []) { context, _ in
             let people = try context.people.list()
             guard !people.isEmpty else { print("nobody has an account yet"); return }
-            var rows = [["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CREATED", "LAST SEEN", "STATUS"]]
+            // BYTES: their own map's; CHARGED: what their photo quota counts, on every map.
+            var rows = [["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "CREATED", "LAST SEEN", "STATUS"]]
             for p in people {
                 rows.append([String(p.id), printable(p.email), printable(p.displayName), String(p.pins), String(p.photos),
-                             String(p.photoBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
+                             String(p.photoBytes), String(p.chargedBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
             }
             printTable(rows)
             let maps = try MapsAdmin(pool: context.pool).list()
             guard !maps.isEmpty else { return }
             print("")
-            var mapRows = [["MAP", "NAME", "PINS", "PHOTOS", "MEMBERS", "OWNERS", "CREATED"]]
+            var mapRows = [["MAP", "NAME", "PINS", "PHOTOS", "BYTES", "MEMBERS", "OWNERS", "CREATED"]]
             for m in maps {
-                mapRows.append([String(m.id), printable(m.name), String(m.pins), String(m.photos), String(m.members),
+                mapRows.append([String(m.id), printable(m.name), String(m.pins), String(m.photos), String(m.photoBytes), String(m.members),
                                 printable(m.owners ?? "none (docs/admin.md: give it an owner)"), m.created])
             }
             printTable(mapRows)

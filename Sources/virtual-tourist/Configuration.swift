@@ -367,6 +367,8 @@ struct Configuration {
                default: code(d.app.quotas.photoBytes / Int64(mib))) { $0.app.quotas.photoBytes = $1 * Int64(mib) },
         ranged("QUOTA_SHARED_MAPS", "shared maps a person may belong to, owned or joined (`0`: nobody shares maps)", 0...10_000, default: code(d.app.quotas.sharedMaps)) { $0.app.quotas.sharedMaps = $1 },
         ranged("QUOTA_MAP_MEMBERS", "members of one shared map, its owners included", 1...100_000, default: code(d.app.quotas.membersPerMap)) { $0.app.quotas.membersPerMap = $1 },
+        ranged("QUOTA_INVITATIONS_PER_HOUR", "invitations by email a person may make per hour, withdrawn ones included (`0`: none; invitation links are not counted)", 0...100_000,
+               default: code(d.app.quotas.invitationsPerHour)) { $0.app.quotas.invitationsPerHour = $1 },
         ranged("DATABASE_POOL_SIZE", "database connections per instance; requests that need one wait their turn (raise it for a database server with more cores than the app's)", 1...500,
                default: "2 per CPU core, at least `4`") { $0.databasePoolSize = $1 },
         secret("METRICS_TOKEN", "serves `/metrics` on the app's port to `Authorization: Bearer TOKEN` (unset: not served there)") { $0.app.metricsToken = $1 },

@@ -278,7 +278,16 @@ def main():
             ann.find_element(By.ID, "member-email").send_keys(cy_email)
             Select(ann.find_element(By.ID, "member-role")).select_by_value("viewer")
             ann.find_element(By.CSS_SELECTOR, "form[action$='/members'] button[type=submit]").click()
-            j.wait(ann, lambda: "Cy is now a member" in ann.page_source, message="Cy added")
+            # The answer never says whether the address has an account; Cy accepts on his Maps page.
+            j.wait(ann, lambda: "If someone on this server has that address" in ann.page_source, message="Cy invited")
+            assert cy_email in ann.find_element(By.CSS_SELECTOR, "table.invitations").text, "the invitation is not listed for its owner"
+            cy.get(BASE + "/maps")
+            invited = cy.find_element(By.CSS_SELECTOR, "li.invited")
+            assert MAP_NAME in invited.text and "Ann" in invited.text, invited.text
+            j.check_page(cy, "an invitation on the Maps page")
+            invited.find_element(By.XPATH, ".//button[starts-with(normalize-space(.), 'Accept')]").click()
+            j.wait(cy, lambda: cy.find_elements(By.ID, "map-canvas"), message="Cy's map after accepting")
+            ann.get(BASE + "/maps/%s" % state["map"])
             assert "Viewer" in member_row(ann, cy_email).find_element(By.TAG_NAME, "select").get_attribute("innerText")
             assert Select(member_row(ann, cy_email).find_element(By.TAG_NAME, "select")).first_selected_option.get_attribute("value") == "viewer"
             cy.get(BASE + "/")

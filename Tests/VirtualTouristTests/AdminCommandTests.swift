@@ -163,13 +163,14 @@ import TestSupport
         let listed = try Self.admin(["list"], database: database)
         #expect(listed.status == 0, "\(listed)")
         let lines = listed.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
-        #expect(lines.first == ["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CREATED", "LAST", "SEEN", "STATUS"])
+        #expect(lines.first == ["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "CREATED", "LAST", "SEEN", "STATUS"])
         let pat = try #require(lines.first { $0.contains("pat@example.org") })
         // Six photos of 1001–1003 bytes, on two pins; the bell in the name is shown as "?".
-        #expect(Array(pat[1...5]) == ["pat@example.org", "Pat?", "2", "6", "\(2 * (1001 + 1002 + 1003))"])
+        // Their own map's pins: charged to them too.
+        #expect(Array(pat[1...6]) == ["pat@example.org", "Pat?", "2", "6", "\(2 * (1001 + 1002 + 1003))", "\(2 * (1001 + 1002 + 1003))"])
         #expect(pat.last == "active")
         let quinn = try #require(lines.first { $0.contains("quinn@example.org") })
-        #expect(Array(quinn[3...5]) == ["0", "0", "0"])
+        #expect(Array(quinn[3...6]) == ["0", "0", "0", "0"])
     }
 
     @Test func resetPasswordEndsTheirSessions() throws {

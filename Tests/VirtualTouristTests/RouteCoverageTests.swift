@@ -82,7 +82,8 @@ import TestSupport
             #expect(status == 404, "\(route.method) \(path) as another person: \(status)")
             #expect(try app.fingerprint() == before)
         }
-        for route in parameterized {
+        // Accepting an invitation shows its map to the owner: last, so it changes no other route's map.
+        for route in parameterized.sorted(by: { !$0.pattern.hasPrefix("/maps/invitations/") && $1.pattern.hasPrefix("/maps/invitations/") }) {
             let key = "\(route.method) \(route.pattern)"
             guard let path = resources[key] else { continue }
             let ownerStatus = try Self.send(owner, Self.streamingRoutes.contains(key) ? "HEAD" : route.method, path,
@@ -138,7 +139,17 @@ import TestSupport
                 VALUES ($1, sha256(convert_to($2, 'UTF8')), 'viewer', $3, now() + interval '1 day') RETURNING id
                 """, [map, Tokens.make(), ownerID])[0].decode("id")
         }
+        // An invitation by email for the owner, to a map of another person's (each its own map: a
+        // second invitation to one address replaces the first): nobody else accepts or declines it.
+        let ownerEmail: String = try app.pool.query("SELECT email FROM users WHERE id = $1", [ownerID])[0].decode("email")
+        func newInvitationByEmail() throws -> Int64 {
+            let theirs = try maps.create(name: "Their map", by: member)
+            try maps.inviteByEmail(ownerEmail, role: .viewer, to: theirs, by: member)
+            return try app.pool.query("SELECT id FROM map_invitations WHERE map_id = $1", [theirs])[0].decode("id")
+        }
         return [
+            "POST /maps/invitations/:invitation/accept": "/maps/invitations/\(try newInvitationByEmail())/accept",
+            "POST /maps/invitations/:invitation/decline": "/maps/invitations/\(try newInvitationByEmail())/decline",
             "GET /maps/:id": "/maps/\(map)",
             "POST /maps/:id/rename": "/maps/\(map)/rename",
             "POST /maps/:id/sharing": "/maps/\(map)/sharing",

@@ -84,6 +84,8 @@ import TestSupport
         "GET /maps/join/:code": "bearer invitation code (invitationsAreSingleUseAndExpire)",
         "POST /maps/join/:code": "bearer invitation code (invitationsAreSingleUseAndExpire)",
         "POST /region": "the person's own view of the map (eachMemberKeepsTheirOwnRegionPerMap)",
+        "POST /maps/invitations/:invitation/accept": "the person's own invitations by email (SharedMapConsentTests)",
+        "POST /maps/invitations/:invitation/decline": "the person's own invitations by email (SharedMapConsentTests)",
     ]
 
     @Test func permissionMatrix() throws {
@@ -213,7 +215,7 @@ import TestSupport
         let map = try Self.makeMap(owner, name: "Household")
         let ownerID = try RouteCoverageTests.personID(app: app, owner), annID = try RouteCoverageTests.personID(app: app, ann)
         let token = try Self.csrf(owner)
-        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "editor").status == 303)
+        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "editor", person: ann).status == 303)
 
         let before = try app.fingerprint()
         for (path, form) in [("/maps/\(map)/leave", [(String, String)]()),
@@ -248,9 +250,11 @@ import TestSupport
         let people = try ["co", "ed", "vi"].map { try app.signedUp(email: "\($0)@example.org", name: $0) }
         let ids = try people.map { try RouteCoverageTests.personID(app: app, $0) }
         let map = try Self.makeMap(owner, name: "Club")
-        for (email, role) in [("co@example.org", "owner"), ("ed@example.org", "editor"), ("vi@example.org", "viewer")] {
-            #expect(try Self.add(owner, map: map, email: email, role: role).status == 303)
+        for (person, (email, role)) in zip(people, [("co@example.org", "editor"), ("ed@example.org", "editor"), ("vi@example.org", "viewer")]) {
+            #expect(try Self.add(owner, map: map, email: email, role: role, person: person).status == 303)
         }
+        // An invitation makes no owner: the owner promotes a member.
+        #expect(try owner.post("/maps/\(map)/members/\(ids[0])/role", form: [("_csrf", try Self.csrf(owner)), ("role", "owner")]).status == 303)
         let (editor, viewer) = (people[1], people[2])
         // Editors and viewers remove nobody else (403: they can see the map), and change no roles.
         for browser in [editor, viewer] {
@@ -283,25 +287,26 @@ import TestSupport
         #expect(try app.count("SELECT count(*)::int FROM users WHERE kind = 'map'") == 2)
 
         // Three members at most (QUOTA_MAP_MEMBERS), by the members form and by invitation.
-        #expect(try Self.add(ann, map: first, email: "bob@example.org", role: "viewer").status == 303)
-        #expect(try Self.add(ann, map: first, email: "cai@example.org", role: "viewer").status == 303)
-        let full = try Self.add(ann, map: first, email: "dee@example.org", role: "viewer")
-        #expect(full.status == 303 && full.header("Location") == "/maps/\(first)")
-        #expect(try ann.get("/maps/\(first)").body.contains("This map has 3 members, the limit."))
+        #expect(try Self.add(ann, map: first, email: "bob@example.org", role: "viewer", person: people[0]).status == 303)
+        #expect(try Self.add(ann, map: first, email: "cai@example.org", role: "viewer", person: people[1]).status == 303)
+        let full = try Self.add(ann, map: first, email: "dee@example.org", role: "viewer", person: people[2])
+        #expect(full.status == 303 && full.header("Location") == "/maps")
+        #expect(try people[2].get("/maps").body.contains("This map has 3 members, the limit."))
         let dee = try RouteCoverageTests.personID(app: app, people[2])
         #expect(try Self.role(app, map: first, person: dee) == nil)
         let code = try Self.invite(ann, map: first, role: "viewer")
         #expect(try people[2].post("/maps/join/\(code)", form: [("_csrf", try Self.csrf(people[2]))]).status == 404)
         #expect(try Self.role(app, map: first, person: dee) == nil)
-        #expect(try app.count("SELECT count(*)::int FROM map_invitations WHERE used_at IS NOT NULL") == 0, "a refused join used the code")
+        #expect(try app.count("SELECT count(*)::int FROM map_invitations WHERE used_at IS NOT NULL AND invitee_email IS NULL") == 0,
+                "a refused join used the code")
 
         // A person on two maps is added to no third.
         let bob = try RouteCoverageTests.personID(app: app, people[0])
-        #expect(try Self.add(ann, map: second, email: "bob@example.org", role: "viewer").status == 303)
+        #expect(try Self.add(ann, map: second, email: "bob@example.org", role: "viewer", person: people[0]).status == 303)
         let other = try Self.makeMap(people[1], name: "Cai's")
-        let refused = try Self.add(people[1], map: other, email: "bob@example.org", role: "viewer")
-        #expect(refused.status == 303)
-        #expect(try people[1].get("/maps/\(other)").body.contains("That person belongs to 2 shared maps, the limit."))
+        let refused = try Self.add(people[1], map: other, email: "bob@example.org", role: "viewer", person: people[0])
+        #expect(refused.status == 303 && refused.header("Location") == "/maps")
+        #expect(try people[0].get("/maps").body.contains("You belong to 2 shared maps, the limit."))
         #expect(try Self.role(app, map: other, person: bob) == nil)
     }
 
@@ -311,7 +316,7 @@ import TestSupport
         let ann = try app.signedUp(email: "ann@example.org", name: "Ann")
         let map = try Self.makeMap(owner, name: "Club")
         let annID = try RouteCoverageTests.personID(app: app, ann), ownerID = try RouteCoverageTests.personID(app: app, owner)
-        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "editor").status == 303)
+        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "editor", person: ann).status == 303)
         #expect(try Self.switchTo(ann, "\(map)").status == 303)
 
         #expect(try Self.drop(ann).status == 201)
@@ -342,7 +347,8 @@ import TestSupport
         let ann = try app.signedUp(email: "ann@example.org", name: "Ann")
         let map = try Self.makeMap(owner, name: "Club")
         let annID = try RouteCoverageTests.personID(app: app, ann)
-        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "viewer").status == 303)
+        #expect(try Self.add(owner, map: map, email: "ann@example.org", role: "viewer", person: ann).status == 303)
+        #expect(try Self.switchTo(ann, "own").status == 303)  // accepting showed her the map
 
         // On her own map, then on the shared one (a viewer may keep her view: it is hers).
         #expect(try Self.region(ann, lat: 30, lon: 40, zoom: 3).status == 204)
@@ -472,8 +478,8 @@ import TestSupport
         let vi = try app.signedUp(email: "vi@example.org", name: "Vi")
         let map = try Self.makeMap(owner, name: "Club")
         let edID = try RouteCoverageTests.personID(app: app, ed)
-        #expect(try Self.add(owner, map: map, email: "ed@example.org", role: "editor").status == 303)
-        #expect(try Self.add(owner, map: map, email: "vi@example.org", role: "viewer").status == 303)
+        #expect(try Self.add(owner, map: map, email: "ed@example.org", role: "editor", person: ed).status == 303)
+        #expect(try Self.add(owner, map: map, email: "vi@example.org", role: "viewer", person: vi).status == 303)
         #expect(try Self.switchTo(ed, "\(map)").status == 303)
         #expect(try Self.switchTo(vi, "\(map)").status == 303)
         // The map holds as many pins as one person may drop, all the owner's: Ed still has room.
@@ -519,8 +525,24 @@ import TestSupport
         return id
     }
 
-    static func add(_ owner: Browser, map: Int64, email: String, role: String) throws -> Browser.Page {
+    /// "Add by email": an invitation for the address (the answer never says whether it has an account).
+    static func inviteByEmail(_ owner: Browser, map: Int64, email: String, role: String) throws -> Browser.Page {
         try owner.post("/maps/\(map)/members", form: [("_csrf", try csrf(owner)), ("email", email), ("role", role)])
+    }
+
+    /// The invitation by email to `map` on `person`'s Maps page, if one is shown.
+    static func invitationID(_ person: Browser, map: Int64) throws -> Int64? {
+        let body = try person.get("/maps").body
+        return body.firstMatch(of: try! Regex("data-invitation=\"([0-9]+)\" data-map=\"\(map)\"")).flatMap { Int64($0.output[1].substring ?? "") }
+    }
+
+    /// `person` (with `email`) made a member as people do it: the owner invites by email, the person
+    /// accepts on their Maps page. The answer to the acceptance (303 to the map when joined; back to
+    /// /maps with the refusal's sentence otherwise), or the invitation's when none reached them.
+    static func add(_ owner: Browser, map: Int64, email: String, role: String, person: Browser) throws -> Browser.Page {
+        let invited = try inviteByEmail(owner, map: map, email: email, role: role)
+        guard invited.status == 303, let id = try invitationID(person, map: map) else { return invited }
+        return try person.post("/maps/invitations/\(id)/accept", form: [("_csrf", try csrf(person))])
     }
 
     /// An invitation link's code, from the page that shows it once.
@@ -536,11 +558,19 @@ import TestSupport
         try browser.post("/maps/switch", form: [("_csrf", try csrf(browser)), ("map", value)])
     }
 
-    /// `owner`'s new map `name` with `member` (by `email`) added as `role` and shown the map.
+    /// `owner`'s new map `name` with `member` (by `email`) added as `role` and shown the map (an
+    /// owner: invited as an editor, then given the role).
     static func makeMap(_ owner: Browser, name: String, member: Browser, email: String, role: String = "editor") throws -> Int64 {
         let map = try makeMap(owner, name: name)
-        let added = try add(owner, map: map, email: email, role: role)
+        let added = try add(owner, map: map, email: email, role: role == "owner" ? "editor" : role, person: member)
         guard added.status == 303 else { throw Browser.Failure(description: "adding \(email): \(added)") }
+        if role == "owner" {
+            let page = try owner.get("/maps/\(map)").body
+            guard let row = page.split(separator: "<li class=\"member\">").first(where: { $0.contains(email) }),
+                  let match = row.firstMatch(of: /\/members\/([0-9]+)\/role/) else { throw Browser.Failure(description: "no member row for \(email)") }
+            let promoted = try owner.post("/maps/\(map)/members/\(match.1)/role", form: [("_csrf", try csrf(owner)), ("role", "owner")])
+            guard promoted.status == 303 else { throw Browser.Failure(description: "promoting \(email): \(promoted)") }
+        }
         let shown = try switchTo(member, "\(map)")
         guard shown.status == 303 else { throw Browser.Failure(description: "showing the map to \(email): \(shown)") }
         return map
@@ -586,8 +616,9 @@ import TestSupport
             let removed = try app.signedUp(email: "removed@example.org", name: "Rem Removed")
             let outsider = try app.signedUp(email: "outsider@example.org", name: "Ida Outsider")
             let map = try SharedMapTests.makeMap(owner, name: "Club map")
-            for (email, role) in [("editor@example.org", "editor"), ("viewer@example.org", "viewer"), ("removed@example.org", "editor")] {
-                let added = try SharedMapTests.add(owner, map: map, email: email, role: role)
+            for (person, email, role) in [(editor, "editor@example.org", "editor"), (viewer, "viewer@example.org", "viewer"),
+                                          (removed, "removed@example.org", "editor")] {
+                let added = try SharedMapTests.add(owner, map: map, email: email, role: role, person: person)
                 guard added.status == 303 else { throw Browser.Failure(description: "adding \(email): \(added)") }
             }
             for member in [editor, viewer, removed] {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Log
 import Synchronization
 import Testing
@@ -41,13 +42,14 @@ import Testing
         #expect(try browser.get("/sign-in").body.contains("Virtual Tourist \(Version.number) —"))
     }
 
-    /// Requests under another address than PUBLIC_URL: one warning naming both, whatever follows.
+    /// Requests under another address than PUBLIC_URL: one warning naming both per address that
+    /// arrived; X-Forwarded-* read only from TRUSTED_PROXIES.
     @Test func aRequestForAnotherAddressThanPublicURLIsLoggedOnce() throws {
         let publicURL = "https://photos-\(UUID().uuidString.prefix(8).lowercased()).example.org"
         let lines = Mutex<[String]>([])
         let stop = Logger.observe { line in if line.contains(publicURL) { lines.withLock { $0.append(line) } } }
         defer { stop() }
-        let app = try TestApp { $0.publicURL = publicURL }
+        let app = try TestApp(configure: { $0.publicURL = publicURL }, server: { $0.trustedProxies = TrustedProxies(parsing: "127.0.0.1")! })
         let browser = app.browser()
         // As it is named, through a proxy that says so: nothing; probes are never compared.
         let host = String(publicURL.dropFirst("https://".count))
@@ -56,10 +58,35 @@ import Testing
         #expect(lines.withLock { $0 }.isEmpty)
         // Plain http on the app's own port (no proxy in front): one line, and only one.
         _ = try browser.get("/sign-in")
-        _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "elsewhere.example.org")])
-        let logged = lines.withLock { $0 }
+        _ = try browser.get("/sign-in")
+        var logged = lines.withLock { $0 }
         #expect(logged.count == 1, "\(logged)")
         #expect(logged.first?.contains("a request arrived for http://127.0.0.1:") == true && logged.first?.contains("warning") == true, "\(logged)")
+        // Another origin (a stranger's odd Host) has its own line: it cannot use up the one above.
+        _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "elsewhere.example.org")])
+        logged = lines.withLock { $0 }
+        #expect(logged.count == 2 && logged.last?.contains("http://elsewhere.example.org") == true, "\(logged)")
+    }
+
+    /// From a peer that is not a trusted proxy, X-Forwarded-* are the client's own words: they
+    /// neither hide a wrong PUBLIC_URL nor spend its warning.
+    @Test func forwardedHeadersFromAnUntrustedPeerAreNotRead() throws {
+        let publicURL = "https://photos-\(UUID().uuidString.prefix(8).lowercased()).example.org"
+        let lines = Mutex<[String]>([])
+        let stop = Logger.observe { line in if line.contains(publicURL) { lines.withLock { $0.append(line) } } }
+        defer { stop() }
+        let app = try TestApp { $0.publicURL = publicURL }
+        let browser = app.browser()
+        let host = String(publicURL.dropFirst("https://".count))
+        for forged in ["a.example.org", "b.example.org", "c.example.org", "d.example.org", "e.example.org", "f.example.org",
+                       "g.example.org", "h.example.org", "i.example.org", host] {
+            _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", forged)])
+        }
+        #expect(lines.withLock { $0 }.isEmpty)
+        // The real misconfiguration (people reach it over plain http) is still said.
+        _ = try browser.get("/sign-in")
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 1 && logged.first?.contains("a request arrived for http://127.0.0.1:") == true, "\(logged)")
     }
 
     /// Without PUBLIC_URL nothing is compared.

@@ -10,6 +10,8 @@ public struct Quotas: Sendable, Equatable {
     public var sharedMaps = 20
     /// Members of one shared map: a club of 200 fits.
     public var membersPerMap = 250
+    /// Invitations by email a person may make per hour (withdrawn ones count).
+    public var invitationsPerHour = 30
 
     public init() {}
 }

@@ -25,7 +25,7 @@ public struct Album: Sendable {
     public let error: String?
     public let page: Int?
     public let totalPages: Int?
-    public let photos: [AlbumPhoto]
+    public internal(set) var photos: [AlbumPhoto]
     /// While downloading: what the album waits for and when it resumes (a fixed phrase).
     public var waiting: String? = nil
     /// False when Retry cannot help (an invalid API key).
@@ -34,6 +34,19 @@ public struct Album: Sendable {
     /// once their account is gone.
     public var droppedBy: String? = nil
     public var collectedBy: String? = nil
+
+    /// The album as a share link that hides the location shows it: no photo titles (a title often
+    /// names the place), no links to the photos' pages and no provider ids (the provider's page
+    /// shows the geotag). The credits keep author and licence, as the licences require.
+    public func locationHidden() -> Album {
+        var album = self
+        album.photos = photos.map { photo in
+            AlbumPhoto(id: photo.id, position: photo.position, status: photo.status, title: "", ownerName: photo.ownerName,
+                       license: photo.license, licenseURL: photo.licenseURL, pageURL: nil, dateTaken: photo.dateTaken,
+                       width: photo.width, height: photo.height, generation: photo.generation, remoteID: "")
+        }
+        return album
+    }
 
     public var isComplete: Bool { pin.status != .downloading }
     public var readyCount: Int { photos.filter { $0.status == .ready }.count }
@@ -278,7 +291,7 @@ public struct AlbumStore: Sendable {
             let status: PinStatus = try row.decode("status")
             if onlyIfNew && status != .new { return .unchanged }
             if status == .downloading { return .busy }
-            if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, quotas: quotas, newCollection: !onlyIfNew) {
+            if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, person: person, quotas: quotas, newCollection: !onlyIfNew) {
                 return .quotaReached(reached)
             }
             try Self.startCollections(db, pinIDs: [pinID], userID: userID, askedBy: person)
@@ -317,25 +330,33 @@ public struct AlbumStore: Sendable {
         return try rows.map { try $0.decode("id") }
     }
 
-    /// Whether starting a collection on this pin would pass a quota: stored bytes (not counting the
-    /// photos of this pin, which the new collection replaces) and, for New Collection and Retry, the
-    /// collections started in the past hour. Runs under the pin's row lock.
-    static func quotaReached(_ db: PostgresConnection, pinID: Int64, userID: Int64, quotas: Quotas,
+    /// Whether starting a collection on this pin would pass a quota of the person who asks
+    /// (`person`; nil: the holder, a person on their own map): the photo bytes charged to them (not
+    /// counting this pin's, which the new collection replaces) and, for New Collection and Retry,
+    /// the collections they started in the past hour. Per person on every map (migration 0124):
+    /// a pin's photos are charged to whoever last asked for its album, else who dropped it, else
+    /// the holder; a collection to whoever asked. Runs under the pin's row lock.
+    static func quotaReached(_ db: PostgresConnection, pinID: Int64, userID: Int64, person: Int64? = nil, quotas: Quotas,
                              newCollection: Bool) throws -> QuotaReached? {
         let row = try db.query("""
             SELECT coalesce(u.max_photo_bytes, $3) AS byte_limit,
                    coalesce(u.max_collections_per_hour, $4) AS collection_limit,
-                   (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE user_id = $1 AND pin_id <> $2)::bigint AS bytes,
-                   (SELECT count(*) FROM album_jobs WHERE user_id = $1 AND kind = 'collection' AND generation > 1
+                   (SELECT coalesce(sum(ph.byte_size), 0) FROM pins p JOIN photos ph ON ph.pin_id = p.id
+                    WHERE \(Self.chargedTo("p")) = $1 AND p.id <> $2)::bigint AS bytes,
+                   (SELECT count(*) FROM album_jobs WHERE coalesce(asked_by, user_id) = $1 AND kind = 'collection' AND generation > 1
                         AND created_at > now() - interval '1 hour') AS collections
             FROM users u WHERE u.id = $1
-            """, [userID, pinID, quotas.photoBytes, quotas.collectionsPerHour])[0]
+            """, [person ?? userID, pinID, quotas.photoBytes, quotas.collectionsPerHour])[0]
         let byteLimit: Int64 = try row.decode("byte_limit")
         if try row.decode("bytes", as: Int64.self) >= byteLimit { return .photoBytes(byteLimit) }
         let collectionLimit: Int = try row.decode("collection_limit")
         if newCollection, try row.decode("collections", as: Int.self) >= collectionLimit { return .collections(collectionLimit) }
         return nil
     }
+
+    /// The person a pin's photos are charged to, as SQL on the pins row `alias` (indexed by
+    /// migration 0124: keep the expression as it is there).
+    static func chargedTo(_ alias: String) -> String { "coalesce(\(alias).collected_by, \(alias).dropped_by, \(alias).user_id)" }
 
     /// Adds chosen photos (from the picker) to the current album and queues their download.
     /// Returns how many were new (already-saved ones are skipped).

@@ -156,7 +156,7 @@ public final class App: Sendable {
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
-                           downloads: downloadSlots)
+                           downloads: downloadSlots, memberRecheck: settings.memberRecheck)
         web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
                            provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL,
                            places: { PlaceIndex.shared(path: placesPath) })

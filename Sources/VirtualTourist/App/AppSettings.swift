@@ -73,6 +73,9 @@ public struct AppSettings: Sendable {
     public var quotas = Quotas()
     /// Live album pages (event streams) one person may have open at once.
     public var maxStreamsPerPerson = 8
+    /// How often a shared map's live map page checks its person is still a member, besides the
+    /// NOTIFY that ends it at once: the bound when this instance missed that NOTIFY.
+    public var memberRecheck: Duration = .seconds(60)
     /// Provider searches for picker pages at once, and how long a page waits for one.
     public var pickerSlots = 4
     public var pickerTimeout: Double = 8

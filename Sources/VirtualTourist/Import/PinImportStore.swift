@@ -91,7 +91,7 @@ struct PinImportStore: Sendable {
             let file = try JSONDecoder().decode(PinImport.self, from: Data(contents.utf8))
             let points = file.points.map { PinImport.Point(name: $0.name ?? name($0), lat: $0.lat, lon: $0.lon) }
             // The photo-storage check startCollection makes, once for all (none of these pins has photos).
-            let collect = try AlbumStore.quotaReached(db, pinID: 0, userID: userID, quotas: quotas, newCollection: false) == nil
+            let collect = try AlbumStore.quotaReached(db, pinID: 0, userID: userID, person: person, quotas: quotas, newCollection: false) == nil
             let rows = try db.query("""
                 INSERT INTO pins (user_id, lat, lon, place_name, status, dropped_by)
                 SELECT $1, (p->>'lat')::float8, (p->>'lon')::float8, p->>'name', \(PinStatus.new.sql), $4

@@ -285,7 +285,7 @@ public struct PinStore: Sendable {
         try pool.transaction { db in
             let pin = try Self.insert(db, userID: userID, by: person ?? userID, lat: lat, lon: lon, placeName: placeName, quotas: quotas)
             try AlbumChange(userID: userID, pinID: pin.id).announceToMap(db)
-            guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, quotas: quotas, newCollection: false) == nil else {
+            guard try AlbumStore.quotaReached(db, pinID: pin.id, userID: userID, person: person, quotas: quotas, newCollection: false) == nil else {
                 return pin
             }
             try AlbumStore.startCollections(db, pinIDs: [pin.id], userID: userID, askedBy: person)

@@ -30,7 +30,8 @@ public struct SharedMaps: Sendable {
     public struct Member: Sendable, Equatable {
         public let id: Int64
         public let name: String
-        public let email: String
+        /// Shown to the map's owners only (and to the member themselves): nil otherwise.
+        public let email: String?
         public let role: MapRole
         public let addedAt: Date
     }
@@ -41,6 +42,18 @@ public struct SharedMaps: Sendable {
         public let role: MapRole
         /// Its maker's name (an owner of the map: it dies when they are no longer one).
         public let madeBy: String
+        public let expiresAt: Date
+        /// For an invitation by email, the address it is for (nil: a link, for whoever opens it).
+        public var inviteeEmail: String? = nil
+    }
+
+    /// An invitation by email, as the person it is for sees it.
+    public struct Invited: Sendable, Equatable {
+        public let id: Int64
+        public let mapID: Int64
+        public let mapName: String
+        public let role: MapRole
+        public let invitedBy: String
         public let expiresAt: Date
     }
 
@@ -103,14 +116,18 @@ public struct SharedMaps: Sendable {
              WHERE mm.map_id = $1 AND mm.user_id = $2
              """, [mapID, person]),
             PostgresStatement("""
-             SELECT u.id, u.display_name AS name, u.email, c.role, c.added_at
+             -- Addresses for owners only (and each member's own): a viewer who came by a
+             -- forwarded invitation link learns nobody's address.
+             SELECT u.id, u.display_name AS name, c.role, c.added_at,
+                    CASE WHEN u.id = $2 OR me.role = 'owner' THEN u.email END AS email
              FROM map_members c JOIN users u ON u.id = c.user_id
-             WHERE c.map_id = $1 AND EXISTS (SELECT 1 FROM map_members me WHERE me.map_id = $1 AND me.user_id = $2)
+             JOIN map_members me ON me.map_id = $1 AND me.user_id = $2
+             WHERE c.map_id = $1
              ORDER BY CASE c.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, lower(u.display_name), u.id
              """, [mapID, person]),
             // Only an owner's page lists them; only those their maker may still give (invite_right).
             PostgresStatement("""
-             SELECT i.id, i.role, u.display_name AS made_by, i.expires_at
+             SELECT i.id, i.role, u.display_name AS made_by, i.expires_at, i.invitee_email
              FROM map_invitations i JOIN users u ON u.id = i.created_by
              WHERE i.map_id = $1 AND i.used_at IS NULL AND i.expires_at > now() AND invite_right(i.map_id, i.created_by)
                AND EXISTS (SELECT 1 FROM map_members me WHERE me.map_id = $1 AND me.user_id = $2 AND me.role = 'owner')
@@ -124,7 +141,7 @@ public struct SharedMaps: Sendable {
         }
         let invitations = try results[2].map { row in
             Invitation(id: try row.decode("id"), role: MapRole(parsing: try row.decode("role")) ?? .viewer,
-                       madeBy: try row.decode("made_by"), expiresAt: try row.decode("expires_at"))
+                       madeBy: try row.decode("made_by"), expiresAt: try row.decode("expires_at"), inviteeEmail: try row.decode("invitee_email"))
         }
         return Detail(summary: try Self.summary(row), members: members, invitations: invitations,
                       editorsShare: try row.decode("editors_share"))
@@ -191,7 +208,9 @@ public struct SharedMaps: Sendable {
         case alreadyMember(name: String)
     }
 
-    /// Adds the person with this email (an account on this instance) as `role`.
+    /// Adds the person with this email (an account on this instance) as `role`, without asking
+    /// them: the operator's act (tests, recipes). The web's "Add by email" never does this: it
+    /// invites (`inviteByEmail`), and the person accepts.
     public func add(email: String, role: MapRole, to mapID: Int64, by owner: Int64) throws -> Added {
         try pool.transaction { db in
             try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "add members", lock: true)
@@ -207,6 +226,123 @@ public struct SharedMaps: Sendable {
             try Self.checkRoom(db, mapID: mapID, person: id, quotas: quotas)
             try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, $3)", [mapID, id, role.rawValue])
             return .added(name: name)
+        }
+    }
+
+    /// What "Add by email" answers whatever happened: never whether the address has an account.
+    public static let invitedByEmail = "If someone on this server has that address, they will see your invitation on their Maps page. It is open for \(invitationDays) days."
+
+    /// An invitation for whoever has `email` (lower-cased), giving `role`, which they accept or
+    /// decline on their Maps page; it replaces an open one for the same address. Recorded whether
+    /// or not an account has the address (one that signs up later sees it) and whether or not
+    /// they blocked the map (then it is never shown to them), so neither this answer nor the
+    /// owners' list tells who has an account here. At most `quotas.invitationsPerHour` per owner
+    /// per hour, withdrawn ones included. Returns the invitation's code (for a mail).
+    @discardableResult
+    public func inviteByEmail(_ email: String, role: MapRole, to mapID: Int64, by owner: Int64) throws -> String {
+        guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
+        let address = email.lowercased()
+        let code = Tokens.make()
+        try pool.transaction { db in
+            // The same locks, in the same order, as `invite`.
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [mapID])
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [owner])
+            try db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 FOR SHARE", [mapID, owner])
+            try Self.requireRole(db, .owner, on: mapID, person: owner, doing: "invite people", lock: false)
+            // A member's address: the owner sees members' addresses anyway, so saying so tells nothing.
+            if let member = try db.query("""
+                SELECT u.display_name FROM map_members mm JOIN users u ON u.id = mm.user_id
+                WHERE mm.map_id = $1 AND lower(u.email) = $2
+                """, [mapID, address]).first {
+                throw Refusal.problem("\(try member.decode("display_name", as: String.self)) is already a member; change their role in the list.")
+            }
+            // The owner's row is locked above: two presses cannot pass the limit together.
+            let sent: Int = try db.query("""
+                WITH old AS (DELETE FROM invitations_sent WHERE user_id = $1 AND sent_at <= now() - interval '1 hour')
+                SELECT count(*)::int AS n FROM invitations_sent WHERE user_id = $1 AND sent_at > now() - interval '1 hour'
+                """, [owner])[0].decode("n")
+            guard sent < quotas.invitationsPerHour else {
+                throw Refusal.problem("You have sent \(quotas.invitationsPerHour) invitations in the past hour, the limit. Try again later.")
+            }
+            try db.query("DELETE FROM map_invitations WHERE map_id = $1 AND invitee_email = $2 AND used_at IS NULL", [mapID, address])
+            let made = try db.query("""
+                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at, invitee_email)
+                SELECT $1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int), $6
+                WHERE invite_right($1, $4)
+                """, [mapID, code, role.rawValue, owner, Self.invitationDays, address]).affectedRows
+            guard made == 1 else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
+            try db.query("INSERT INTO invitations_sent (user_id) VALUES ($1)", [owner])
+        }
+        return code
+    }
+
+    /// The open invitations by email for this person's address, newest first: not used, not
+    /// expired, their maker still an owner, the map not blocked, the person not a member yet.
+    public func invitations(for person: Int64) throws -> [Invited] {
+        try pool.query("""
+            SELECT i.id, i.map_id, m.display_name AS map_name, i.role, u.display_name AS invited_by, i.expires_at
+            FROM users me
+            JOIN map_invitations i ON i.invitee_email = lower(me.email) AND i.used_at IS NULL AND i.expires_at > now()
+            JOIN users m ON m.id = i.map_id
+            JOIN users u ON u.id = i.created_by
+            WHERE me.id = $1 AND me.kind = 'person' AND invite_right(i.map_id, i.created_by)
+              AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = me.id AND b.map_id = i.map_id)
+              AND NOT EXISTS (SELECT 1 FROM map_members mm WHERE mm.map_id = i.map_id AND mm.user_id = me.id)
+            ORDER BY i.created_at DESC, i.id DESC
+            """, [person]).map { row in
+            Invited(id: try row.decode("id"), mapID: try row.decode("map_id"), mapName: try row.decode("map_name"),
+                    role: MapRole(parsing: try row.decode("role")) ?? .viewer, invitedBy: try row.decode("invited_by"),
+                    expiresAt: try row.decode("expires_at"))
+        }
+    }
+
+    /// Accepts an invitation by email addressed to this person: they become a member (room
+    /// permitting) and the map is shown. The same checks as `join`, in the same lock order.
+    public func accept(invitation id: Int64, person: Int64) throws -> Joined {
+        try pool.transaction { db in
+            guard let found = try db.query("""
+                SELECT i.map_id, i.created_by FROM map_invitations i JOIN users me ON me.id = $2
+                WHERE i.id = $1 AND i.invitee_email = lower(me.email)
+                """, [id, person]).first, let maker: Int64 = try found.decode("created_by") else { throw Refusal.problem(Self.deadInvitation) }
+            let mapID: Int64 = try found.decode("map_id")
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [mapID])
+            try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [maker])
+            guard let row = try db.query("""
+                SELECT i.role, m.display_name AS name FROM map_invitations i JOIN users m ON m.id = i.map_id JOIN users me ON me.id = $2
+                WHERE i.id = $1 AND i.invitee_email = lower(me.email) AND i.created_by = $3 AND invite_right(i.map_id, i.created_by)
+                  AND i.used_at IS NULL AND i.expires_at > now()
+                  AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = me.id AND b.map_id = i.map_id)
+                FOR UPDATE OF i
+                """, [id, person, maker]).first else { throw Refusal.problem(Self.deadInvitation) }
+            let name: String = try row.decode("name")
+            if try !db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, person]).isEmpty {
+                try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
+                return .alreadyMember(mapID: mapID, name: name)
+            }
+            try Self.checkRoom(db, mapID: mapID, person: person, quotas: quotas, joining: true)
+            try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, $3)",
+                         [mapID, person, try row.decode("role", as: String.self)])
+            try db.query("UPDATE map_invitations SET used_at = now(), used_by = $2 WHERE id = $1", [id, person])
+            try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
+            return .joined(mapID: mapID, name: name)
+        }
+    }
+
+    /// Declines an invitation by email addressed to this person (`block`: and the map's owners
+    /// may not invite them again). False when there is no such invitation for them.
+    public func decline(invitation id: Int64, person: Int64, block: Bool) throws -> Bool {
+        try pool.transaction { db in
+            guard let row = try db.query("""
+                DELETE FROM map_invitations i USING users me
+                WHERE i.id = $1 AND me.id = $2 AND i.invitee_email = lower(me.email) AND i.used_at IS NULL
+                RETURNING i.map_id
+                """, [id, person]).first else { return false }
+            if block {
+                try db.query("""
+                    INSERT INTO map_invitation_blocks (person_id, map_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+                    """, [person, try row.decode("map_id", as: Int64.self)])
+            }
+            return true
         }
     }
 
@@ -271,8 +407,9 @@ public struct SharedMaps: Sendable {
                 SELECT i.id, i.map_id, i.role, m.display_name AS name, i.used_at IS NOT NULL AS used, i.expires_at <= now() AS expired
                 FROM map_invitations i JOIN users m ON m.id = i.map_id
                 WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.created_by = $2 AND invite_right(i.map_id, i.created_by)
+                  AND (i.invitee_email IS NULL OR i.invitee_email = (SELECT lower(email) FROM users WHERE id = $3))
                 FOR UPDATE OF i
-                """, [code, maker]).first else { throw Refusal.problem(Self.deadInvitation) }
+                """, [code, maker, person]).first else { throw Refusal.problem(Self.deadInvitation) }
             let mapID: Int64 = try row.decode("map_id"), name: String = try row.decode("name")
             if try !db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2", [mapID, person]).isEmpty {
                 try db.query("UPDATE users SET shown_map = $2 WHERE id = $1", [person, mapID])
@@ -282,7 +419,7 @@ public struct SharedMaps: Sendable {
                 throw Refusal.problem(Self.deadInvitation)
             }
             try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [mapID])
-            try Self.checkRoom(db, mapID: mapID, person: person, quotas: quotas)
+            try Self.checkRoom(db, mapID: mapID, person: person, quotas: quotas, joining: true)
             try db.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, $3)",
                          [mapID, person, try row.decode("role", as: String.self)])
             try db.query("UPDATE map_invitations SET used_at = now(), used_by = $2 WHERE id = $1", [try row.decode("id", as: Int64.self), person])
@@ -292,13 +429,15 @@ public struct SharedMaps: Sendable {
     }
 
     /// What an open invitation joins (map name and role); nil when it is used, expired or unknown.
-    public func invitation(code: String) throws -> (mapID: Int64, name: String, role: MapRole)? {
+    /// (One by email is open only to the person with its address.)
+    public func invitation(code: String, person: Int64) throws -> (mapID: Int64, name: String, role: MapRole)? {
         guard Tokens.isWellFormed(code) else { return nil }
         guard let row = try pool.query("""
             SELECT i.map_id, m.display_name AS name, i.role FROM map_invitations i JOIN users m ON m.id = i.map_id
             WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.used_at IS NULL AND i.expires_at > now()
               AND invite_right(i.map_id, i.created_by)
-            """, [code]).first, let role = MapRole(parsing: try row.decode("role")) else { return nil }
+              AND (i.invitee_email IS NULL OR i.invitee_email = (SELECT lower(email) FROM users WHERE id = $2))
+            """, [code, person]).first, let role = MapRole(parsing: try row.decode("role")) else { return nil }
         return (try row.decode("map_id"), try row.decode("name"), role)
     }
 
@@ -362,8 +501,9 @@ public struct SharedMaps: Sendable {
         }
     }
 
-    /// Room on the map (members) and for the person (maps), both under their row locks.
-    private static func checkRoom(_ db: PostgresConnection, mapID: Int64, person: Int64, quotas: Quotas) throws {
+    /// Room on the map (members) and for the person (maps), both under their row locks. `joining`:
+    /// the person themselves asks (an invitation accepted or opened), so the sentence is theirs.
+    private static func checkRoom(_ db: PostgresConnection, mapID: Int64, person: Int64, quotas: Quotas, joining: Bool = false) throws {
         let row = try db.query("""
             SELECT (SELECT count(*) FROM map_members WHERE map_id = $1)::int AS members,
                    (SELECT count(*) FROM map_members WHERE user_id = $2)::int AS maps
@@ -373,7 +513,8 @@ public struct SharedMaps: Sendable {
             throw Refusal.problem("This map has \(quotas.membersPerMap) members, the limit.")
         }
         guard try row.decode("maps", as: Int.self) < quotas.sharedMaps else {
-            throw Refusal.problem("That person belongs to \(quotas.sharedMaps) shared maps, the limit.")
+            throw Refusal.problem(joining ? "You belong to \(quotas.sharedMaps) shared maps, the limit. Leave one to join another."
+                                          : "That person belongs to \(quotas.sharedMaps) shared maps, the limit.")
         }
     }
 }

@@ -7,7 +7,7 @@ enum MapsPages {
     static let stylesheet: HTML = "<link rel=\"stylesheet\" href=\"/css/maps.css\">"
 
     static func list(_ maps: [SharedMaps.Summary], current: MapAccess, chrome: Layout.Chrome, formError: String? = nil,
-                     name: String = "") -> HTML {
+                     name: String = "", invited: [SharedMaps.Invited] = []) -> HTML {
         let rows = HTML.each(maps) { map in
             let shown: HTML = map.id == current.sharedID ? " <span class=\"badge\">shown</span>" : .empty
             let pins: HTML = map.pins == 1 ? "1 pin" : "\(map.pins) pins"
@@ -26,6 +26,7 @@ enum MapsPages {
             <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/">← Back to the map</a></nav>
             <section class="card">
             <h1>Maps</h1>
+            \(invitationsForYou(invited, csrf: chrome.csrfToken ?? ""))
             <p>Your own map is yours alone. A shared map is one a household or a club keeps together: its members drop pins and fill albums on it, and everyone sees them live.</p>
             <h2>Your maps</h2>
             <ul class="map-list">
@@ -46,6 +47,31 @@ enum MapsPages {
             """)
     }
 
+    /// Invitations by email waiting for this person: accept, decline, or decline and block.
+    static func invitationsForYou(_ invited: [SharedMaps.Invited], csrf: String) -> HTML {
+        guard !invited.isEmpty else { return .empty }
+        let rows = HTML.each(invited) { invitation in
+            let role: HTML = invitation.role == .editor ? "an editor (you drop pins and fill albums)" : "a viewer (you look at it and its albums)"
+            return """
+                <li class="invited" data-invitation="\(invitation.id)" data-map="\(invitation.mapID)">
+                <p><strong>\(text: invitation.invitedBy)</strong> invited you to “\(text: invitation.mapName)” as \(role). <span class="muted">Open until \(text: SharePages.day(invitation.expiresAt)).</span></p>
+                <form method="post" action="/maps/invitations/\(invitation.id)/accept" class="inline">\(Layout.csrfField(csrf))
+                <button type="submit" class="button primary small">Accept<span class="visually-hidden"> the invitation to “\(text: invitation.mapName)”</span></button></form>
+                <form method="post" action="/maps/invitations/\(invitation.id)/decline" class="inline">\(Layout.csrfField(csrf))
+                <button type="submit" class="button small">Decline<span class="visually-hidden"> the invitation to “\(text: invitation.mapName)”</span></button></form>
+                <form method="post" action="/maps/invitations/\(invitation.id)/decline" class="inline">\(Layout.csrfField(csrf))<input type="hidden" name="block" value="1">
+                <button type="submit" class="link-button">Decline and don’t let this map invite me again<span class="visually-hidden"> (“\(text: invitation.mapName)”)</span></button></form>
+                </li>
+                """
+        }
+        return """
+            <section class="invitations-for-you" aria-labelledby="invited-heading">
+            <h2 id="invited-heading">\(invited.count == 1 ? "An invitation for you" : "Invitations for you" as HTML)</h2>
+            <ul class="invited-list">\(rows)</ul>
+            </section>
+            """
+    }
+
     static func switchButton(_ id: Int64?, label: String, csrf: String) -> HTML {
         let value: HTML = id.map { "\($0)" } ?? "own"
         return """
@@ -63,7 +89,7 @@ enum MapsPages {
             let you: HTML = member.id == me ? " <span class=\"badge\">you</span>" : .empty
             let controls: HTML = owner ? memberControls(member, mapID: map.id, me: me, csrf: csrf) : "<span>\(text: member.role.label)</span>"
             return """
-                <li class="member"><span class="member-name">\(text: member.name)\(you) <span class="muted">\(text: member.email)</span></span>
+                <li class="member"><span class="member-name">\(text: member.name)\(you)\(member.email.map { " <span class=\"muted\">\(text: $0)</span>" as HTML } ?? .empty)</span>
                 \(controls)</li>
                 """
         }
@@ -79,11 +105,12 @@ enum MapsPages {
             <h2>Add members</h2>
             <form method="post" action="/maps/\(map.id)/members" class="stacked">
             \(Layout.csrfField(csrf))
-            <label for="member-email">Email of their account on this server</label>
-            <input type="email" id="member-email" name="email" required maxlength="320" autocomplete="off">
+            <label for="member-email">Their email address</label>
+            <input type="email" id="member-email" name="email" required maxlength="320" autocomplete="off" aria-describedby="member-email-help">
+            <p class="muted" id="member-email-help">They are invited, and join when they accept on their Maps page.</p>
             <label for="member-role">Role</label>
-            \(roleSelect(id: "member-role", selected: .editor, owner: true))
-            <button type="submit" class="button">Add</button>
+            \(roleSelect(id: "member-role", selected: .editor, owner: false))
+            <button type="submit" class="button">Invite</button>
             </form>
             <h3>Or invite with a link</h3>
             \(created)
@@ -149,15 +176,15 @@ enum MapsPages {
     private static func invitations(_ list: [SharedMaps.Invitation], mapID: Int64, csrf: String) -> HTML {
         let rows = HTML.each(list) { invitation in
             """
-            <tr data-invitation="\(invitation.id)"><td>\(text: invitation.madeBy)</td><td>\(text: invitation.role.label)</td>
+            <tr data-invitation="\(invitation.id)"><td>\(invitation.inviteeEmail.map { "\(text: $0)" as HTML } ?? "anyone with the link")</td><td>\(text: invitation.madeBy)</td><td>\(text: invitation.role.label)</td>
             <td>\(text: SharePages.day(invitation.expiresAt))</td>
             <td><form method="post" action="/maps/\(mapID)/invitations/\(invitation.id)/withdraw" class="inline">\(Layout.csrfField(csrf))
-            <button type="submit" class="link-button">Withdraw<span class="visually-hidden"> the \(text: invitation.role.label.lowercased()) invitation made by \(text: invitation.madeBy)</span></button></form></td></tr>
+            <button type="submit" class="link-button">Withdraw<span class="visually-hidden"> the \(text: invitation.role.label.lowercased()) invitation \(invitation.inviteeEmail.map { "for \(text: $0) " as HTML } ?? .empty)made by \(text: invitation.madeBy)</span></button></form></td></tr>
             """
         }
         return """
-            <table class="invitations"><caption>Open invitation links</caption>
-            <thead><tr><th scope="col">Made by</th><th scope="col">Role</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+            <table class="invitations"><caption>Open invitations</caption>
+            <thead><tr><th scope="col">For</th><th scope="col">Made by</th><th scope="col">Role</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
             <tbody>\(rows)</tbody></table>
             \(withdraw(mapID, count: list.count, csrf: csrf))
             """
@@ -166,7 +193,7 @@ enum MapsPages {
     private static func withdraw(_ mapID: Int64, count: Int, csrf: String) -> HTML {
         """
         <form method="post" action="/maps/\(mapID)/invitations/withdraw" class="inline">\(Layout.csrfField(csrf))
-        <span class="muted">\(count == 1 ? "1 invitation link is" : "\(count) invitation links are" as HTML) still open.</span>
+        <span class="muted">\(count == 1 ? "1 invitation is" : "\(count) invitations are" as HTML) still open.</span>
         <button type="submit" class="link-button">Withdraw \(count == 1 ? "it" : "them" as HTML)</button></form>
         """
     }

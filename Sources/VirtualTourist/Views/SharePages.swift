@@ -117,7 +117,7 @@ enum SharePages {
             <select id="share-expiry" name="expires_days">\(expiryOptions)</select>
             <label for="share-new-password">Password (optional, at least \(Password.minimumLength) characters)</label>
             <input type="password" id="share-new-password" name="password" autocomplete="new-password" maxlength="\(Password.maximumLength)">
-            <label class="checkbox"><input type="checkbox" name="hide_location" value="1"> Hide the location (no coordinates, no map, only the country)</label>
+            <label class="checkbox"><input type="checkbox" name="hide_location" value="1"> Hide the location (no coordinates, no map, no photo titles or links to the photos’ pages: only the country, and each photo’s author and licence)</label>
             <button type="submit" class="button primary">Make a link</button>
             </form>
             </section>

@@ -7,8 +7,13 @@ private let photoServingLogger = Logger(label: "photo-store")
 
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebPipeline {
+    /// Whether `user` is still a member of `map` (a database that does not answer: yes, until it does).
+    static func stillMember(_ albums: AlbumStore, user: Int64, map: Int64) -> @Sendable () -> Bool {
+        { (try? albums.isMember(user, of: map)) != false }
+    }
+
     mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
-                                 searches: PickerSearches, downloads: DownloadSlots) {
+                                 searches: PickerSearches, downloads: DownloadSlots, memberRecheck: Duration = .seconds(60)) {
         let secure = secureCookies
 
         signedIn("GET", "/pins/:id") { context in
@@ -126,12 +131,15 @@ extension WebPipeline {
         signedIn("GET", "/map/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
             let user = context.user.id, holder = context.map.forReading
             guard !streams.isFull(user) else { throw tooManyStreams }
+            // On a shared map: still a member? Asked on a timer and when the LISTEN link came
+            // back, besides the NOTIFY that ends the stream at once (which this instance may miss).
+            let stillMember = context.map.sharedID == nil ? nil : Self.stillMember(albums, user: user, map: holder)
             var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
                 let token = context.sessionToken
                 guard streams.admit(user, token: token) else { return stream.close() }
                 stream.onClose { streams.release(user, token: token) }
                 streams.hold(stream, token: token)
-                let watcher = MapStreamWatcher(stream)
+                let watcher = MapStreamWatcher(stream, stillMember: stillMember, every: memberRecheck)
                 events.watchMap(holder, watcher)
                 stream.onClose { events.stopWatchingMap(holder, watcher) }
             }
@@ -346,13 +354,43 @@ final class StreamWatcher: AlbumWatcher {
 }
 
 /// A map page's event stream: each change of the map's pins is a "pins" event with the pin's id
-/// (ids only: the page reads what it may see through /pins.json, with its own session).
+/// (ids only: the page reads what it may see through /pins.json, with its own session). On a shared
+/// map, `stillMember` is asked every `every` and after the LISTEN link came back (the reread's pin
+/// 0), and the stream ends once the person is no longer a member: a removal this instance did not
+/// hear (its LISTEN link was down) shows them pin ids for at most `every`, never a pin's contents.
 final class MapStreamWatcher: AlbumWatcher {
     private let stream: ResponseStream
+    private let stillMember: (@Sendable () -> Bool)?
+    private let every: Double
+    private let closed = Atomic<Bool>(false)
+    /// The checks ask the database: off the LISTEN thread and the event loops.
+    private static let checks = DispatchQueue(label: "map-stream-member-checks")
 
-    init(_ stream: ResponseStream) { self.stream = stream }
+    init(_ stream: ResponseStream, stillMember: (@Sendable () -> Bool)? = nil, every: Duration = .seconds(60)) {
+        self.stream = stream
+        self.stillMember = stillMember
+        self.every = Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18
+        guard stillMember != nil else { return }
+        stream.onClose { [weak self] in self?.closed.store(true, ordering: .relaxed) }
+        scheduleCheck()
+    }
+
+    /// The next timed check; none once the stream has ended (then nothing holds the watcher).
+    private func scheduleCheck() {
+        Self.checks.asyncAfter(deadline: .now() + every) { [weak self] in
+            guard let self, !self.closed.load(ordering: .relaxed), let stillMember = self.stillMember else { return }
+            if stillMember() { self.scheduleCheck() } else { self.stream.close() }
+        }
+    }
 
     func albumChanged(_ change: AlbumChange) {
+        if change.pinID == 0, let stillMember {
+            // The LISTEN link came back: a removal may have gone unheard.
+            Self.checks.async { [stream] in
+                if stillMember() { stream.send(event: "pins", data: "0") } else { stream.close() }
+            }
+            return
+        }
         stream.send(event: "pins", data: String(change.pinID))
     }
 }

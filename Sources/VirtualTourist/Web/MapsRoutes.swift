@@ -38,7 +38,8 @@ extension WebPipeline {
         }
 
         signedIn("GET", "/maps") { context in
-            .page(MapsPages.list(try maps.maps(of: context.user.id), current: context.map, chrome: context.chrome))
+            .page(MapsPages.list(try maps.maps(of: context.user.id), current: context.map, chrome: context.chrome,
+                                 invited: try maps.invitations(for: context.user.id)))
         }
 
         signedIn("POST", "/maps") { context in
@@ -108,10 +109,10 @@ extension WebPipeline {
             let email = (context.request.formValue("email") ?? "").trimmingCharacters(in: .whitespaces)
             return try changing(context, back: "/maps/\(id)") {
                 if let problem = User.emailProblem(email) { throw SharedMaps.Refusal.problem(problem) }
-                switch try maps.add(email: email, role: role, to: id, by: context.user.id) {
-                case .added(let name): return "\(name) is now a member (\(role.label.lowercased()))."
-                case .alreadyMember(let name): return "\(name) is already a member; change their role in the list."
-                }
+                // Consent: an invitation they accept, and an answer that never says whether the
+                // address has an account here.
+                try maps.inviteByEmail(email, role: role, to: id, by: context.user.id)
+                return SharedMaps.invitedByEmail
             }
         }
 
@@ -172,10 +173,40 @@ extension WebPipeline {
             }
         }
 
+        // An invitation by email, on the Maps page of the person it is for: accept, or decline
+        // (and, with block=1, keep the map's owners from inviting them again). Someone else's
+        // invitation answers as one that does not exist.
+        signedIn("POST", "/maps/invitations/:invitation/accept") { context in
+            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            return try changing(context, back: "/maps", done: "/") {
+                let joined: SharedMaps.Joined
+                do {
+                    joined = try maps.accept(invitation: invitation, person: context.user.id)
+                } catch SharedMaps.Refusal.problem(SharedMaps.deadInvitation) {
+                    // Not theirs, or no longer open: as if it had never been.
+                    throw HTTPError(.notFound, SharedMaps.deadInvitation)
+                }
+                switch joined {
+                case .joined(_, let name): return "Welcome to “\(name)”: it is shown now."
+                case .alreadyMember(_, let name): return "You are already a member of “\(name)”."
+                }
+            }
+        }
+        signedIn("POST", "/maps/invitations/:invitation/decline") { context in
+            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            let block = context.request.formValue("block") == "1"
+            return try changing(context, back: "/maps") {
+                guard try maps.decline(invitation: invitation, person: context.user.id, block: block) else {
+                    throw HTTPError(.notFound, SharedMaps.deadInvitation)
+                }
+                return block ? "Invitation declined. This map's owners cannot invite you again." : "Invitation declined."
+            }
+        }
+
         // An invitation: GET shows what it joins (and changes nothing), POST joins.
         signedIn("GET", "/maps/join/:code") { context in
             let code = context.request.parameters["code"] ?? ""
-            guard let found = try maps.invitation(code: code) else {
+            guard let found = try maps.invitation(code: code, person: context.user.id) else {
                 throw HTTPError(.notFound, SharedMaps.deadInvitation)
             }
             var response = HTTPResponse.page(MapsPages.join(code: code, name: found.name, role: found.role, chrome: context.chrome))

@@ -78,7 +78,7 @@ extension WebPipeline {
                 return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
                                                                extraHead: Self.previewHead(link, token: token, album: nil, base: base, view: view))))
             }
-            guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw ShareGate.unknown }
+            guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw ShareGate.unknown }
             let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
             let head = Self.previewHead(link, token: token, album: album, base: base, view: view)
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
@@ -105,7 +105,7 @@ extension WebPipeline {
         // A map link's albums: /s/TOKEN/pins/ID is the album's page.
         page("GET", "/s/:token/pins/:id") { context in
             let (token, link, pinID) = try gate.openAlbum(context.request, .page)
-            guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
+            guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
             return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
                                                             view: Self.visitorView(token: token, pinID: pinID, link: link, places: places),
                                                             extraHead: SharePages.noindex)))
@@ -114,14 +114,14 @@ extension WebPipeline {
         for prefix in ["/s/:token", "/s/:token/pins/:id"] {
             page("GET", prefix + "/album.json") { context in
                 let (_, link, pinID) = try gate.openAlbum(context.request, .load)
-                guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
+                guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
                 var response = HTTPResponse.jsonValue(AlbumJSON(album))
                 response.headers.set("Cache-Control", "private, no-cache")
                 return ShareGate.visitor(ETag.conditional(context.request, response))
             }
             page("GET", prefix + "/album.html") { context in
                 let (token, link, pinID) = try gate.openAlbum(context.request, .load)
-                guard let album = try albums.album(pinID: pinID, userID: link.userID) else { throw HTTPError.notFound }
+                guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
                 let view = Self.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
                 var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: "", view: view))
                 response.headers.set("Cache-Control", "private, no-cache")
@@ -132,7 +132,7 @@ extension WebPipeline {
                 let (_, link, pinID) = try gate.openAlbum(context.request, .load)
                 guard !streams.isFull(link.id) else { throw tooManyStreams }
                 // A map link names the album in the URL: one of the owner's, or nothing to watch.
-                if link.pinID == nil, try albums.album(pinID: pinID, userID: link.userID) == nil { throw HTTPError.notFound }
+                if link.pinID == nil, try Self.visitorAlbum(albums, pinID: pinID, link: link) == nil { throw HTTPError.notFound }
                 let change = AlbumChange(userID: link.userID, pinID: pinID)
                 var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
                     guard streams.admit(link.id) else { return stream.close() }
@@ -157,7 +157,7 @@ extension WebPipeline {
         page("GET", "/s/:token/photos/:id/view") { context in
             let (token, link) = try gate.openUnlocked(context.request, .page)
             guard let id = Self.pinID(context.request), let pinID = try links.photo(id, of: link),
-                  let album = try albums.album(pinID: pinID, userID: link.userID),
+                  let album = try Self.visitorAlbum(albums, pinID: pinID, link: link),
                   let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
             let shown = album.photos.filter { $0.status == .ready }
             let index = shown.firstIndex { $0.id == id } ?? 0
@@ -182,6 +182,13 @@ extension WebPipeline {
     /// what the owner wrote for the link (an album link's label), else by the country our own place
     /// index puts its coordinates in: never by the pin's name, which for an imported pin is the
     /// file's text ("Grandma's house Rue Mercière").
+    /// An album as the link's visitor may see it: every visitor page and answer reads it here, so
+    /// a link that hides the location shows no photo title and no link to a photo's page anywhere.
+    static func visitorAlbum(_ albums: AlbumStore, pinID: Int64, link: ShareLink) throws -> Album? {
+        let album = try albums.album(pinID: pinID, userID: link.userID)
+        return link.hideLocation ? album?.locationHidden() : album
+    }
+
     static func visitorView(token: String, pinID: Int64?, link: ShareLink, places: @escaping @Sendable () -> PlaceIndex) -> AlbumView {
         let label = link.pinID != nil && !link.label.isEmpty ? link.label : nil
         return AlbumView.visitor(token: token, pinID: pinID, hideLocation: link.hideLocation) { pin in
