@@ -42,7 +42,7 @@ import TestSupport
                        "DELETE FROM invitations", "FROM share_links s JOIN users", "THE-TOKEN-FROM-THE-LINK",
                        "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id",
                        "DELETE FROM pin_imports", "FROM users m JOIN map_members mm", "WITH heir AS",
-                       "DELETE FROM map_members"]
+                       "DELETE FROM map_members", "DELETE FROM map_invitation_blocks"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -255,6 +255,11 @@ import TestSupport
         let listed = try app.pool.withConnection { try $0.query(try recipe("FROM users m JOIN map_members mm")) }
         #expect(listed.count == 3)
         #expect(try listed.map { try $0.decode("email", as: String.self) }.sorted() == ["owner@example.org", "person@example.org", "viewer@example.org"])
+
+        // A block lifted: the map's invitations reach the person again.
+        try app.pool.query("INSERT INTO map_invitation_blocks (person_id, map_id) VALUES ($1, $2)", [try id("person@example.org"), map])
+        try run(app, try recipe("DELETE FROM map_invitation_blocks"))
+        #expect(try app.count("SELECT count(*)::int FROM map_invitation_blocks") == 0)
 
         try run(app, try recipe("WITH heir AS"))
         #expect(try role("person@example.org") == "owner", "the heir owns it")
