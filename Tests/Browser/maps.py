@@ -414,9 +414,22 @@ def keyboard(scheme, other_email):
             assert a.focused(d, "#member-role")
             a.ring_visible(d, "member role")
             keys(d, Keys.TAB)
-            a.ring_visible(d, "Add")
+            a.ring_visible(d, "Invite")
             keys(d, Keys.ENTER)
-            j.wait(d, lambda: "is now a member" in d.page_source, message="the member added")
+            j.wait(d, lambda: "If someone on this server has that address" in d.page_source, message="the invitation answered")
+            # The invitee accepts on their Maps page, by keyboard too.
+            o = browser()
+            try:
+                a.theme(o, scheme)
+                j.sign_in(o, other_email)
+                o.get(BASE + "/maps")
+                a.tab_to(o, "form[action$='/accept'] button")
+                a.ring_visible(o, "Accept")
+                keys(o, Keys.ENTER)
+                j.wait(o, lambda: o.find_elements(By.ID, "map-canvas"), message="the map after accepting")
+            finally:
+                o.quit()
+            d.get(BASE + "/maps/%s" % state["map"])
             select = member_row(d, other_email).find_element(By.TAG_NAME, "select")
             selector = "#" + select.get_attribute("id")
             assert select.get_attribute("value") == "editor"

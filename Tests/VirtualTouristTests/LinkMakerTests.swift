@@ -113,7 +113,7 @@ import TestSupport
         let code = try SharedMapTests.invite(omar, map: map, role: "editor")
         let other = try SharedMapTests.invite(omar, map: map, role: "viewer")
         let page = try olga.get("/maps/\(map)")
-        #expect(page.body.contains("data-invitation=") && page.body.contains("<td>Omar</td>") && page.body.contains("<td>Editor</td>"), "\(page.body)")
+        #expect(page.body.contains("data-invitation=") && page.body.contains("<td data-label=\"Made by\">Omar</td>") && page.body.contains("<td data-label=\"Role\">Editor</td>"), "\(page.body)")
         let csrf = try SharedMapTests.csrf(olga)
         #expect(try olga.post("/maps/\(map)/members/\(omarID)/role", form: [("_csrf", csrf), ("role", "viewer")]).status == 303)
         #expect(try olga.post("/maps/\(map)/members/\(omarID)/remove", form: [("_csrf", csrf)]).status == 303)

@@ -176,8 +176,9 @@ enum MapsPages {
     private static func invitations(_ list: [SharedMaps.Invitation], mapID: Int64, csrf: String) -> HTML {
         let rows = HTML.each(list) { invitation in
             """
-            <tr data-invitation="\(invitation.id)"><td>\(invitation.inviteeEmail.map { "\(text: $0)" as HTML } ?? "anyone with the link")</td><td>\(text: invitation.madeBy)</td><td>\(text: invitation.role.label)</td>
-            <td>\(text: SharePages.day(invitation.expiresAt))</td>
+            <tr data-invitation="\(invitation.id)"><td data-label="For">\(invitation.inviteeEmail.map { "\(text: $0)" as HTML } ?? "anyone with the link")</td>
+            <td data-label="Made by">\(text: invitation.madeBy)</td><td data-label="Role">\(text: invitation.role.label)</td>
+            <td data-label="Expires">\(text: SharePages.day(invitation.expiresAt))</td>
             <td><form method="post" action="/maps/\(mapID)/invitations/\(invitation.id)/withdraw" class="inline">\(Layout.csrfField(csrf))
             <button type="submit" class="link-button">Withdraw<span class="visually-hidden"> the \(text: invitation.role.label.lowercased()) invitation \(invitation.inviteeEmail.map { "for \(text: $0) " as HTML } ?? .empty)made by \(text: invitation.madeBy)</span></button></form></td></tr>
             """
