@@ -62,10 +62,12 @@ import Testing
         var logged = lines.withLock { $0 }
         #expect(logged.count == 1, "\(logged)")
         #expect(logged.first?.contains("a request arrived for http://127.0.0.1:") == true && logged.first?.contains("warning") == true, "\(logged)")
-        // Another origin (a stranger's odd Host) has its own line: it cannot use up the one above.
-        _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "elsewhere.example.org")])
+        // Another host under PUBLIC_URL's scheme (a stranger's odd Host through the proxy) has a line
+        // of its own; another request under the wrong scheme, whatever its host, adds none.
+        _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "elsewhere.example.org")])
+        _ = try browser.get("/sign-in", headers: [("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "other.example.org")])
         logged = lines.withLock { $0 }
-        #expect(logged.count == 2 && logged.last?.contains("http://elsewhere.example.org") == true, "\(logged)")
+        #expect(logged.count == 2 && logged.last?.contains("https://elsewhere.example.org") == true, "\(logged)")
     }
 
     /// From a peer that is not a trusted proxy, X-Forwarded-* are the client's own words: they

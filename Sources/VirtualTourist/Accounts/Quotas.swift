@@ -26,6 +26,8 @@ public struct QuotaReached: Error, Equatable, CustomStringConvertible {
     static func collections(_ limit: Int) -> QuotaReached {
         QuotaReached(description: "You have started \(limit) new collections in the past hour, your limit. Try again later.")
     }
+    /// A shared map's pin opened by someone else while its dropper has no storage left.
+    static let droppersStorage = QuotaReached(description: "This album starts when the person who dropped the pin has room in their photo storage.")
     static func photoBytes(_ limit: Int64) -> QuotaReached {
         QuotaReached(description: "Your photos use all of your \(limit / (1024 * 1024)) MB of storage. Delete a pin or some photos to make room, or ask your administrator for more.")
     }

@@ -286,15 +286,18 @@ public struct AlbumStore: Sendable {
     /// `person`: who asked (the fair queue takes turns by them; the album shows them).
     public func startCollection(pinID: Int64, userID: Int64, by person: Int64? = nil, onlyIfNew: Bool = false) throws -> Start {
         try pool.transaction { db in
-            let rows = try db.query("SELECT status FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
+            let rows = try db.query("SELECT status, dropped_by FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
             guard let row = rows.first else { return .notFound }
             let status: PinStatus = try row.decode("status")
             if onlyIfNew && status != .new { return .unchanged }
             if status == .downloading { return .busy }
-            if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, person: person, quotas: quotas, newCollection: !onlyIfNew) {
-                return .quotaReached(reached)
+            // The automatic first album (a pin opened that has none yet: its dropper was past their
+            // storage then) is the dropper's, whoever opens it: a look charges nobody.
+            let asker = onlyIfNew ? (try row.decode("dropped_by", as: Int64?.self) ?? person) : person
+            if let reached = try Self.quotaReached(db, pinID: pinID, userID: userID, person: asker, quotas: quotas, newCollection: !onlyIfNew) {
+                return .quotaReached(asker == person ? reached : .droppersStorage)
             }
-            try Self.startCollections(db, pinIDs: [pinID], userID: userID, askedBy: person)
+            try Self.startCollections(db, pinIDs: [pinID], userID: userID, askedBy: asker)
             try AlbumChange(userID: userID, pinID: pinID).announce(db)
             return .started
         }
@@ -335,14 +338,16 @@ public struct AlbumStore: Sendable {
     /// counting this pin's, which the new collection replaces) and, for New Collection and Retry,
     /// the collections they started in the past hour. Per person on every map (migration 0124):
     /// a pin's photos are charged to whoever last asked for its album, else who dropped it, else
-    /// the holder; a collection to whoever asked. Runs under the pin's row lock.
+    /// the holder, and a photo picked into it to who picked it (`photos.added_by`); a collection to
+    /// whoever asked. Runs under the pin's row lock.
     static func quotaReached(_ db: PostgresConnection, pinID: Int64, userID: Int64, person: Int64? = nil, quotas: Quotas,
                              newCollection: Bool) throws -> QuotaReached? {
         let row = try db.query("""
             SELECT coalesce(u.max_photo_bytes, $3) AS byte_limit,
                    coalesce(u.max_collections_per_hour, $4) AS collection_limit,
-                   (SELECT coalesce(sum(ph.byte_size), 0) FROM pins p JOIN photos ph ON ph.pin_id = p.id
-                    WHERE \(Self.chargedTo("p")) = $1 AND p.id <> $2)::bigint AS bytes,
+                   ((SELECT coalesce(sum(ph.byte_size), 0) FROM pins p JOIN photos ph ON ph.pin_id = p.id
+                     WHERE \(Self.chargedTo("p")) = $1 AND ph.added_by IS NULL AND p.id <> $2)
+                    + (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE added_by = $1 AND pin_id <> $2))::bigint AS bytes,
                    (SELECT count(*) FROM album_jobs WHERE coalesce(asked_by, user_id) = $1 AND kind = 'collection' AND generation > 1
                         AND created_at > now() - interval '1 hour') AS collections
             FROM users u WHERE u.id = $1
@@ -360,18 +365,26 @@ public struct AlbumStore: Sendable {
 
     /// Adds chosen photos (from the picker) to the current album and queues their download.
     /// Returns how many were new (already-saved ones are skipped).
-    public func addPhotos(_ photos: [RemotePhoto], pinID: Int64, userID: Int64) throws -> Int? {
+    /// `person`: who picks them (their photo quota is checked, and counts them: `photos.added_by`);
+    /// throws `QuotaReached` when they have no storage left.
+    public func addPhotos(_ photos: [RemotePhoto], pinID: Int64, userID: Int64, by person: Int64? = nil) throws -> Int? {
         try pool.transaction { db in
             let rows = try db.query("SELECT status, generation FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
             guard let row = rows.first else { return nil }
             guard try row.decode("status", as: PinStatus.self) != .downloading else { return 0 }
-            let generation: Int = try row.decode("generation")
-            var added = 0
-            for photo in photos {
-                added += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
-                                                     firstPosition: nil, [photo]).count
+            if let reached = try Self.quotaReached(db, pinID: 0, userID: userID, person: person, quotas: quotas, newCollection: false) {
+                throw reached
             }
+            let generation: Int = try row.decode("generation")
+            var ids: [Int64] = []
+            for photo in photos {
+                ids += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
+                                                   firstPosition: nil, [photo]).values
+            }
+            let added = ids.count
             guard added > 0 else { return 0 }
+            try db.query("UPDATE photos SET added_by = $2 WHERE id = ANY($1::bigint[])",
+                         ["{" + ids.map(String.init).joined(separator: ",") + "}", person ?? userID])
             try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
                          [pinID, userID])
             try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .photos)

@@ -232,16 +232,18 @@ public struct SharedMaps: Sendable {
     /// What "Add by email" answers whatever happened: never whether the address has an account.
     public static let invitedByEmail = "If someone on this server has that address, they will see your invitation on their Maps page. It is open for \(invitationDays) days."
 
-    /// An invitation for whoever has `email` (lower-cased), giving `role`, which they accept or
-    /// decline on their Maps page; it replaces an open one for the same address. Recorded whether
-    /// or not an account has the address (one that signs up later sees it) and whether or not
-    /// they blocked the map (then it is never shown to them), so neither this answer nor the
-    /// owners' list tells who has an account here. At most `quotas.invitationsPerHour` per owner
-    /// per hour, withdrawn ones included. Returns the invitation's code (for a mail).
+    /// An invitation for the account that has `email` now, giving `role`, which it accepts or
+    /// declines on its Maps page; it replaces an open one for the same address. Recorded whether
+    /// or not an account has the address (then nobody can accept it: addresses are not verified,
+    /// so an account made later with it must not inherit it) and whether or not they blocked the
+    /// map (then it is never shown to them), so neither this answer nor the owners' list tells who
+    /// has an account here. The address is compared by SQL's lower(), as the accounts' unique
+    /// index compares it. At most `quotas.invitationsPerHour` per owner per hour, withdrawn ones
+    /// included. Returns the invitation's code (for a mail).
     @discardableResult
     public func inviteByEmail(_ email: String, role: MapRole, to mapID: Int64, by owner: Int64) throws -> String {
         guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
-        let address = email.lowercased()
+        let address = email
         let code = Tokens.make()
         try pool.transaction { db in
             // The same locks, in the same order, as `invite`.
@@ -252,7 +254,7 @@ public struct SharedMaps: Sendable {
             // A member's address: the owner sees members' addresses anyway, so saying so tells nothing.
             if let member = try db.query("""
                 SELECT u.display_name FROM map_members mm JOIN users u ON u.id = mm.user_id
-                WHERE mm.map_id = $1 AND lower(u.email) = $2
+                WHERE mm.map_id = $1 AND lower(u.email) = lower($2)
                 """, [mapID, address]).first {
                 throw Refusal.problem("\(try member.decode("display_name", as: String.self)) is already a member; change their role in the list.")
             }
@@ -264,10 +266,11 @@ public struct SharedMaps: Sendable {
             guard sent < quotas.invitationsPerHour else {
                 throw Refusal.problem("You have sent \(quotas.invitationsPerHour) invitations in the past hour, the limit. Try again later.")
             }
-            try db.query("DELETE FROM map_invitations WHERE map_id = $1 AND invitee_email = $2 AND used_at IS NULL", [mapID, address])
+            try db.query("DELETE FROM map_invitations WHERE map_id = $1 AND invitee_email = lower($2) AND used_at IS NULL", [mapID, address])
             let made = try db.query("""
-                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at, invitee_email)
-                SELECT $1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int), $6
+                INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at, invitee_email, invitee_id)
+                SELECT $1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int), lower($6),
+                       (SELECT id FROM users WHERE lower(email) = lower($6) AND kind = 'person')
                 WHERE invite_right($1, $4)
                 """, [mapID, code, role.rawValue, owner, Self.invitationDays, address]).affectedRows
             guard made == 1 else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
@@ -276,13 +279,13 @@ public struct SharedMaps: Sendable {
         return code
     }
 
-    /// The open invitations by email for this person's address, newest first: not used, not
+    /// The open invitations by email made for this person's account, newest first: not used, not
     /// expired, their maker still an owner, the map not blocked, the person not a member yet.
     public func invitations(for person: Int64) throws -> [Invited] {
         try pool.query("""
             SELECT i.id, i.map_id, m.display_name AS map_name, i.role, u.display_name AS invited_by, i.expires_at
             FROM users me
-            JOIN map_invitations i ON i.invitee_email = lower(me.email) AND i.used_at IS NULL AND i.expires_at > now()
+            JOIN map_invitations i ON i.invitee_id = me.id AND i.used_at IS NULL AND i.expires_at > now()
             JOIN users m ON m.id = i.map_id
             JOIN users u ON u.id = i.created_by
             WHERE me.id = $1 AND me.kind = 'person' AND invite_right(i.map_id, i.created_by)
@@ -301,17 +304,16 @@ public struct SharedMaps: Sendable {
     public func accept(invitation id: Int64, person: Int64) throws -> Joined {
         try pool.transaction { db in
             guard let found = try db.query("""
-                SELECT i.map_id, i.created_by FROM map_invitations i JOIN users me ON me.id = $2
-                WHERE i.id = $1 AND i.invitee_email = lower(me.email)
+                SELECT i.map_id, i.created_by FROM map_invitations i WHERE i.id = $1 AND i.invitee_id = $2
                 """, [id, person]).first, let maker: Int64 = try found.decode("created_by") else { throw Refusal.problem(Self.deadInvitation) }
             let mapID: Int64 = try found.decode("map_id")
             try db.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [mapID])
             try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [maker])
             guard let row = try db.query("""
-                SELECT i.role, m.display_name AS name FROM map_invitations i JOIN users m ON m.id = i.map_id JOIN users me ON me.id = $2
-                WHERE i.id = $1 AND i.invitee_email = lower(me.email) AND i.created_by = $3 AND invite_right(i.map_id, i.created_by)
+                SELECT i.role, m.display_name AS name FROM map_invitations i JOIN users m ON m.id = i.map_id
+                WHERE i.id = $1 AND i.invitee_id = $2 AND i.created_by = $3 AND invite_right(i.map_id, i.created_by)
                   AND i.used_at IS NULL AND i.expires_at > now()
-                  AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = me.id AND b.map_id = i.map_id)
+                  AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = $2 AND b.map_id = i.map_id)
                 FOR UPDATE OF i
                 """, [id, person, maker]).first else { throw Refusal.problem(Self.deadInvitation) }
             let name: String = try row.decode("name")
@@ -333,8 +335,7 @@ public struct SharedMaps: Sendable {
     public func decline(invitation id: Int64, person: Int64, block: Bool) throws -> Bool {
         try pool.transaction { db in
             guard let row = try db.query("""
-                DELETE FROM map_invitations i USING users me
-                WHERE i.id = $1 AND me.id = $2 AND i.invitee_email = lower(me.email) AND i.used_at IS NULL
+                DELETE FROM map_invitations i WHERE i.id = $1 AND i.invitee_id = $2 AND i.used_at IS NULL
                 RETURNING i.map_id
                 """, [id, person]).first else { return false }
             if block {
@@ -407,7 +408,8 @@ public struct SharedMaps: Sendable {
                 SELECT i.id, i.map_id, i.role, m.display_name AS name, i.used_at IS NOT NULL AS used, i.expires_at <= now() AS expired
                 FROM map_invitations i JOIN users m ON m.id = i.map_id
                 WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.created_by = $2 AND invite_right(i.map_id, i.created_by)
-                  AND (i.invitee_email IS NULL OR i.invitee_email = (SELECT lower(email) FROM users WHERE id = $3))
+                  AND (i.invitee_email IS NULL OR (i.invitee_id = $3 AND NOT EXISTS (
+                       SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = $3 AND b.map_id = i.map_id)))
                 FOR UPDATE OF i
                 """, [code, maker, person]).first else { throw Refusal.problem(Self.deadInvitation) }
             let mapID: Int64 = try row.decode("map_id"), name: String = try row.decode("name")
@@ -429,14 +431,15 @@ public struct SharedMaps: Sendable {
     }
 
     /// What an open invitation joins (map name and role); nil when it is used, expired or unknown.
-    /// (One by email is open only to the person with its address.)
+    /// (One by email is open only to the account it was made for, unless it blocked the map.)
     public func invitation(code: String, person: Int64) throws -> (mapID: Int64, name: String, role: MapRole)? {
         guard Tokens.isWellFormed(code) else { return nil }
         guard let row = try pool.query("""
             SELECT i.map_id, m.display_name AS name, i.role FROM map_invitations i JOIN users m ON m.id = i.map_id
             WHERE i.code_hash = sha256(convert_to($1, 'UTF8')) AND i.used_at IS NULL AND i.expires_at > now()
               AND invite_right(i.map_id, i.created_by)
-              AND (i.invitee_email IS NULL OR i.invitee_email = (SELECT lower(email) FROM users WHERE id = $2))
+              AND (i.invitee_email IS NULL OR (i.invitee_id = $2 AND NOT EXISTS (
+                   SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = $2 AND b.map_id = i.map_id)))
             """, [code, person]).first, let role = MapRole(parsing: try row.decode("role")) else { return nil }
         return (try row.decode("map_id"), try row.decode("name"), role)
     }

@@ -6,10 +6,12 @@ import Synchronization
 /// Says in the log when a request arrives under another scheme or host than PUBLIC_URL names.
 /// The links the app sends out (invitations, share links, exports) are built from PUBLIC_URL, and
 /// https there is what makes cookies Secure and turns on HSTS: left at its example value behind a
-/// TLS proxy, every one of those is silently wrong. Once per origin that arrived, for the first
-/// `maxOrigins` of them, because a setting is wrong for every request and one line says it; the
-/// line names what arrived, so a scanner's odd Host reads as such, and a stranger's odd Host
-/// cannot use up the line a real misconfiguration needs. X-Forwarded-Proto and -Host are read only
+/// TLS proxy, every one of those is silently wrong. Once per origin that arrived, because a setting
+/// is wrong for every request and one line says it; the line names what arrived, so a scanner's odd
+/// Host reads as such. A stranger chooses the Host (a proxy passes it on) but not the scheme: a
+/// scheme that differs has a line of its own that no Host can use up, and the lines for other
+/// hosts, `maxOrigins` at most, start again every hour, so a wrong host in PUBLIC_URL is said
+/// within the hour whatever strangers send. X-Forwarded-Proto and -Host are read only
 /// from TRUSTED_PROXIES (from anyone else they are the client's own words: the request is not
 /// compared at all, and the server's own warning names the untrusted proxy).
 struct PublicURLCheck: Middleware {
@@ -18,12 +20,32 @@ struct PublicURLCheck: Middleware {
     private let warned: Warned
     private let logger = Logger(label: "virtual-tourist")
 
-    /// Origins warned about so far.
+    /// Origins warned about: schemes for good, hosts in this hour's window.
     private final class Warned: Sendable {
-        let origins = Mutex<Set<String>>([])
-        let full = Atomic<Bool>(false)
+        struct Seen {
+            var schemes: Set<String> = []
+            var hosts: Set<String> = []
+            var since = ContinuousClock.now
+        }
+        let seen = Mutex(Seen())
+        /// Host and forwarded headers as sent, already found to match PUBLIC_URL: the usual
+        /// request is recognised without parsing a URL (a few at most: one per proxy spelling).
+        let matching = Mutex<Set<String>>([])
     }
     static let maxOrigins = 8
+    static let window: Duration = .seconds(3600)
+
+    /// Whether this arrival gets a line: a scheme not said yet, or a host not said in this window
+    /// while the window has room.
+    private func firstTime(_ arrived: (scheme: String, host: String)) -> Bool {
+        let now = ContinuousClock.now
+        return warned.seen.withLock { seen in
+            if arrived.scheme != scheme { return seen.schemes.insert(arrived.scheme).inserted }
+            if now - seen.since >= Self.window { seen.hosts = []; seen.since = now }
+            guard seen.hosts.count < Self.maxOrigins else { return false }
+            return seen.hosts.insert(arrived.host).inserted
+        }
+    }
 
     /// nil when PUBLIC_URL is unset or names no host (then nothing is compared).
     init?(publicURL: String?) {
@@ -63,20 +85,22 @@ struct PublicURLCheck: Middleware {
     static let probes: Set<String> = ["/healthz", "/readyz", "/metrics"]
 
     func handle(_ request: HTTPRequest, next: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
-        if !warned.full.load(ordering: .relaxed), !Self.probes.contains(request.path),
-           let arrived = Self.arrived(request), arrived.scheme != scheme || arrived.host != host,
-           warned.origins.withLock({ origins in
-               guard origins.count < Self.maxOrigins, origins.insert("\(arrived.scheme)://\(arrived.host)").inserted else { return false }
-               if origins.count == Self.maxOrigins { warned.full.store(true, ordering: .relaxed) }
-               return true
-           }) {
-            // Troubleshooting: but PUBLIC_URL is
-            logger.warning("""
-                a request arrived for \(arrived.scheme)://\(arrived.host) but PUBLIC_URL is \(scheme)://\(host): \
-                links the app sends (invitations, share links) use PUBLIC_URL, and only https there makes cookies \
-                Secure and sends HSTS. If people reach the app at \(arrived.scheme)://\(arrived.host), set \
-                PUBLIC_URL to it (behind a proxy, the address people type). Said once per address per start.
-                """)
+        let sent = request.fromTrustedProxy
+            ? "\(request.headers["X-Forwarded-Proto"] ?? "")|\(request.headers["X-Forwarded-Host"] ?? "")|\(request.headers["Host"] ?? "")"
+            : "|\(request.headers["X-Forwarded-Proto"] == nil && request.headers["X-Forwarded-Host"] == nil ? "" : "forwarded")|\(request.headers["Host"] ?? "")"
+        if warned.matching.withLock({ $0.contains(sent) }) { return try next(request) }
+        if !Self.probes.contains(request.path), let arrived = Self.arrived(request) {
+            if arrived.scheme == scheme && arrived.host == host {
+                warned.matching.withLock { if $0.count < 16 { $0.insert(sent) } }
+            } else if firstTime(arrived) {
+                // Troubleshooting: but PUBLIC_URL is
+                logger.warning("""
+                    a request arrived for \(arrived.scheme)://\(arrived.host) but PUBLIC_URL is \(scheme)://\(host): \
+                    links the app sends (invitations, share links) use PUBLIC_URL, and only https there makes cookies \
+                    Secure and sends HSTS. If people reach the app at \(arrived.scheme)://\(arrived.host), set \
+                    PUBLIC_URL to it (behind a proxy, the address people type). Said once per scheme, and once an hour per host.
+                    """)
+            }
         }
         return try next(request)
     }

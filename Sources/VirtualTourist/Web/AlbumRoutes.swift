@@ -230,7 +230,13 @@ extension WebPipeline {
             // Details come from the provider again, never from the form: only real results are saved.
             let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
             let photos = result.photos.filter { chosen.contains($0.remoteID) }
-            guard let added = try albums.addPhotos(photos, pinID: id, userID: holder) else { throw HTTPError.notFound }
+            let added: Int
+            do {
+                guard let count = try albums.addPhotos(photos, pinID: id, userID: holder, by: context.user.id) else { throw HTTPError.notFound }
+                added = count
+            } catch let reached as QuotaReached {
+                return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
+            }
             let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
                 : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
             return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
