@@ -212,3 +212,156 @@ import TestSupport
         }
     }
 }
+
+/// Invitations by email explored: seeded random sequences of invitations (to accounts and to an
+/// address nobody has, which a stranger may sign up with later), acceptances and declines by the
+/// right person and the wrong one, blocks, withdrawals, removals and the inviting owner's demotion,
+/// against the real database, with invariants after every step: nobody is a member who did not
+/// accept an invitation made for their own account while it was open (and while its maker could
+/// invite); a person's list shows exactly the open invitations made for them, never a blocked map's;
+/// the stranger never sees one made before they signed up.
+@Suite(.serialized) struct ConsentExplorationTests {
+    enum Event: CustomStringConvertible {
+        /// Inviter 0 is the anchor owner, 1 a co-owner who may be demoted; target 0..<people, or
+        /// `people` for the address nobody had.
+        case invite(inviter: Int, target: Int)
+        /// By person `by` (0..<people, or `people`: the stranger once signed up), the k-th invitation
+        /// made so far (modulo).
+        case accept(by: Int, k: Int)
+        case decline(by: Int, k: Int, block: Bool)
+        case withdraw(k: Int)
+        case remove(person: Int)
+        case demoteCoOwner
+        case promoteCoOwner
+        case strangerSignsUp
+
+        var description: String {
+            switch self {
+            case .invite(let i, let t): "invite(by \(i == 0 ? "anchor" : "co-owner"), P\(t))"
+            case .accept(let b, let k): "accept(P\(b), #\(k))"
+            case .decline(let b, let k, let block): "decline(P\(b), #\(k)\(block ? ", block" : ""))"
+            case .withdraw(let k): "withdraw(#\(k))"
+            case .remove(let p): "remove(P\(p))"
+            case .demoteCoOwner: "demote co-owner"
+            case .promoteCoOwner: "promote co-owner"
+            case .strangerSignsUp: "stranger signs up with the unused address"
+            }
+        }
+    }
+
+    static let people = 3
+
+    static func generate(_ r: inout SeededGenerator) -> Event {
+        switch Int.random(in: 0..<20, using: &r) {
+        case 0..<6: .invite(inviter: Int.random(in: 0...1, using: &r), target: Int.random(in: 0...people, using: &r))
+        case 6..<11: .accept(by: Int.random(in: 0...people, using: &r), k: Int.random(in: 0..<8, using: &r))
+        case 11..<14: .decline(by: Int.random(in: 0...people, using: &r), k: Int.random(in: 0..<8, using: &r), block: r.chance(0.5))
+        case 14: .withdraw(k: Int.random(in: 0..<8, using: &r))
+        case 15..<17: .remove(person: Int.random(in: 0..<people, using: &r))
+        case 17: .demoteCoOwner
+        case 18: .promoteCoOwner
+        default: .strangerSignsUp
+        }
+    }
+
+    /// One sequence on a fresh map; why it broke an invariant, or nil.
+    static func play(_ events: [Event], app: TestApp) throws -> String? {
+        var quotas = Quotas()
+        quotas.invitationsPerHour = 10_000
+        let maps = SharedMaps(pool: app.pool, quotas: quotas)
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        func account(_ email: String) throws -> Int64 {
+            try app.pool.query("INSERT INTO users (email, display_name, password_hash) VALUES ($1, 'X', '!') RETURNING id", [email])[0].decode("id")
+        }
+        let anchor = try account("anchor-\(tag)@example.org"), coOwner = try account("co-\(tag)@example.org")
+        let people = try (0..<Self.people).map { try account("p\($0)-\(tag)@example.org") }
+        let unused = "Unused-\(tag)@Example.org"
+        var stranger: Int64?
+        let map = try maps.create(name: "Explored", by: anchor)
+        _ = try maps.add(email: "co-\(tag)@example.org", role: .owner, to: map, by: anchor)
+        // The model: invitations made (id, for whom: a person index or nil for the unused address,
+        // its maker), which are open, who is a member, who blocked.
+        struct Made { let id: Int64; let address: Int; let target: Int?; let byCoOwner: Bool; var open: Bool }
+        var made: [Made] = []
+        var members: Set<Int> = []
+        var blocked: Set<Int> = []
+        var coOwnerIsOwner = true
+        func who(_ index: Int) -> Int64? { index < Self.people ? people[index] : stranger }
+
+        for (step, event) in events.enumerated() {
+            switch event {
+            case .invite(let inviter, let target):
+                let by = inviter == 0 ? anchor : coOwner
+                let address = target < Self.people ? "P\(target)-\(tag)@EXAMPLE.org" : unused
+                let done = (try? maps.inviteByEmail(address, role: .editor, to: map, by: by)) != nil
+                let allowed = inviter == 0 || coOwnerIsOwner
+                let member = members.contains(target)
+                if done != (allowed && !member) { return "step \(step): invitation made \(done), expected \(allowed && !member)" }
+                if done {
+                    // Inviting the address again replaces its open invitation.
+                    for i in made.indices where made[i].address == target && made[i].open { made[i].open = false }
+                    let id: Int64 = try app.pool.query("SELECT max(id) AS id FROM map_invitations WHERE map_id = $1", [map])[0].decode("id")
+                    // For the unused address: the stranger's only if they had signed up with it already.
+                    let t: Int? = target < Self.people ? target : (stranger == nil ? nil : Self.people)
+                    made.append(Made(id: id, address: target, target: t, byCoOwner: inviter == 1, open: true))
+                }
+            case .accept(let by, let k):
+                guard !made.isEmpty, let person = who(by) else { break }
+                let m = made[k % made.count]
+                let joined = (try? maps.accept(invitation: m.id, person: person)) != nil
+                let expected = m.open && m.target == by && !blocked.contains(by)
+                if joined != expected { return "step \(step): accept by P\(by) of #\(k % made.count) gave \(joined), expected \(expected)" }
+                if joined {
+                    members.insert(by)
+                    made[k % made.count].open = false
+                }
+            case .decline(let by, let k, let block):
+                guard !made.isEmpty, let person = who(by) else { break }
+                let m = made[k % made.count]
+                let declined = try maps.decline(invitation: m.id, person: person, block: block)
+                let expected = m.open && m.target == by
+                if declined != expected { return "step \(step): decline by P\(by) gave \(declined), expected \(expected)" }
+                if declined {
+                    made[k % made.count].open = false
+                    if block { blocked.insert(by) }
+                }
+            case .withdraw(let k):
+                guard !made.isEmpty else { break }
+                let m = made[k % made.count]
+                _ = try maps.withdrawInvitation(m.id, of: map, by: anchor)
+                made[k % made.count].open = false
+            case .remove(let p):
+                if (try? maps.remove(people[p], from: map, by: anchor)) != nil { members.remove(p) }
+            case .demoteCoOwner:
+                try maps.setRole(.editor, of: coOwner, on: map, by: anchor)
+                coOwnerIsOwner = false
+                // Their invitations die with their right.
+                for i in made.indices where made[i].byCoOwner { made[i].open = false }
+            case .promoteCoOwner:
+                try maps.setRole(.owner, of: coOwner, on: map, by: anchor)
+                coOwnerIsOwner = true
+            case .strangerSignsUp:
+                if stranger == nil { stranger = try account(unused.lowercased()) }
+            }
+            // Invariants.
+            let inDB = Set(try app.pool.query("SELECT user_id FROM map_members WHERE map_id = $1", [map]).map { try $0.decode("user_id", as: Int64.self) })
+            let expected = Set([anchor, coOwner] + members.filter { $0 < Self.people }.map { people[$0] } + (members.contains(Self.people) ? [stranger!] : []))
+            if inDB != expected { return "step \(step): members \(inDB.sorted()), expected \(expected.sorted())" }
+            for index in 0...Self.people {
+                guard let person = who(index) else { continue }
+                let shown = Set(try maps.invitations(for: person).map(\.id))
+                let open = blocked.contains(index) || members.contains(index) ? [] : Set(made.filter { $0.open && $0.target == index }.map(\.id))
+                if shown != open { return "step \(step): P\(index) sees \(shown.sorted()), expected \(open.sorted())" }
+            }
+        }
+        return nil
+    }
+
+    @Test func seededInvitationSequencesKeepConsent() throws {
+        let app = try TestApp()
+        let failure = explore(seeds: 0..<150, length: 5...30, generate: Self.generate) { events in
+            do { return try Self.play(events, app: app) } catch { return "threw \(error)" }
+        }
+        #expect(failure == nil, "\(failure ?? "")")
+    }
+}
