@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 
 typedef size_t (*vt_curl_write_callback)(char *data, size_t size, size_t count, void *userdata);
+typedef size_t (*vt_curl_read_callback)(char *buffer, size_t size, size_t count, void *userdata);
 
 static inline CURLcode vt_curl_set_long(CURL *curl, CURLoption option, long value) {
     return curl_easy_setopt(curl, option, value);
@@ -18,6 +19,9 @@ static inline CURLcode vt_curl_set_offset(CURL *curl, CURLoption option, curl_of
     return curl_easy_setopt(curl, option, value);
 }
 static inline CURLcode vt_curl_set_write_function(CURL *curl, CURLoption option, vt_curl_write_callback value) {
+    return curl_easy_setopt(curl, option, value);
+}
+static inline CURLcode vt_curl_set_read_function(CURL *curl, CURLoption option, vt_curl_read_callback value) {
     return curl_easy_setopt(curl, option, value);
 }
 static inline CURLcode vt_curl_get_long(CURL *curl, CURLINFO info, long *value) {

@@ -70,7 +70,7 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     /// curl_global_init is not thread-safe: run it once, before any transfer.
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
+    static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
     /// GET `url`, following redirects. With `hosts`, the address and every redirect must be one of
     /// its hosts, or `HTTPClientError.refused` is thrown before anything is sent there. Throws for

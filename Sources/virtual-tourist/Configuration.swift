@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTPClient
 import HTTPServer
 import Log
 import VirtualTourist
@@ -31,6 +32,8 @@ struct Configuration {
     var photoProvider: String { explicitPhotoProvider ?? (app.flickrAPIKey.isEmpty ? "commons" : "flickr") }
     /// The S3_* settings as given; checked together with PHOTO_STORE once everything is read.
     var s3: (endpoint: String?, region: String?, accessKeyID: String?, secretAccessKey: String?) = (nil, nil, nil, nil)
+    /// SMTP_* and MAIL_FROM as read, checked together at the end (mail needs a host and a sender).
+    var smtp: (host: String?, port: Int?, security: String?, user: String?, password: String?, from: String?) = (nil, nil, nil, nil, nil, nil)
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -345,6 +348,14 @@ struct Configuration {
         text("S3_REGION", "the region signed into requests (MinIO and Garage accept their configured region, often `us-east-1` / `garage`); `AWS_REGION` counts when unset", default: code("us-east-1")) { $0.s3.region = $1 },
         secret("S3_ACCESS_KEY_ID", "the object store's access key; the key pair needs GetObject, PutObject, DeleteObject and ListBucket on the bucket; `AWS_ACCESS_KEY_ID` counts when unset") { $0.s3.accessKeyID = $1 },
         secret("S3_SECRET_ACCESS_KEY", "the object store's secret key; `AWS_SECRET_ACCESS_KEY` counts when unset") { $0.s3.secretAccessKey = $1 },
+        text("SMTP_HOST", "the mail server the app sends password resets and invitations through (unset: no mail; people copy invitation links, and the operator resets passwords: docs/admin.md#mail)", values: "a host name or address") { $0.smtp.host = $1 },
+        ranged("SMTP_PORT", "its port", 1...65_535, default: "`587` (`465` with `SMTP_SECURITY=implicit`)") { $0.smtp.port = $1 },
+        choice("SMTP_SECURITY", "how the connection is secured: `starttls` (the submission port), `implicit` (TLS from the start, port 465) or `none` (a relay on this host or a private network)",
+               SMTPClient.Security.allCases.map(\.rawValue), default: code("starttls")) { $0.smtp.security = $1 },
+        text("SMTP_USER", "the account to sign in to the mail server with (unset: no sign-in)") { $0.smtp.user = $1 },
+        secret("SMTP_PASSWORD", "its password") { $0.smtp.password = $1 },
+        text("MAIL_FROM", "the sender of the app's mail, e.g. `Virtual Tourist <photos@example.org>` or `photos@example.org`", default: "`CONTACT_EMAIL`",
+             values: "an address") { $0.smtp.from = $1 },
         text("TILES_FILE", "a PMTiles archive (vector or raster) to draw the map from, e.g. `/data/maps/region.pmtiles` (see \"Street-level maps\"); wins over `TILE_URL`", values: "a file") { $0.app.tilesFile = $1 },
         text("TILE_URL", "raster tiles `…/{z}/{x}/{y}.png` (`{s}` allowed), fetched and cached by the server, or `none` for the built-in map", default: code(d.app.tileURL), values: "an `http(s)://` URL, or `none`") { c, v in
             if v != "none" {
@@ -454,6 +465,20 @@ struct Configuration {
                 // Troubleshooting: PHOTO_STORE=s3://BUCKET…: the bucket name must be 3–63 characters
                 throw Invalid(description: error.description)
             }
+        }
+        if let host = config.smtp.host, !host.isEmpty {
+            guard let from = config.smtp.from ?? config.app.contactEmail, from.contains("@") else {
+                // Troubleshooting: SMTP_HOST is set but the app has no sender
+                throw Invalid(description: "SMTP_HOST is set but the app has no sender: set MAIL_FROM (or CONTACT_EMAIL) to an address")
+            }
+            guard config.app.publicURL != nil else {
+                // Troubleshooting: SMTP_HOST needs PUBLIC_URL
+                throw Invalid(description: "SMTP_HOST needs PUBLIC_URL: the links in the app's mail (password resets, invitations) point there")
+            }
+            let security = SMTPClient.Security(rawValue: config.smtp.security ?? "starttls") ?? .starttls
+            // The bare address for MAIL FROM; the whole value (a name and <address>) for From:.
+            config.app.mail = SMTPClient.Settings(host: host, port: config.smtp.port ?? (security == .implicit ? 465 : 587), security: security,
+                                                  user: config.smtp.user, password: config.smtp.password, from: from)
         }
         return (config, rest)
     }

@@ -76,6 +76,8 @@ import TestSupport
     static let notAboutAMap: [String: String] = [
         "GET /sign-up": "accounts", "POST /sign-up": "accounts", "GET /sign-in": "accounts", "POST /sign-in": "accounts",
         "POST /sign-out": "accounts",
+        "GET /forgot-password": "accounts", "POST /forgot-password": "accounts (MailTests)",
+        "GET /reset-password/:token": "accounts (MailTests)", "POST /reset-password/:token": "accounts (MailTests)",
         "GET /healthz": "operations", "GET /readyz": "operations", "GET /metrics": "operations",
         "GET /places/search": "the place index, the same for everyone", "GET /places/nearest": "the place index",
         "GET /basemap/:level/:cell": "public basemap", "GET /tiles.json": "public tiles", "GET /tiles/:z/:x/:y": "public tiles",

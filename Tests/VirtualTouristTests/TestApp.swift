@@ -68,6 +68,7 @@ final class TestApp {
 
     deinit {
         if workersRunning { app.stopBackgroundWork() }
+        app.mailSender?.stop()
         server.shutdown(gracePeriod: 1)
         fixture.stop()
         pool.close()

@@ -35,6 +35,8 @@ public final class App: Sendable {
     /// The picker's provider searches, on their own slots.
     let pickerSearches: PickerSearches
     private let housekeeping: Housekeeping
+    /// Delivers the mail outbox; nil without MAIL settings.
+    public let mailSender: MailSender?
     /// The place index (pin names, place search), read in the background at start.
     private let placesPath: String
     private let memoryTrim: MemoryTrim
@@ -140,7 +142,10 @@ public final class App: Sendable {
                   constantTimeEqual(Array(sent.utf8), Array("Bearer \(token)".utf8)) else { throw HTTPError.notFound }
             return try render()
         }
+        let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
+        self.mailSender = mailSender
         web.addAccountRoutes(signUp: settings.signUp)
+        web.addPasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, publicURL: settings.publicURL)
         let tiles = TileSources.make(settings: settings)
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
@@ -151,7 +156,7 @@ public final class App: Sendable {
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
         web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
-        web.addMapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), publicURL: settings.publicURL)
+        web.addMapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), publicURL: settings.publicURL, mail: mailSender)
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
@@ -262,6 +267,7 @@ public final class App: Sendable {
         workers.start()
         housekeeping.start()
         memoryTrim.start()
+        mailSender?.start()
         // The place index before the first pin drop needs it: read on first use, it would hold
         // up the first drop after a start by the whole read (script/bench pindrop).
         let placesPath = placesPath
@@ -273,6 +279,7 @@ public final class App: Sendable {
     }
 
     public func stopBackgroundWork() {
+        mailSender?.stop()
         housekeeping.stop()
         memoryTrim.stop()
         workers.stop()

@@ -10,6 +10,11 @@ public struct AppSettings: Sendable {
     public var metricsToken: String?
     /// The address people use (https://photos.example.org); https makes cookies Secure.
     public var publicURL: String?
+    /// The SMTP server mail goes through (password resets, invitations); nil: no mail, links to copy.
+    public var mail: SMTPClient.Settings?
+    /// The mail sender's first retry wait in seconds (doubling to an hour) and its idle poll.
+    public var mailRetryBase: Double = 30
+    public var mailPoll: Double = 5
     /// Force Secure cookies (behind a TLS-terminating proxy without PUBLIC_URL).
     public var secureCookies = false
     /// Raster tiles ({z}/{x}/{y}, {s}, {r}) or "none" for the built-in vector basemap.

@@ -46,6 +46,7 @@ final class Housekeeping: @unchecked Sendable {
     private func run() {
         purgePhotos()
         pruneJobs()
+        pruneMail()
         guard let collector else { return }
         do {
             let moved = try collector.moveAllBytesToStore()
@@ -74,6 +75,15 @@ final class Housekeeping: @unchecked Sendable {
                 DELETE FROM album_jobs
                 WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < now() - make_interval(days => $1::int)
                 """, [jobDays]).affectedRows
+        }
+    }
+
+    /// Mail sent or given up more than 30 days ago, and password reset links a day past expiry.
+    @discardableResult
+    func pruneMail() -> Int {
+        deleting("old mail and password reset links") {
+            try pool.query("DELETE FROM mail_outbox WHERE coalesce(sent_at, failed_at) < now() - interval '30 days'").affectedRows
+                + pool.query("DELETE FROM password_resets WHERE expires_at < now() - interval '1 day'").affectedRows
         }
     }
 

@@ -241,7 +241,9 @@ public struct SharedMaps: Sendable {
     /// index compares it. At most `quotas.invitationsPerHour` per owner per hour, withdrawn ones
     /// included. Returns the invitation's code (for a mail).
     @discardableResult
-    public func inviteByEmail(_ email: String, role: MapRole, to mapID: Int64, by owner: Int64) throws -> String {
+    /// `mailTo`: the app's address (PUBLIC_URL) when mail is set up: the account the invitation is
+    /// for (if any, and unless it blocked the map) is told by mail too, in the same transaction.
+    public func inviteByEmail(_ email: String, role: MapRole, to mapID: Int64, by owner: Int64, mailTo appURL: String? = nil) throws -> String {
         guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
         let address = email
         let code = Tokens.make()
@@ -275,6 +277,26 @@ public struct SharedMaps: Sendable {
                 """, [mapID, code, role.rawValue, owner, Self.invitationDays, address]).affectedRows
             guard made == 1 else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
             try db.query("INSERT INTO invitations_sent (user_id) VALUES ($1)", [owner])
+            if let appURL, let row = try db.query("""
+                SELECT u.email, u.display_name AS invitee, o.display_name AS inviter, m.display_name AS map
+                FROM users u, users o, users m
+                WHERE lower(u.email) = lower($1) AND u.kind = 'person' AND u.disabled_at IS NULL AND o.id = $2 AND m.id = $3
+                  AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = u.id AND b.map_id = m.id)
+                """, [address, owner, mapID]).first {
+                let inviter: String = try row.decode("inviter"), map: String = try row.decode("map")
+                try MailOutbox.enqueue(db, .mapInvitation, to: try row.decode("email"),
+                                       subject: "\(inviter) invited you to a shared map on Virtual Tourist", body: """
+                    Hello \(try row.decode("invitee", as: String.self)),
+
+                    \(inviter) invited you to the shared map “\(map)” as \(role == .editor ? "an editor" : "a viewer").
+                    To accept or decline, sign in and open your Maps page:
+
+                    \(appURL)/maps
+
+                    The invitation is open for \(Self.invitationDays) days. If you do not know \(inviter), decline it there;
+                    you can also ask that this map's owners never invite you again.
+                    """, discardAfter: Self.invitationDays * 24 * 3600)
+            }
         }
         return code
     }

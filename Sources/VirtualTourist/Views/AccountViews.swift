@@ -86,7 +86,51 @@ enum AccountViews {
             \(field("password", label: "Password", type: "password", value: "", autocomplete: "current-password", error: nil))
             <button type="submit" class="button primary">Sign in</button>
             </form>
+            <p class="alternative"><a href="/forgot-password">Forgot your password?</a></p>
             <p class="alternative">New here? <a href="/sign-up">Create an account</a></p>
+            </section>
+            """)
+    }
+
+    static let deadResetLink = "This link has expired or has been used already. Ask for a new one on the “Forgot your password?” page."
+
+    /// Asking for a reset link; without mail, whom to ask instead.
+    static func forgotPassword(mails: Bool, chrome: Layout.Chrome, email: String = "", error: String? = nil) -> HTML {
+        let form: HTML = mails ? """
+            <p>Enter the address of your account. If an account has it, we mail it a link to choose a new password.</p>
+            \(error.map { "<p class=\"form-error\" role=\"alert\" id=\"email-error\">\(text: $0)</p>" as HTML } ?? .empty)
+            <form method="post" action="/forgot-password" class="stacked" novalidate>
+            \(Layout.csrfField(chrome.csrfToken ?? ""))
+            \(field("email", label: "Email", type: "email", value: email, autocomplete: "username", error: nil))
+            <button type="submit" class="button primary">Mail me a link</button>
+            </form>
+            """ : """
+            <p>This server does not send mail, so it cannot mail you a link. Ask the person who runs it to set a new password for you
+            (they run <code>virtual-tourist admin reset-password</code>).</p>
+            """
+        return Layout.page(title: "Forgot your password?", chrome: chrome, bodyClass: "account-page", main: """
+            <section class="card narrow">
+            <h1>Forgot your password?</h1>
+            \(form)
+            <p class="alternative"><a href="/sign-in">Back to sign in</a></p>
+            </section>
+            """)
+    }
+
+    /// Choosing a new password with a link from a reset mail.
+    static func resetPassword(token: String, chrome: Layout.Chrome, error: String? = nil) -> HTML {
+        Layout.page(title: "Choose a new password", chrome: chrome, bodyClass: "account-page", main: """
+            <section class="card narrow">
+            <h1>Choose a new password</h1>
+            \(error.map { "<p class=\"form-error\" role=\"alert\" id=\"password-error-summary\">\(text: $0)</p>" as HTML } ?? .empty)
+            <form method="post" action="/reset-password/\(text: token)" class="stacked" novalidate>
+            \(Layout.csrfField(chrome.csrfToken ?? ""))
+            \(field("password", label: "New password", type: "password", value: "", autocomplete: "new-password", error: error,
+                    hint: "At least \(Password.minimumLength) characters."))
+            \(field("password_confirmation", label: "New password again", type: "password", value: "", autocomplete: "new-password", error: nil))
+            <button type="submit" class="button primary">Set the new password</button>
+            </form>
+            <p class="muted">Setting it signs you out everywhere, this browser included.</p>
             </section>
             """)
     }

@@ -5,7 +5,7 @@ import HTTPServer
 /// owners' forms (/maps/:id/…), invitation links (/maps/join/:code). Who may do what is checked by
 /// SharedMaps in the statement that does it; here its refusals become 404, 403 or a flash.
 extension WebPipeline {
-    mutating func addMapsRoutes(maps: SharedMaps, publicURL: String?) {
+    mutating func addMapsRoutes(maps: SharedMaps, publicURL: String?, mail: MailSender? = nil) {
         let secure = secureCookies
         let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
@@ -111,7 +111,9 @@ extension WebPipeline {
                 if let problem = User.emailProblem(email) { throw SharedMaps.Refusal.problem(problem) }
                 // Consent: an invitation they accept, and an answer that never says whether the
                 // address has an account here.
-                try maps.inviteByEmail(email, role: role, to: id, by: context.user.id)
+                // With mail set up (and PUBLIC_URL, which the mail links to), they are told by mail too.
+                try maps.inviteByEmail(email, role: role, to: id, by: context.user.id, mailTo: mail == nil ? nil : base)
+                mail?.wake()
                 return SharedMaps.invitedByEmail
             }
         }

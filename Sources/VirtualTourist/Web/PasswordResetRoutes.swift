@@ -1,0 +1,56 @@
+import Foundation
+import HTTPServer
+
+/// Forgotten passwords: /forgot-password asks for the address and mails a link when mail is set up
+/// (the answer is the same whether or not an account has the address); /reset-password/TOKEN
+/// chooses a new password once, ending every session of the account. Without mail the page says
+/// whom to ask (the operator's `virtual-tourist admin reset-password`).
+extension WebPipeline {
+    mutating func addPasswordResetRoutes(resets: PasswordResets, mail: MailSender?, publicURL: String?) {
+        let secure = secureCookies
+        let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        // Links in mail need the address people reach the app at.
+        let mails = mail != nil && base != nil
+
+        page("GET", "/forgot-password") { context in
+            .page(AccountViews.forgotPassword(mails: mails, chrome: context.chrome))
+        }
+        page("POST", "/forgot-password") { context in
+            guard mails, let base else { return .page(AccountViews.forgotPassword(mails: false, chrome: context.chrome)) }
+            let email = (context.request.formValue("email") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if let problem = User.emailProblem(email) {
+                return .page(AccountViews.forgotPassword(mails: true, chrome: context.chrome, email: email, error: problem),
+                             status: .unprocessableContent)
+            }
+            try resets.request(email: email, link: base + "/reset-password/")
+            mail?.wake()
+            return .redirect(to: "/sign-in", flash: "If an account has that address, a link to choose a new password is on its way. It works for \(PasswordResets.minutes) minutes, once.", secure: secure)
+        }
+
+        @Sendable func noStore(_ response: HTTPResponse) -> HTTPResponse {
+            var response = response
+            // (Referrer-Policy is same-origin on every page: the token never leaves as a referrer.)
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        }
+        page("GET", "/reset-password/:token") { context in
+            let token = context.request.parameters["token"] ?? ""
+            guard try resets.isOpen(token) else { throw HTTPError(.notFound, AccountViews.deadResetLink) }
+            return noStore(.page(AccountViews.resetPassword(token: token, chrome: context.chrome)))
+        }
+        page("POST", "/reset-password/:token") { context in
+            let token = context.request.parameters["token"] ?? ""
+            let password = context.request.formValue("password") ?? ""
+            var problem = Password.problem(with: password)
+            if problem == nil, password != context.request.formValue("password_confirmation") { problem = "The two passwords differ." }
+            if let problem {
+                guard try resets.isOpen(token) else { throw HTTPError(.notFound, AccountViews.deadResetLink) }
+                return noStore(.page(AccountViews.resetPassword(token: token, chrome: context.chrome, error: problem), status: .unprocessableContent))
+            }
+            guard try resets.reset(token, password: password) else { throw HTTPError(.notFound, AccountViews.deadResetLink) }
+            var response = HTTPResponse.redirect(to: "/sign-in", flash: "Your password is changed and you are signed out everywhere. Sign in with the new one.", secure: secure)
+            response.headers.add("Set-Cookie", Cookies.clear(Cookies.session, secure: secure))
+            return response
+        }
+    }
+}
