@@ -425,6 +425,7 @@ def main():
         signed_out = [
             ("sign-in", "/sign-in", None),
             ("sign-up", "/sign-up", None),
+            ("forgot password", "/forgot-password", None),
             ("error page, signed out", "/no-such-page", None),
         ]
         for scheme in ("light", "dark"):
