@@ -44,6 +44,8 @@ import Testing
         "VirtualTourist/PhotoStore": platform.union(["Postgres", "HTTPClient", "HTTPServer", "Log", "CLibCrypto", "CTurboJPEG"]),
         // Tiles answer /tiles themselves (ETags, 304s), so they build responses.
         "VirtualTourist/Tiles": platform.union(["HTTPServer", "HTTPClient", "Log", "Zlib"]),
+        // The mail outbox and its sender: SQL and libcurl's SMTP, never the server's types.
+        "VirtualTourist/Mail": platform.union(["Postgres", "HTTPClient", "Log"]),
         "VirtualTourist/Jobs": platform.union(["Postgres", "Log"]),
         "VirtualTourist/Operations": platform.union(["Postgres"]),
     ]

@@ -110,14 +110,14 @@ import TestSupport
     @Test func theSecretsAreTheOnesReadFromFiles() throws {
         let folder = try Folder()
         let path = try folder.file("value", "x\n")
-        for name in ["DATABASE_URL", "FLICKR_API_KEY", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "METRICS_TOKEN"] {
+        for name in ["DATABASE_URL", "FLICKR_API_KEY", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SMTP_PASSWORD", "METRICS_TOKEN"] {
             let (status, output) = try Self.run([name + "_FILE": path])
             #expect(status == 1 || status == 0, "\(name)_FILE: \(output)")
             #expect(!output.contains("_FILE"), "\(name)_FILE: \(output)")
         }
         let (status, output) = try Self.run(["PUBLIC_URL_FILE": path])
         #expect(status == 2, "\(output)")
-        #expect(output.contains("PUBLIC_URL_FILE is set, but only secrets are read from files (DATABASE_URL, FLICKR_API_KEY, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, METRICS_TOKEN)"), "\(output)")
+        #expect(output.contains("PUBLIC_URL_FILE is set, but only secrets are read from files (DATABASE_URL, FLICKR_API_KEY, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, SMTP_PASSWORD, METRICS_TOKEN)"), "\(output)")
         // An empty NAME_FILE is unset, as an empty NAME is (Compose passes .env's empty lines).
         let empty = try Self.run(["FLICKR_API_KEY_FILE": "", "FLICKR_API_KEY": ""])
         #expect(empty.status == 1 && empty.output.contains("DATABASE_URL is not set"), "\(empty.output)")
