@@ -77,7 +77,7 @@ enum Admin {
             let note = options["note"]
             if let note, note.count > 200 || note.contains(where: \.isNewline) { throw UsageError(message: "--note must be one line of at most 200 characters") }
             let code = try context.accounts.createInvitation(days: days, note: note)
-            let base = context.configuration.app.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? ""
+            let base = context.configuration.app.publicBase ?? ""
             print("\(base)/sign-up?invite=\(code)")
             if base.isEmpty { warn("PUBLIC_URL is not set: put your site's address in front of that path") }
             warn("works once, for \(days) day\(days == 1 ? "" : "s")")

@@ -128,7 +128,7 @@ func serve(_ configuration: Configuration) -> Never {
             // Troubleshooting: nobody has an account yet
             log.warning("""
                 nobody has an account yet: the first one needs this setup code: \(code) \
-                (enter it on \(settings.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "")/sign-up; single use; a new one at each start). \
+                (enter it on \(settings.publicBase ?? "")/sign-up; single use; a new one at each start). \
                 Or: virtual-tourist admin create-person --email E --name N
                 """)
         }

@@ -21,7 +21,7 @@ public struct PeopleAdmin: Sendable {
         public let photos: Int
         public let photoBytes: Int64
         /// What their photo quota counts: every map's photos charged to them (migration 0124).
-        public var chargedBytes: Int64 = 0
+        public let chargedBytes: Int64
         /// YYYY-MM-DD in UTC, or nil when no session was ever used.
         public let lastSeen: String?
     }

@@ -60,7 +60,7 @@ extension AlbumWorkers {
             while events.isEmpty {
                 let left = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(60)
                 guard left > .zero else { return nil }
-                let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+                let seconds = left.inSeconds
                 if !condition.wait(until: Date(timeIntervalSinceNow: seconds)) && events.isEmpty { return nil }
             }
             return events.removeFirst()

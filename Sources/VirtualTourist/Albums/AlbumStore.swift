@@ -376,15 +376,12 @@ public struct AlbumStore: Sendable {
                 throw reached
             }
             let generation: Int = try row.decode("generation")
-            var ids: [Int64] = []
+            var added = 0
             for photo in photos {
-                ids += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
-                                                   firstPosition: nil, [photo]).values
+                added += try Self.insertPlaceholders(db, pinID: pinID, userID: userID, generation: generation,
+                                                     firstPosition: nil, [photo], addedBy: person ?? userID).count
             }
-            let added = ids.count
             guard added > 0 else { return 0 }
-            try db.query("UPDATE photos SET added_by = $2 WHERE id = ANY($1::bigint[])",
-                         ["{" + ids.map(String.init).joined(separator: ",") + "}", person ?? userID])
             try db.query("UPDATE pins SET status = \(PinStatus.downloading.sql), error = NULL, updated_at = now() WHERE id = $1 AND user_id = $2",
                          [pinID, userID])
             try Self.replaceJob(db, pinID: pinID, userID: userID, generation: generation, kind: .photos)
@@ -412,7 +409,8 @@ public struct AlbumStore: Sendable {
     /// like any NOTIFY).
     @discardableResult
     static func insertPlaceholders(_ db: PostgresConnection, pinID: Int64, userID: Int64, generation: Int,
-                                           firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil) throws -> [Int: Int64] {
+                                           firstPosition: Int?, _ photos: [RemotePhoto], announce: AlbumChange? = nil,
+                                           addedBy: Int64? = nil) throws -> [Int: Int64] {
         let rows = try placeholderRows(photos)
         // Licences not seen before first, in a statement of their own: the INSERT below then
         // finds them, also one another worker added a moment ago (each statement sees what was
@@ -425,20 +423,20 @@ public struct AlbumStore: Sendable {
         let row = try db.query("""
             WITH placed AS (
                 INSERT INTO photos (pin_id, user_id, generation, position, provider, remote_id, title, owner_name, license_id,
-                                    page_url, remote_url, date_taken)
+                                    page_url, remote_url, date_taken, added_by)
                 SELECT $1, $2, $3,
                        coalesce($4::int, (SELECT coalesce(max(position) + 1, 0) FROM photos WHERE pin_id = $1)) + (e.n - 1)::int,
                        e.p->>'provider', e.p->>'remoteID', e.p->>'title', e.p->>'ownerName',
                        (SELECT l.id FROM photo_licenses l
                         WHERE l.name = coalesce(e.p->>'license', '') AND l.url = coalesce(e.p->>'licenseURL', '')),
-                       e.p->>'pageURL', e.p->>'imageURL', e.p->>'dateTaken'
+                       e.p->>'pageURL', e.p->>'imageURL', e.p->>'dateTaken', $8::bigint
                 FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS e(p, n)
                 ORDER BY e.n
                 ON CONFLICT (pin_id, hashtextextended(provider || ' ' || remote_id, 0)) DO NOTHING
                 RETURNING id, position)
             SELECT (SELECT coalesce(string_agg(position || ' ' || id, ','), '') FROM placed) AS placed,
                    CASE WHEN $7::text IS NOT NULL THEN pg_notify($6, $7) END AS announced
-            """, [pinID, userID, generation, firstPosition, rows, AlbumChange.channel, announce?.payload])[0]
+            """, [pinID, userID, generation, firstPosition, rows, AlbumChange.channel, announce?.payload, addedBy])[0]
         var placed: [Int: Int64] = [:]
         for pair in try row.decode("placed", as: String.self).split(separator: ",") {
             let parts = pair.split(separator: " ")

@@ -145,7 +145,7 @@ public final class App: Sendable {
         let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
         self.mailSender = mailSender
         web.addAccountRoutes(signUp: settings.signUp)
-        web.addPasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, publicURL: settings.publicURL)
+        web.addPasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, base: settings.publicBase)
         let tiles = TileSources.make(settings: settings)
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
@@ -156,14 +156,14 @@ public final class App: Sendable {
         web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
                          mapPages: mapPages)
         web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
-        web.addMapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), publicURL: settings.publicURL, mail: mailSender)
+        web.addMapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), base: settings.publicBase, mail: mailSender)
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
         web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                            downloads: downloadSlots, memberRecheck: settings.memberRecheck)
         web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
-                           provider: interactive, limits: settings.shareLimits, publicURL: settings.publicURL,
+                           provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
                            places: { PlaceIndex.shared(path: placesPath) })
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes

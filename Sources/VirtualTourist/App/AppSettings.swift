@@ -10,6 +10,8 @@ public struct AppSettings: Sendable {
     public var metricsToken: String?
     /// The address people use (https://photos.example.org); https makes cookies Secure.
     public var publicURL: String?
+    /// PUBLIC_URL without a trailing slash, for links made by appending a path; nil when unset.
+    public var publicBase: String? { publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } }
     /// The SMTP server mail goes through (password resets, invitations); nil: no mail, links to copy.
     public var mail: SMTPClient.Settings?
     /// The mail sender's first retry wait in seconds (doubling to an hour) and its idle poll.

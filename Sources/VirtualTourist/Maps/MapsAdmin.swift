@@ -14,7 +14,7 @@ public struct MapsAdmin: Sendable {
         public let pins: Int
         public let photos: Int
         /// Bytes of its albums' stored images (charged to its members, not to the map).
-        public var photoBytes: Int64 = 0
+        public let photoBytes: Int64
         public let members: Int
         /// The owners' emails, comma-separated; nil when the map has none (the recipe to give it one
         /// is in docs/admin.md).

@@ -239,13 +239,12 @@ public struct SharedMaps: Sendable {
     /// map (then it is never shown to them), so neither this answer nor the owners' list tells who
     /// has an account here. The address is compared by SQL's lower(), as the accounts' unique
     /// index compares it. At most `quotas.invitationsPerHour` per owner per hour, withdrawn ones
-    /// included. Returns the invitation's code (for a mail).
+    /// included. `mailTo`: the app's address (PUBLIC_URL) when mail is set up: the account the
+    /// invitation is for (if any, and unless it blocked the map) is told by mail too, in the same
+    /// transaction. Returns the invitation's code (for a mail).
     @discardableResult
-    /// `mailTo`: the app's address (PUBLIC_URL) when mail is set up: the account the invitation is
-    /// for (if any, and unless it blocked the map) is told by mail too, in the same transaction.
     public func inviteByEmail(_ email: String, role: MapRole, to mapID: Int64, by owner: Int64, mailTo appURL: String? = nil) throws -> String {
         guard role != .owner else { throw Refusal.problem("An invitation makes an editor or a viewer; make an owner from the members list.") }
-        let address = email
         let code = Tokens.make()
         try pool.transaction { db in
             // The same locks, in the same order, as `invite`.
@@ -257,7 +256,7 @@ public struct SharedMaps: Sendable {
             if let member = try db.query("""
                 SELECT u.display_name FROM map_members mm JOIN users u ON u.id = mm.user_id
                 WHERE mm.map_id = $1 AND lower(u.email) = lower($2)
-                """, [mapID, address]).first {
+                """, [mapID, email]).first {
                 throw Refusal.problem("\(try member.decode("display_name", as: String.self)) is already a member; change their role in the list.")
             }
             // The owner's row is locked above: two presses cannot pass the limit together.
@@ -268,21 +267,23 @@ public struct SharedMaps: Sendable {
             guard sent < quotas.invitationsPerHour else {
                 throw Refusal.problem("You have sent \(quotas.invitationsPerHour) invitations in the past hour, the limit. Try again later.")
             }
-            try db.query("DELETE FROM map_invitations WHERE map_id = $1 AND invitee_email = lower($2) AND used_at IS NULL", [mapID, address])
+            try db.query("DELETE FROM map_invitations WHERE map_id = $1 AND invitee_email = lower($2) AND used_at IS NULL", [mapID, email])
             let made = try db.query("""
                 INSERT INTO map_invitations (map_id, code_hash, role, created_by, expires_at, invitee_email, invitee_id)
                 SELECT $1, sha256(convert_to($2, 'UTF8')), $3, $4, now() + make_interval(days => $5::int), lower($6),
                        (SELECT id FROM users WHERE lower(email) = lower($6) AND kind = 'person')
                 WHERE invite_right($1, $4)
-                """, [mapID, code, role.rawValue, owner, Self.invitationDays, address]).affectedRows
-            guard made == 1 else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
+                RETURNING invitee_id
+                """, [mapID, code, role.rawValue, owner, Self.invitationDays, email])
+            guard let invitation = made.first else { throw Refusal.notAllowed("Only the map's owners can invite people.") }
             try db.query("INSERT INTO invitations_sent (user_id) VALUES ($1)", [owner])
-            if let appURL, let row = try db.query("""
+            // The mail goes to the account the invitation was bound to, none other.
+            if let appURL, let invitee: Int64 = try invitation.decode("invitee_id"), let row = try db.query("""
                 SELECT u.email, u.display_name AS invitee, o.display_name AS inviter, m.display_name AS map
                 FROM users u, users o, users m
-                WHERE lower(u.email) = lower($1) AND u.kind = 'person' AND u.disabled_at IS NULL AND o.id = $2 AND m.id = $3
+                WHERE u.id = $1 AND u.disabled_at IS NULL AND o.id = $2 AND m.id = $3
                   AND NOT EXISTS (SELECT 1 FROM map_invitation_blocks b WHERE b.person_id = u.id AND b.map_id = m.id)
-                """, [address, owner, mapID]).first {
+                """, [invitee, owner, mapID]).first {
                 let inviter: String = try row.decode("inviter"), map: String = try row.decode("map")
                 try MailOutbox.enqueue(db, .mapInvitation, to: try row.decode("email"),
                                        subject: "\(inviter) invited you to a shared map on Virtual Tourist", body: """

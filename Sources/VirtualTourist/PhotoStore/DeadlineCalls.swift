@@ -45,7 +45,7 @@ final class DeadlineCalls: Sendable {
             // A caller that gave up has counted this call overdue: it ends now.
             if !call.finish(result) { overdue.subtract(1, ordering: .relaxed) }
         })
-        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        let seconds = deadline.inSeconds
         if call.done.wait(timeout: .now() + seconds) == .success, let result = call.result() { return .returned(result) }
         // Counted under the call's lock, so the thread either sees it and uncounts it, or had
         // already finished (then its result is used).

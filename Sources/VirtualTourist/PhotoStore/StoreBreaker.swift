@@ -97,7 +97,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
                 throw PhotoStoreError.refused(retryAfter: StoreBreakerStateMachine.retryAfter(retryAfter),
                                               reason: machine.withLock { $0.outage?.reason })
             case .wait(let until):
-                _ = slotFreed.wait(until: Date(timeIntervalSinceNow: Self.seconds(until - now)))
+                _ = slotFreed.wait(until: Date(timeIntervalSinceNow: (until - now).inSeconds))
             }
         }
         let ticket = admitted!
@@ -156,10 +156,6 @@ public final class StoreBreaker: PhotoStore, Sendable {
         }
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let c = duration.components
-        return Double(c.seconds) + Double(c.attoseconds) / 1e18
-    }
 
     // MARK: PhotoStore
 

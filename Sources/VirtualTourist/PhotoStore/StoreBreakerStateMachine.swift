@@ -216,8 +216,7 @@ struct StoreBreakerStateMachine {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        let c = duration.components
-        let value = Double(c.seconds) + Double(c.attoseconds) / 1e18
+        let value = duration.inSeconds
         return value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
     }
 

@@ -375,7 +375,7 @@ final class MapStreamWatcher: AlbumWatcher {
     init(_ stream: ResponseStream, stillMember: (@Sendable () -> Bool)? = nil, every: Duration = .seconds(60)) {
         self.stream = stream
         self.stillMember = stillMember
-        self.every = Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18
+        self.every = every.inSeconds
         guard stillMember != nil else { return }
         stream.onClose { [weak self] in self?.closed.store(true, ordering: .relaxed) }
         scheduleCheck()

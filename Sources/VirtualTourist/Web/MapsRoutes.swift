@@ -5,9 +5,8 @@ import HTTPServer
 /// owners' forms (/maps/:id/…), invitation links (/maps/join/:code). Who may do what is checked by
 /// SharedMaps in the statement that does it; here its refusals become 404, 403 or a flash.
 extension WebPipeline {
-    mutating func addMapsRoutes(maps: SharedMaps, publicURL: String?, mail: MailSender? = nil) {
+    mutating func addMapsRoutes(maps: SharedMaps, base: String?, mail: MailSender? = nil) {
         let secure = secureCookies
-        let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
         /// Runs a change and goes to `done` (else `back`) with its sentence; a refusal becomes 404 /
         /// 403, or a flash on `back`, the page the form was on.
@@ -28,6 +27,10 @@ extension WebPipeline {
         }
         @Sendable func memberID(_ request: HTTPRequest) throws -> Int64 {
             guard let id = request.parameters["member"].flatMap({ Int64($0) }), id > 0 else { throw HTTPError.notFound }
+            return id
+        }
+        @Sendable func invitationID(_ request: HTTPRequest) throws -> Int64 {
+            guard let id = request.parameters["invitation"].flatMap({ Int64($0) }), id > 0 else { throw HTTPError.notFound }
             return id
         }
         @Sendable func role(_ request: HTTPRequest) throws -> MapRole {
@@ -143,7 +146,7 @@ extension WebPipeline {
 
         signedIn("POST", "/maps/:id/invitations/:invitation/withdraw") { context in
             let id = try mapID(context.request)
-            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            let invitation = try invitationID(context.request)
             return try changing(context, back: "/maps/\(id)") {
                 try maps.withdrawInvitation(invitation, of: id, by: context.user.id)
                     ? "Invitation link withdrawn: it lets nobody in any more."
@@ -179,7 +182,7 @@ extension WebPipeline {
         // (and, with block=1, keep the map's owners from inviting them again). Someone else's
         // invitation answers as one that does not exist.
         signedIn("POST", "/maps/invitations/:invitation/accept") { context in
-            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            let invitation = try invitationID(context.request)
             return try changing(context, back: "/maps", done: "/") {
                 let joined: SharedMaps.Joined
                 do {
@@ -195,7 +198,7 @@ extension WebPipeline {
             }
         }
         signedIn("POST", "/maps/invitations/:invitation/decline") { context in
-            guard let invitation = context.request.parameters["invitation"].flatMap({ Int64($0) }), invitation > 0 else { throw HTTPError.notFound }
+            let invitation = try invitationID(context.request)
             let block = context.request.formValue("block") == "1"
             return try changing(context, back: "/maps") {
                 guard try maps.decline(invitation: invitation, person: context.user.id, block: block) else {

@@ -6,9 +6,8 @@ import HTTPServer
 /// chooses a new password once, ending every session of the account. Without mail the page says
 /// whom to ask (the operator's `virtual-tourist admin reset-password`).
 extension WebPipeline {
-    mutating func addPasswordResetRoutes(resets: PasswordResets, mail: MailSender?, publicURL: String?) {
+    mutating func addPasswordResetRoutes(resets: PasswordResets, mail: MailSender?, base: String?) {
         let secure = secureCookies
-        let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         // Links in mail need the address people reach the app at.
         let mails = mail != nil && base != nil
 

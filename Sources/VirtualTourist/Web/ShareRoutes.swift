@@ -7,12 +7,11 @@ import HTTPServer
 /// docs/architecture.md, "Share links".
 extension WebPipeline {
     mutating func addShareRoutes(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents,
-                                 provider: any PhotoProvider, limits: ShareRateLimit.Limits, publicURL: String?,
+                                 provider: any PhotoProvider, limits: ShareRateLimit.Limits, base: String?,
                                  places: @escaping @Sendable () -> PlaceIndex) {
         let secure = secureCookies
         let gate = ShareGate(links: links, limit: ShareRateLimit(limits), secure: secure)
         let streams = StreamQuota(perPerson: ShareGate.streamsPerLink)
-        let base = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
         // ----- the owner's -----
 
