@@ -4,14 +4,17 @@ one shows on the other's map without a reload, timed; an album fills live and sa
 it; a deletion leaves the other's map live), a viewer in a third session (a read-only map: a
 press and hold drops nothing), a member removed while their album is open (404 on the next
 visit, their own map back), screenshots of the switcher and the members page in both themes,
-and the keyboard-only way through the switcher and the maps pages, light and dark.
-script/test (stage maps) starts the app and the photo fixture and runs:
+and the keyboard-only way through the switcher and the maps pages, light and dark. Mail goes to a
+real SMTP server: the invitation mail is read from its Maildir and shown as received; an editor's
+share link closes when Ann removes him (the owners' list says so, shot light and dark); and a
+password is reset from the mailed link, which ends the other browser's session.
+script/test (stage maps) starts the app, the photo fixture and aiosmtpd and runs:
 
-    maps.py BASE_URL SCREENSHOT_DIR DATABASE_URL
+    maps.py BASE_URL SCREENSHOT_DIR DATABASE_URL MAILDIR
 
 Times are read from one clock: Date.now() in each browser (they run on the same machine).
 """
-import os, subprocess, sys, time
+import email, email.policy, html, mailbox, os, re, subprocess, sys, time, urllib.error, urllib.parse, urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 import journey as j  # noqa: E402  (same BASE and SCREENSHOT_DIR arguments)
@@ -21,7 +24,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
-BASE, SHOTS, DATABASE_URL = sys.argv[1], sys.argv[2], sys.argv[3]
+BASE, SHOTS, DATABASE_URL, MAILDIR = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 MAP_NAME = "Club walks"
 KYOTO = (35.0116, 135.7681, 9)
 failures = []
@@ -87,6 +90,46 @@ def keep(driver, name, element=None):
     else:
         element.screenshot(path)
     shots.append(path)
+
+
+def mail_to(address, subject_part, timeout=30):
+    """The first message in the Maildir to `address` whose subject contains `subject_part`,
+    decoded as a mail program would (encoded-word subject, base64 body)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.isdir(os.path.join(MAILDIR, "new")):
+            for key, message in mailbox.Maildir(MAILDIR, factory=None, create=False).items():
+                parsed = email.message_from_bytes(message.as_bytes(), policy=email.policy.default)
+                if parsed["To"] and address in str(parsed["To"]) and subject_part in str(parsed["Subject"]):
+                    return parsed
+        time.sleep(0.2)
+    raise AssertionError("no mail to %s about %r within %ds (Maildir %s)" % (address, subject_part, timeout, MAILDIR))
+
+
+def show_mail(d, message, name):
+    """The message as a mail program shows it (its headers and text), screenshot `name`."""
+    rows = "".join("<tr><th scope=row>%s</th><td>%s</td></tr>" % (h, html.escape(str(message[h] or "")))
+                   for h in ("From", "To", "Subject", "Date"))
+    page = ("<!doctype html><html lang=en><meta charset=utf-8><title>%s</title>"
+            "<style>body{font:15px system-ui,sans-serif;margin:0;background:#eef0f3}"
+            "main{max-width:760px;margin:24px auto;background:#fff;border:1px solid #ccd;border-radius:8px;padding:20px 24px}"
+            "th{text-align:left;color:#555;padding:2px 12px 2px 0;font-weight:600}"
+            "pre{white-space:pre-wrap;font:15px/1.5 system-ui,sans-serif;border-top:1px solid #ddd;padding-top:14px}</style>"
+            "<main><p style='color:#777;margin:0 0 8px'>As received by the SMTP server (Maildir), decoded</p>"
+            "<table>%s</table><pre>%s</pre></main>" % (html.escape(str(message["Subject"])), rows, html.escape(message.get_content())))
+    d.get("data:text/html;charset=utf-8," + urllib.parse.quote(page))
+    keep(d, name)
+
+
+def status_of(path):
+    """A visitor's status for `path` (no cookies, redirects not followed)."""
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    try:
+        return urllib.request.build_opener(NoRedirect).open(BASE + path, timeout=10).status
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 def live_map(d, label):
@@ -281,6 +324,13 @@ def main():
             # The answer never says whether the address has an account; Cy accepts on his Maps page.
             j.wait(ann, lambda: "If someone on this server has that address" in ann.page_source, message="Cy invited")
             assert cy_email in ann.find_element(By.CSS_SELECTOR, "table.invitations").text, "the invitation is not listed for its owner"
+            # The invitation by mail, to the account that has the address.
+            invitation = mail_to(cy_email, "invited you to a shared map")
+            text = invitation.get_content()
+            assert str(invitation["Subject"]) == "Ann invited you to a shared map on Virtual Tourist", invitation["Subject"]
+            assert "\u201c%s\u201d as a viewer" % MAP_NAME in text and BASE + "/maps" in text, text
+            print("    the invitation mail arrived: %r to %s" % (str(invitation["Subject"]), invitation["To"]))
+            show_mail(cy, invitation, "maps-invitation-mail")
             cy.get(BASE + "/maps")
             invited = cy.find_element(By.CSS_SELECTOR, "li.invited")
             assert MAP_NAME in invited.text and "Ann" in invited.text, invited.text
@@ -333,6 +383,20 @@ def main():
             a.theme(ann, "light")
         step(ann, "screenshots: the switcher and the members page, light and dark", screenshots)
 
+        def links_with_makers():
+            ann.get(BASE + "/maps/%s" % state["map"])
+            ann.find_element(By.NAME, "editors_share").click()
+            ann.find_element(By.CSS_SELECTOR, "form[action$='/sharing'] button[type=submit]").click()
+            j.wait(ann, lambda: ann.find_element(By.NAME, "editors_share").is_selected(), message="editors may share")
+            for who, label in ((bob, "Bob's walk"), (ann, "For the newsletter")):
+                who.get(BASE + ("/pins/%s/shares" % state["pin"] if who is bob else "/shares"))
+                who.find_element(By.ID, "share-label").send_keys(label)
+                who.find_element(By.CSS_SELECTOR, "#new-share-form button[type=submit]").click()
+                url = j.wait(who, lambda: who.find_element(By.ID, "new-share-url").get_attribute("value"), message="the new link")
+                state[label] = url[url.index("/s/"):]
+                assert status_of(state[label]) == 200, "%s: %s" % (label, status_of(state[label]))
+        step(bob, "Ann lets editors share; Bob makes an album link, Ann a link to the whole map", links_with_makers)
+
         def removed():
             bob.get(BASE + "/pins/%s" % state["pin"])
             j.wait_album_ready(bob)
@@ -356,6 +420,60 @@ def main():
             assert state["pin"] not in bob.execute_script("return window.virtualTourist.pins.pins.map((p) => p.id)")
             print("    Bob after removal: the album is a 404, his map shows %r (%s)" % (shown, "switcher" if switcher else "no shared map left: the Shared maps link"))
         step(bob, "Ann removes Bob while his album is open: 404 on reload, his own map back", removed)
+
+        def links_after_removal():
+            # Bob's link closed with his membership; Ann's stays open. The owners' list says so.
+            closed, open_ = status_of(state["Bob's walk"]), status_of(state["For the newsletter"])
+            assert closed in (404, 410) and open_ == 200, "after removal: Bob's link %s, Ann's %s" % (closed, open_)
+            for scheme in ("light", "dark"):
+                a.theme(ann, scheme)
+                ann.get(BASE + "/shares")
+                rows = {r.find_element(By.TAG_NAME, "td").text: r.text for r in ann.find_elements(By.CSS_SELECTOR, "table.share-links tbody tr")}
+                assert "Bob" in rows.get("Bob's walk", "") and "Closed" in rows.get("Bob's walk", ""), rows
+                assert "Ann" in rows.get("For the newsletter", "") and "Active" in rows.get("For the newsletter", ""), rows
+                j.check_page(ann, "share links with makers (%s)" % scheme)
+                keep(ann, "maps-share-links-%s" % scheme, ann.find_element(By.CSS_SELECTOR, "section[aria-labelledby='share-list-heading']"))
+            a.theme(ann, "light")
+            print("    after Bob's removal his album link answers %s, Ann's whole-map link %s; the list says who made each" % (closed, open_))
+        step(ann, "the owners' list of links: Bob's closed with his removal, Ann's open (shot light and dark)", links_after_removal)
+
+        def password_reset():
+            # Bob forgot his password: on his phone (a new browser) he asks for a link by mail,
+            # chooses a new password, and his laptop's session (the bob browser) ends.
+            bob.get(BASE + "/")
+            j.wait(bob, lambda: bob.find_elements(By.ID, "map-canvas"), message="Bob signed in on the laptop")
+            phone = browser()
+            try:
+                phone.get(BASE + "/sign-in")
+                phone.find_element(By.LINK_TEXT, "Forgot your password?").click()
+                j.wait(phone, lambda: phone.find_elements(By.ID, "email"), message="the forgot-password page")
+                j.check_page(phone, "forgot password")
+                phone.find_element(By.ID, "email").send_keys(bob_email.upper())
+                phone.find_element(By.CSS_SELECTOR, "form[action='/forgot-password'] button[type=submit]").click()
+                j.wait(phone, lambda: "a link to choose a new password is on its way" in phone.page_source, message="the answer")
+                reset = mail_to(bob_email, "Reset your Virtual Tourist password")
+                link = re.search(r"https?://\S+/reset-password/[A-Za-z0-9_-]+", reset.get_content())
+                assert link and link.group(0).startswith(BASE + "/reset-password/"), reset.get_content()
+                show_mail(phone, reset, "maps-reset-mail")
+                phone.get(link.group(0))
+                j.wait(phone, lambda: phone.find_elements(By.ID, "password_confirmation"), message="the new-password form")
+                j.check_page(phone, "choose a new password")
+                for field in ("password", "password_confirmation"):
+                    phone.find_element(By.ID, field).send_keys("a new password from the mail")
+                phone.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+                j.wait(phone, lambda: "/sign-in" in phone.current_url, message="back on the sign-in page")
+                # Once: the link opens nothing more.
+                assert status_of(link.group(0)[len(BASE):]) == 404
+                phone.find_element(By.ID, "email").send_keys(bob_email)
+                phone.find_element(By.ID, "password").send_keys("a new password from the mail")
+                phone.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+                j.wait(phone, lambda: phone.find_elements(By.ID, "map-canvas"), message="signed in with the new password")
+                bob.get(BASE + "/")
+                j.wait(bob, lambda: "/sign-in" in bob.current_url, message="the laptop signed out")
+                print("    reset by mail: link used once, new password works, the other browser signed out")
+            finally:
+                phone.quit()
+        step(bob, "Bob resets his password from the mailed link; his other session ends", password_reset)
     finally:
         ann.quit()
         bob.quit()

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import HTTPClient
 import HTTPServer
 import Log
 import Postgres
@@ -492,8 +493,15 @@ import TestSupport
         let lines = ShareLinkLogTests.Lines()
         let stop = Logger.observe { lines.add($0) }
         defer { stop() }
-        let app = try TestApp(server: { $0.accessLog = { lines.add($0.line) } })
+        // Mail set up (never sent: no sender runs), so a reset link is made; its token read from the outbox.
+        let app = try TestApp(configure: {
+            $0.publicURL = "http://photos.example.org"
+            $0.mail = SMTPClient.Settings(host: "127.0.0.1", port: 9, security: .none, from: "photos@example.org")
+        }, server: { $0.accessLog = { lines.add($0.line) } })
         let owner = try app.signedUp(email: "olga@example.org", name: "Olga")
+        #expect(try MailTests.askForReset(app, "olga@example.org").status == 303)
+        let mailed: String = try #require(try app.pool.query("SELECT body FROM mail_outbox").first?.decode("body"))
+        let reset = try #require(mailed.firstMatch(of: /\/reset-password\/([A-Za-z0-9_-]{43})/).map { String($0.1) })
         let map = try SharedMapTests.makeMap(owner, name: "Club")
         let invitation = try SharedMapTests.invite(owner, map: map, role: "viewer")
         #expect(try SharedMapTests.switchTo(owner, "own").status == 303)
@@ -502,7 +510,7 @@ import TestSupport
         // The setup code of an instance nobody has signed up to yet (SIGN_UP=invite).
         let empty = try TestApp(configure: { $0.signUp = .invite }, server: { $0.accessLog = { lines.add($0.line) } })
         let setup = try #require(try empty.app.accounts.setupCode(mode: .invite))
-        let secrets = [share, invitation, signUp, setup]
+        let secrets = [share, invitation, signUp, setup, reset]
 
         /// Every spelling of a path holding `secret` after `prefix` ("s", "maps/join").
         func spellings(_ prefix: String, _ secret: String) -> [String] {
@@ -523,7 +531,8 @@ import TestSupport
         var sent = 0
         let visitor = app.browser()
         let csrf = try SharedMapTests.csrf(owner)
-        for (prefix, secret) in [("s", share), ("maps/join", invitation), ("sign-up", signUp), ("s", invitation), ("maps/join", share)] {
+        for (prefix, secret) in [("s", share), ("maps/join", invitation), ("sign-up", signUp), ("s", invitation), ("maps/join", share),
+                                 ("reset-password", reset), ("RESET-password", reset)] {
             for path in spellings(prefix, secret) {
                 for (browser, method) in [(visitor, "GET"), (owner, "GET"), (owner, "POST"), (visitor, "HEAD")] {
                     let body = Array("_csrf=\(csrf)".utf8)
@@ -544,5 +553,6 @@ import TestSupport
             #expect(leaks.isEmpty, "\(leaks.prefix(5))")
         }
         #expect(logged.contains { $0.contains("/s/\(share.prefix(4))…") } && logged.contains { $0.contains("/maps/join/\(invitation.prefix(4))…") })
+        #expect(logged.contains { $0.contains("/reset-password/\(reset.prefix(4))…") })
     }
 }

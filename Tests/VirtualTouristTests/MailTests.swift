@@ -12,8 +12,13 @@ final class SMTPSink {
     let maildir: String
     private var process: Process?
 
-    init(port: Int? = nil) throws {
+    /// `handler`: aiosmtpd's Mailbox, or "refusing.Refusing" (Tests/Fixtures/smtp/refusing.py:
+    /// refuses gone@ for good and busy@ twice).
+    let handler: String
+
+    init(port: Int? = nil, handler: String = "aiosmtpd.handlers.Mailbox") throws {
         self.port = try port ?? MotoServer.freePort()
+        self.handler = handler
         maildir = TestApp.scratchDirectory("maildir")
         try start()
     }
@@ -24,7 +29,10 @@ final class SMTPSink {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let python = ProcessInfo.processInfo.environment["S3_TEST_PYTHON"] ?? "python3"
-        process.arguments = [python, "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir]
+        process.arguments = [python, "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", handler, maildir]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PYTHONPATH"] = TestApp.repositoryRoot + "/Tests/Fixtures/smtp"
+        process.environment = environment
         let log = FileHandle(forWritingAtPath: "/dev/null")
         process.standardOutput = log
         process.standardError = log
@@ -207,6 +215,44 @@ final class SMTPSink {
         let error: String? = try app.pool.query("SELECT last_error FROM mail_outbox WHERE sent_at IS NULL ORDER BY id DESC LIMIT 1").first?.decode("last_error")
         #expect(error?.lowercased().contains("timeout") == true || error?.lowercased().contains("timed out") == true, "\(error ?? "none")")
         #expect(try app.browser().get("/sign-in").status == 200)
+    }
+
+    /// A server that refuses: for good (550) the mail is given up at once, said in the log, and the
+    /// queue goes on; for a while (451) it is tried again and arrives.
+    @Test func aMailServerThatRefusesForGoodOrForAWhile() throws {
+        let sink = try SMTPSink(handler: "refusing.Refusing")
+        let app = try Self.app(port: sink.port)
+        for email in ["gone@example.org", "busy@example.org", "bob@example.org"] {
+            _ = try app.signedUp(email: email, name: "Someone")
+            #expect(try Self.askForReset(app, email).status == 303)
+        }
+        let mails = sink.wait(for: 2, timeout: 20)
+        #expect(Set(mails.map(\.to)) == ["busy@example.org", "bob@example.org"], "\(mails.map(\.to))")
+        let rows = try app.pool.query("SELECT to_address, attempts, sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, coalesce(last_error, '') AS error FROM mail_outbox ORDER BY id")
+        let byAddress = try Dictionary(uniqueKeysWithValues: rows.map { row in
+            (try row.decode("to_address", as: String.self),
+             (attempts: try row.decode("attempts", as: Int.self), sent: try row.decode("sent", as: Bool.self),
+              failed: try row.decode("failed", as: Bool.self), error: try row.decode("error", as: String.self)))
+        })
+        let gone = try #require(byAddress["gone@example.org"]), busy = try #require(byAddress["busy@example.org"])
+        #expect(gone.failed && !gone.sent && gone.attempts == 1 && gone.error.contains("550"), "\(gone)")
+        #expect(busy.sent && busy.attempts == 3 && busy.error.contains("451"), "\(busy)")
+        #expect(byAddress["bob@example.org"]?.sent == true && byAddress["bob@example.org"]?.attempts == 1)
+        // Given up means given up: no further try.
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(try app.count("SELECT attempts FROM mail_outbox WHERE to_address = 'gone@example.org'") == 1)
+    }
+
+    /// One network asking for many addresses' resets (walking a list, filling the outbox) is
+    /// refused after ten an hour, with a clear page; nothing more is queued.
+    @Test func resetRequestsFromOneNetworkAreLimited() throws {
+        let sink = try SMTPSink()
+        let app = try Self.app(port: sink.port)
+        for n in 0..<10 { #expect(try Self.askForReset(app, "someone\(n)@example.org").status == 303) }
+        let refused = try Self.askForReset(app, "someone10@example.org")
+        #expect(refused.status == 429 && refused.header("Retry-After") == "3600")
+        #expect(refused.body.contains("Many password resets were asked for from your network this hour"))
+        #expect(try app.count("SELECT count(*)::int FROM password_resets") == 0)
     }
 
     @Test func anInvitationIsMailedToTheAccountItIsForOnly() throws {

@@ -12,7 +12,9 @@ source Tests/Docker/docker.sh
 
 stage=$(basename "$0")
 stage_pids=()
+kill_pids=()   # servers that end only on SIGKILL (aiosmtpd)
 stage_cleanup() {
+    [ ${#kill_pids[@]} -eq 0 ] || kill -KILL "${kill_pids[@]}" 2>/dev/null || true
     [ ${#stage_pids[@]} -eq 0 ] || kill "${stage_pids[@]}" 2>/dev/null || true
     [ ${#stage_pids[@]} -eq 0 ] || wait "${stage_pids[@]}" 2>/dev/null || true
 }
@@ -52,7 +54,7 @@ start_fixture() {
 start_app() {
     local name="$1" port database
     shift
-    port=$(free_port)
+    port=${APP_PORT:-$(free_port)}
     database=${APP_DATABASE:-$(new_database "$name")}
     app_log="$TEST_SCRATCH/app-$name.log"
     env DATABASE_URL="$database" PORT="$port" SIGN_UP=open PHOTO_PROVIDER=fixture PHOTO_STORE="$TEST_SCRATCH/photos-$name" \
@@ -62,6 +64,16 @@ start_app() {
     wait_for "$port"
     app_url="http://127.0.0.1:$port"
     app_database="$database"
+}
+
+# start_smtp NAME: a real SMTP server (aiosmtpd from the venv) on a free port, keeping what it
+# accepts in the Maildir $maildir; sets smtp_port. aiosmtpd ends only on SIGKILL (stop_stage's).
+start_smtp() {
+    smtp_port=$(free_port)
+    maildir="$TEST_SCRATCH/maildir-$1"
+    python3 -m aiosmtpd -n -l "127.0.0.1:$smtp_port" -c aiosmtpd.handlers.Mailbox "$maildir" > "$TEST_SCRATCH/smtp-$1.log" 2>&1 &
+    kill_pids+=($!)
+    wait_for "$smtp_port"
 }
 
 # Where the browser stages leave their screenshots and console logs.

@@ -11,6 +11,8 @@ public struct PasswordResets: Sendable {
     let pool: PostgresPool
     public static let minutes = 30
     static let perHour = 3
+    /// Reset requests an hour from one client network (IPv6: its /64), whatever the address asked.
+    static let perNetworkPerHour = 10
 
     public init(pool: PostgresPool) { self.pool = pool }
 

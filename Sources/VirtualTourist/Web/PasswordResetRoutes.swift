@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Synchronization
 
 /// Forgotten passwords: /forgot-password asks for the address and mails a link when mail is set up
 /// (the answer is the same whether or not an account has the address); /reset-password/TOKEN
@@ -10,6 +11,10 @@ extension WebPipeline {
         let secure = secureCookies
         // Links in mail need the address people reach the app at.
         let mails = mail != nil && base != nil
+        // Per client network as well as per account (PasswordResets.perHour): one address cannot
+        // walk a list of addresses and fill the outbox. In memory, per instance, bounded.
+        let askers = Mutex(TokenBuckets<String>(limit: 10_000))
+        let askRule = TokenBuckets<String>.Rule(PasswordResets.perNetworkPerHour, per: 3600)
 
         page("GET", "/forgot-password") { context in
             .page(AccountViews.forgotPassword(mails: mails, chrome: context.chrome))
@@ -20,6 +25,11 @@ extension WebPipeline {
             if let problem = User.emailProblem(email) {
                 return .page(AccountViews.forgotPassword(mails: true, chrome: context.chrome, email: email, error: problem),
                              status: .unprocessableContent)
+            }
+            let network = context.request.remoteNetwork
+            guard askers.withLock({ $0.take(network, askRule, now: ProcessInfo.processInfo.systemUptime) }) else {
+                throw HTTPError(.tooManyRequests, "Many password resets were asked for from your network this hour. Try again in an hour, or ask the person who runs this server.",
+                                headers: ["Retry-After": "3600"])
             }
             try resets.request(email: email, link: base + "/reset-password/")
             mail?.wake()
