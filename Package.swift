@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Postgres", targets: ["Postgres"]),
+        .library(name: "Domain", targets: ["Domain"]),
+        .library(name: "AlbumWing", targets: ["AlbumWing"]),
         .library(name: "VirtualTourist", targets: ["VirtualTourist"]),
         .library(name: "PhotoFixture", targets: ["PhotoFixture"]),
         .executable(name: "virtual-tourist", targets: ["virtual-tourist"]),
@@ -44,27 +46,39 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "Log"),
+        // Waitable: the one way a thread of ours waits for another (pthread mutex and condition).
+        .target(name: "Waiting"),
         // The least-recently-used order every bounded table uses (caches, rate limiters).
         .target(name: "LRU"),
-        .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Waiting"]),
         // gzip for whoever needs it: static files (HTTPServer) and the places file (VirtualTourist).
         .target(name: "Zlib", dependencies: ["CZlib"]),
         // Text written into responses: the one HTML escaper (the app's views and the server's own
         // error page) and integers as digits (pages and JSON).
         .target(name: "WebText"),
-        .target(name: "HTTPServer", dependencies: ["CEpoll", "Zlib", "Log", "WebText", "LRU"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ", "Log"]),
-        .target(name: "VirtualTourist", dependencies: ["HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CCrypt", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
+        .target(name: "HTTPServer", dependencies: ["Waiting", "CEpoll", "Zlib", "Log", "WebText", "LRU"]),
+        .target(name: "Postgres", dependencies: ["Waiting", "CLibPQ", "Log"]),
+        // The app in three layers, each target depending only on those below it, so a circle is a
+        // compile error (docs/architecture.md, "Layers"): the domain (people, maps, pins, mail),
+        // the album wing (albums, providers, the photo store) and the web (routes, views, the app).
+        .target(name: "Domain", dependencies: ["Waiting", "Postgres", "HTTPClient", "Zlib", "CCrypt", "Log"]),
+        .target(name: "AlbumWing", dependencies: ["Domain", "Waiting", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
+        .target(name: "VirtualTourist", dependencies: ["Waiting", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer", "CTurboJPEG"], exclude: ["Photos"]),
         .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
-        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
+        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
+        // The small modules' own tests (their users' suites test them too, through the app).
+        .testTarget(name: "WebTextTests", dependencies: ["WebText"]),
+        .testTarget(name: "LRUTests", dependencies: ["LRU"]),
+        .testTarget(name: "ZlibTests", dependencies: ["Zlib"]),
+        .testTarget(name: "WaitingTests", dependencies: ["Waiting"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport", "CTurboJPEG"]),
+        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport", "CTurboJPEG"]),
     ],
     swiftLanguageModes: [.v6]
 )

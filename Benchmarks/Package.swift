@@ -40,6 +40,7 @@ let package = Package(
         ]),
         .executableTarget(name: "bench-album", dependencies: [
             .product(name: "VirtualTourist", package: root),
+            .product(name: "Domain", package: root),
             .product(name: "PhotoFixture", package: root),
             .product(name: "Postgres", package: root),
         ]),

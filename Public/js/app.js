@@ -78,8 +78,14 @@ if (root.dataset.pinsComplete !== "true") {
   map.on("moveend", loadInView);
   loadInView(); // the page embedded the first view's pins; the server's view follows
 }
+// This tab's own drops and deletions, so the live stream (live.js) does not re-read the view for a
+// change the page already shows. The server announces a change at commit, before it answers, so
+// an event can come while its answer is still on the way: such events wait for the answers.
+const own = { unanswered: 0, ids: new Set(), held: [], settled: () => {} };
+const ownAsked = (id) => { own.unanswered++; if (id !== undefined) own.ids.add(id); };
+const ownAnswered = (id) => { if (id !== undefined) own.ids.add(id); own.unanswered--; if (own.unanswered === 0) own.settled(); };
 // A shared map's other members' pins, live (live.js: only shared maps load it).
-if (root.dataset.live === "true") import("./live.js").then((live) => live.follow(root, map, loadInView));
+if (root.dataset.live === "true") import("./live.js").then((live) => live.follow(root, map, loadInView, own));
 root.dataset.ready = "true";
 
 const hint = document.getElementById("map-hint");
@@ -94,8 +100,11 @@ async function dropPinAt(lat, lon) {
   const temporary = pins.add({ id: -Date.now(), lat, lon, name: "Saving…", photos: 0, status: "new", pending: true });
   map.redrawLayers();
   if (navigator.vibrate) navigator.vibrate(15);
+  ownAsked();
+  let savedID;
   try {
     const saved = await send("POST", "/pins", { lat: lat.toFixed(6), lon: lon.toFixed(6) });
+    savedID = saved.id;
     pins.replace(temporary, saved);
     listAdd(saved);
     root.dataset.pinCount = String(pins.pins.length);
@@ -103,6 +112,8 @@ async function dropPinAt(lat, lon) {
   } catch (error) {
     pins.remove(temporary);
     showToast(`The pin could not be saved: ${error.message}`, "error");
+  } finally {
+    ownAnswered(savedID);
   }
   map.redrawLayers();
 }
@@ -194,6 +205,7 @@ async function deletePin(pin) {
   canvas.focus({ preventScroll: true }); // where the pin was: the map, not the page's top
   pins.remove(pin);
   map.redrawLayers();
+  ownAsked(pin.id);
   try {
     await send("DELETE", `/pins/${pin.id}`);
     listRemove(pin);
@@ -203,6 +215,8 @@ async function deletePin(pin) {
     pins.add(pin, false);
     map.redrawLayers();
     showToast(`The pin could not be deleted: ${error.message}`, "error");
+  } finally {
+    ownAnswered();
   }
 }
 

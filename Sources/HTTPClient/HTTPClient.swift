@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import Synchronization
+import Waiting
 
 /// Outbound HTTP through libcurl, for photo providers and image downloads.
 ///
@@ -395,8 +396,7 @@ private final class ResponseSink: @unchecked Sendable {
 
 /// A counting semaphore per host.
 private final class HostSlots: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
-    private let condition = NSCondition()
+    private let counts = Waitable<[String: Int]>([:])
 
     func withSlot<T>(_ host: String, limit: Int, _ body: () throws -> T) throws -> T {
         try withSlot(host, limit: limit, deadline: nil, body)!
@@ -404,21 +404,19 @@ private final class HostSlots: Sendable {
 
     /// nil when no slot came free before `deadline` (CLOCK_MONOTONIC nanoseconds).
     func withSlot<T>(_ host: String, limit: Int, deadline: UInt64?, _ body: () throws -> T) throws -> T? {
-        condition.lock()
-        while counts.withLock({ $0[host, default: 0] }) >= limit {
-            guard let deadline else { condition.wait(); continue }
+        let take = { (counts: inout [String: Int]) -> Bool? in
+            guard counts[host, default: 0] < limit else { return nil }
+            counts[host, default: 0] += 1
+            return true
+        }
+        if let deadline {
             let now = HTTPClient.now()
-            guard now < deadline else { condition.unlock(); return nil }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9))
+            let left = Duration.nanoseconds(Int64(deadline > now ? deadline - now : 0))
+            guard counts.wait(for: take, timeout: left) != nil else { return nil }
+        } else {
+            counts.wait(for: take)
         }
-        counts.withLock { $0[host, default: 0] += 1 }
-        condition.unlock()
-        defer {
-            condition.lock()
-            counts.withLock { $0[host, default: 1] -= 1 }
-            condition.broadcast()
-            condition.unlock()
-        }
+        defer { counts.change { $0[host, default: 1] -= 1 } }
         return try body()
     }
 }

@@ -9,8 +9,8 @@ import Darwin
 /// compressed when the request accepts gzip (RFC 9110 §12.5.3), and every such response says
 /// `Vary: Accept-Encoding` so a cache never hands the compressed form to a client that did not ask.
 ///
-/// The level is 1: on the pages people open most it costs a fraction of level 6's CPU for about
-/// 10 % more bytes, and the server's CPU is what is scarce. The largest answers (a thousand pins)
+/// The level is 1: on the pages people open most it costs a fraction of level 6's CPU for a few
+/// more bytes, and the server's CPU is what is scarce. The largest answers (a thousand pins)
 /// would save more at level 6, but they are rare and already many times smaller than plain
 /// (`script/bench app` prints the figures per level; docs/performance.md, "Pages and the map").
 public struct Compression: Middleware {

@@ -107,6 +107,35 @@ public struct HTTPError: HTTPResponseError, CustomStringConvertible {
     public var description: String { "\(status): \(publicMessage)" }
 
     public static let notFound = HTTPError(.notFound, "This page does not exist.")
+
+    /// "Try again later", the one way it is said: 503 when the server, or something behind it,
+    /// cannot answer now; 429 (`tooManyRequests`) when this client asked too often. Retry-After in
+    /// whole seconds (rounded up, at least 1), and never cached.
+    public static func unavailable(_ message: String, retryAfter: Duration) -> HTTPError {
+        HTTPError(.serviceUnavailable, message, headers: waitHeaders(retryAfter))
+    }
+
+    public static func tooManyRequests(_ message: String, retryAfter: Duration) -> HTTPError {
+        HTTPError(.tooManyRequests, message, headers: waitHeaders(retryAfter))
+    }
+
+    /// The headers of a "try again later", for responses that are not an error page (JSON, a form
+    /// shown again).
+    public static func waitHeaders(_ retryAfter: Duration) -> HTTPHeaders {
+        ["Retry-After": String(retryAfterSeconds(retryAfter)), "Cache-Control": "no-store"]
+    }
+
+    public static func retryAfterSeconds(_ retryAfter: Duration) -> Int64 {
+        let (seconds, attoseconds) = retryAfter.components
+        return max(1, seconds + (attoseconds > 0 ? 1 : 0))
+    }
+}
+
+extension HTTPResponse {
+    /// Marks a response as a "try again later" (HTTPError.waitHeaders).
+    public mutating func waitFor(_ retryAfter: Duration) {
+        for (name, value) in HTTPError.waitHeaders(retryAfter) { headers.set(name, value) }
+    }
 }
 
 extension HTTPParseError: HTTPResponseError {

@@ -1,14 +1,13 @@
-@preconcurrency import Dispatch
 import Synchronization
+import Waiting
 
 /// The writing end of a long-lived response (Server-Sent Events, a download written as it is
 /// read). Any thread may write; bytes are handed to the connection's event loop in order. Writes after
 /// either side closed are dropped.
 public final class ResponseStream: Sendable {
     private let connection: Connection
-    private let state = Mutex<State>(State())
-    /// Signalled when a writer waiting in `writeWhenDrained` may go on (drained or closed).
-    private let drained = DispatchSemaphore(value: 0)
+    /// A writer in `writeWhenDrained` waits on it until the connection has drained or closed.
+    private let state = Waitable<State>(State())
 
     private struct State {
         var open = true
@@ -17,7 +16,7 @@ public final class ResponseStream: Sendable {
         var handedOff = 0
         /// Bytes the connection holds unsent (its last report).
         var unsent = 0
-        /// The level a waiting writer waits to get below; nil when nobody waits.
+        /// A writer waits for the bytes in flight to fall to this level; nil when nobody waits.
         var waitingBelow: Int?
     }
 
@@ -48,26 +47,31 @@ public final class ResponseStream: Sendable {
         let connection = self.connection
         let count = bytes.count
         connection.loop.execute { connection.streamWrite(bytes, handingOff: count) }
-        let wait = state.withLock { s -> Bool in
-            guard s.open, s.handedOff + s.unsent > limit else { return false }
-            s.waitingBelow = limit
-            return true
-        }
-        if wait { drained.wait() }
-        return isOpen
+        // Past the limit, it waits until half of it is sent (not one write's worth, back and forth).
+        return state.wait(for: { s -> Bool? in
+            if !s.open { s.waitingBelow = nil; return false }
+            if let level = s.waitingBelow {
+                guard s.handedOff + s.unsent <= level else { return nil }
+                s.waitingBelow = nil
+                return true
+            }
+            guard s.handedOff + s.unsent > limit else { return true }
+            s.waitingBelow = limit / 2
+            return nil
+        })
     }
 
     /// Called by the connection, on its loop, after `handedOff` bytes were queued and after
     /// every send: what it still holds unsent.
     func connectionHolds(unsent: Int, handedOff: Int = 0) {
+        // Every send reports here: the writer is woken only when it has something to wake for.
         let wake = state.withLock { s -> Bool in
             s.handedOff -= handedOff
             s.unsent = unsent
-            guard let level = s.waitingBelow, s.handedOff + s.unsent <= level / 2 else { return false }
-            s.waitingBelow = nil
-            return true
+            guard let level = s.waitingBelow else { return false }
+            return s.handedOff + s.unsent <= level
         }
-        if wake { drained.signal() }
+        if wake { state.change { _ in } }
     }
 
     /// One event in the text/event-stream format (HTML Living Standard §9.2.6): every line of `data`
@@ -106,12 +110,11 @@ public final class ResponseStream: Sendable {
 
     /// Called by the connection, on its loop, once it has closed.
     func connectionClosed() {
-        let (handlers, wake) = state.withLock { s -> ([@Sendable () -> Void], Bool) in
+        let handlers = state.change { s -> [@Sendable () -> Void] in
             s.open = false
-            defer { s.onClose = []; s.waitingBelow = nil }
-            return (s.onClose, s.waitingBelow != nil)
+            defer { s.onClose = [] }
+            return s.onClose
         }
-        if wake { drained.signal() }
         for handler in handlers { handler() }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Log
 import Synchronization
+import Waiting
 
 /// A bounded pool of connections. A caller borrows one connection for the length of a closure, so
 /// no PGconn is ever used by two threads at once. When all are lent out, callers wait in line, first
@@ -27,10 +28,11 @@ public final class PostgresPool: Sendable {
     private typealias Machine = PoolStateMachine<PostgresConnection>
     private struct State {
         var machine: Machine
-        /// The semaphore each waiter in line sleeps on.
-        var sleepers: [Machine.WaiterID: DispatchSemaphore] = [:]
+        /// Waiters in line the machine has answered (a connection, a place, or the pool closed):
+        /// each waiter sleeps until its id is here.
+        var woken: Set<Machine.WaiterID> = []
     }
-    private let state: Mutex<State>
+    private let state: Waitable<State>
 
     public init(url: String, maxConnections: Int = 10, acquireTimeout: Double = 5,
                 options: PostgresConnection.Options = .init()) {
@@ -39,7 +41,7 @@ public final class PostgresPool: Sendable {
         self.maxConnections = maxConnections
         self.acquireTimeout = acquireTimeout
         self.options = options
-        self.state = Mutex(State(machine: PoolStateMachine(maxConnections: maxConnections)))
+        self.state = Waitable(State(machine: PoolStateMachine(maxConnections: maxConnections)))
     }
 
     public struct Statistics: Sendable {
@@ -81,31 +83,24 @@ public final class PostgresPool: Sendable {
     /// Closes idle connections, sends away everyone waiting and refuses new borrowers; lent
     /// connections close when returned.
     public func close() {
-        let (toClose, toWake) = state.withLock { s -> ([PostgresConnection], [DispatchSemaphore]) in
+        let toClose = state.change { s -> [PostgresConnection] in
             let (closing, woken) = s.machine.close()
-            return (closing, woken.compactMap { s.sleepers.removeValue(forKey: $0) })
+            s.woken.formUnion(woken)
+            return closing
         }
-        toWake.forEach { $0.signal() }
         toClose.forEach { $0.close() }
     }
 
     private func acquire() throws -> PostgresConnection {
-        let (answer, sleeper) = state.withLock { s -> (Machine.Acquire, DispatchSemaphore?) in
-            let answer = s.machine.acquire(now: .now, timeout: .seconds(acquireTimeout))
-            guard case .wait(let id, _) = answer else { return (answer, nil) }
-            let sleeper = DispatchSemaphore(value: 0)
-            s.sleepers[id] = sleeper
-            return (answer, sleeper)
-        }
+        let answer = state.withLock { $0.machine.acquire(now: .now, timeout: .seconds(acquireTimeout)) }
         switch answer {
         case .closed: throw PostgresError.poolClosed
         case .use(let connection): return try checked(connection)
         case .connect: return try connect()
         case .wait(let id, let deadline):
-            let timeout = DispatchTime.now() + max(0, (deadline - .now) / .seconds(1))
-            _ = sleeper?.wait(timeout: timeout)
+            _ = state.wait(for: { $0.woken.contains(id) ? true : nil }, timeout: deadline - .now)
             let grant = state.withLock { s in
-                s.sleepers[id] = nil
+                s.woken.remove(id)
                 return s.machine.waitEnded(id)
             }
             switch grant {
@@ -149,11 +144,12 @@ public final class PostgresPool: Sendable {
 
     /// Tells the machine under the lock; wakes and closes what it answers outside it.
     private func handOff(_ event: (inout Machine) -> Machine.Handoff) {
-        let (sleeper, closing) = state.withLock { s -> (DispatchSemaphore?, PostgresConnection?) in
+        // (Every waiter wakes and looks for its own id: the line is at most the handler slots.)
+        let closing = state.change { s -> PostgresConnection? in
             let handoff = event(&s.machine)
-            return (handoff.wake.flatMap { s.sleepers.removeValue(forKey: $0) }, handoff.close)
+            if let woken = handoff.wake { s.woken.insert(woken) }
+            return handoff.close
         }
-        sleeper?.signal()
         closing?.close()
     }
 }

@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import Postgres
 import VirtualTourist
+import AlbumWing
+import Domain
 
 /// `virtual-tourist admin <command>`: the common administration tasks on the database DATABASE_URL
 /// names, the same one the app uses. Each command has an SQL recipe in docs/admin.md doing the

@@ -5,6 +5,8 @@ import HTTPClient
 import HTTPServer
 import Log
 import VirtualTourist
+import AlbumWing
+import Domain
 
 /// Settings from the environment, each overridable by a flag of the same name
 /// (PORT=9000 or --port 9000). `settings` is their table; README's Configuration is made from it.

@@ -8,6 +8,8 @@ import HTTPServer
 import Log
 import Postgres
 import VirtualTourist
+import AlbumWing
+import Domain
 
 let log = Logger(label: "virtual-tourist")
 

@@ -59,7 +59,7 @@ def extract(path, out):
 
 
 def leaf_tile(z, x, y):
-    """The leaves archive's content for a tile, or None (Tests/VirtualTouristTests/PMTilesTests.swift
+    """The leaves archive's content for a tile, or None (Tests/VirtualTouristTests/Values/PMTilesTests.swift
     computes the same): half the zoom-8 tiles, each one of 300 blobs of 3-300 bytes."""
     h = (x * 73856093 ^ y * 19349663 ^ z * 83492791) & 0xFFFFFFFF
     if h % 2:

@@ -7,6 +7,7 @@ import Foundation
 import PhotoFixture
 import Postgres
 import VirtualTourist
+import Domain
 
 let arguments = CommandLine.arguments
 let url = arguments[1]

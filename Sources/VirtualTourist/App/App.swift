@@ -5,6 +5,8 @@ import Postgres
 import Synchronization
 import Dispatch
 import Foundation
+import AlbumWing
+import Domain
 
 /// The whole web app as one HTTP handler (routes, static files, security headers, error pages),
 /// plus the background work behind it: album workers and the LISTEN connection that wakes them.
@@ -102,46 +104,10 @@ public final class App: Sendable {
 
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.photoAccess = photoAccess
-        web.plain("/healthz") { _ in .text("ok \(Version.number)") }
-        // Ready for traffic: the database answers and every migration is applied. Pages need
-        // nothing else, so a photo store outage (shared by every instance) is reported here as
-        // degraded, never as a 503 that would take every instance out of the balancer.
-        let migrations = settings.migrationsDirectory
         let storeCheck = StoreCheck(store: photoStore)
         self.storeCheck = storeCheck
-        web.plain("/readyz") { _ in
-            do {
-                let upToDate = try pool.withConnection { try Migrator(directory: migrations).isUpToDate($0) }
-                guard upToDate else { return .text("not ready: migrations are pending", status: .serviceUnavailable) }
-                var text = "ready"
-                if let problem = storeCheck.problem() {
-                    let photos = storeCheck.breaker?.status.reads == false ? "photos answer 503" : "photos are served"
-                    text += " (degraded)\nphoto store \(storeCheck.name): \(problem); \(photos), albums wait for it"
-                }
-                // A provider's trouble does not make the instance unready, but the operator reads it here.
-                if let note = interactive.budget?.recentProblem() { text += "\n\(interactive.name): \(note)" }
-                return .text(text)
-            } catch let error as PostgresError {
-                var response = HTTPResponse.text("not ready: the database cannot be reached: \(error.unavailableReason)",
-                                                 status: .serviceUnavailable)
-                response.headers.set("Retry-After", String(DatabaseUnavailable.retryAfterSeconds))
-                return response
-            } catch {
-                return .text("not ready: \(error)", status: .serviceUnavailable)
-            }
-        }
-        let token = settings.metricsToken, counter = connectionCount
-        let render: @Sendable () throws -> HTTPResponse = {
-            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: storeCheck)
-        }
-        // On the public port only with the token: behind a reverse proxy every request comes from
-        // the proxy's (local) address, so no address can stand in for it. Without a token it is
-        // served on METRICS_PORT alone (metricsHandler).
-        web.plain("/metrics") { request in
-            guard let token, !token.isEmpty, let sent = request.headers["Authorization"],
-                  constantTimeEqual(Array(sent.utf8), Array("Bearer \(token)".utf8)) else { throw HTTPError.notFound }
-            return try render()
-        }
+        web.addOperationsRoutes(pool: pool, migrations: settings.migrationsDirectory, storeCheck: storeCheck, provider: interactive,
+                                metrics: metrics, connections: connectionCount, token: settings.metricsToken)
         let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
         self.mailSender = mailSender
         web.addAccountRoutes(signUp: settings.signUp)

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPClient
+import AlbumWing
+import Domain
 
 /// Settings the app layer needs (the executable reads them from the environment).
 public struct AppSettings: Sendable {

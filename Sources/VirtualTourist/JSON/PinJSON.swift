@@ -1,3 +1,4 @@
+import Domain
 /// The JSON shape of a pin for the map script.
 struct PinJSON: Codable {
     let id: Int64

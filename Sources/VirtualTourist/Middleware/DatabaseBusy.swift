@@ -8,8 +8,7 @@ struct DatabaseBusy: Middleware {
         do {
             return try next(request)
         } catch PostgresError.poolTimeout {
-            throw HTTPError(.serviceUnavailable, "The server is busy right now. Please try again in a moment.",
-                            headers: ["Retry-After": "2"])
+            throw HTTPError.unavailable("The server is busy right now. Please try again in a moment.", retryAfter: .seconds(2))
         }
     }
 }

@@ -10,7 +10,7 @@ import Postgres
 /// connect_timeout on a silent one, and the pool replaces broken connections on the next request,
 /// so service resumes with the first request after the database is back (docs/architecture.md).
 struct DatabaseUnavailable: Middleware {
-    static let retryAfterSeconds = 2
+    static let retryAfter = Duration.seconds(2)
     static let message = "The database is unavailable right now, so nothing can be shown or saved. Please try again in a moment."
     private static let logger = Logger(label: "postgres")
 
@@ -20,14 +20,13 @@ struct DatabaseUnavailable: Middleware {
         } catch let error as PostgresError where error.meansDatabaseUnavailable {
             // Troubleshooting: GET /path: 503,
             Self.logger.warning("\(request.method) \(LoggedPath.redacted(request.path)): 503, \(error.unavailableReason)")
-            let headers: HTTPHeaders = ["Retry-After": String(Self.retryAfterSeconds), "Cache-Control": "no-store"]
             if Self.wantsJSON(request) {
-                var response = HTTPResponse.json(#"{"error":"database_unavailable","message":"\#(Self.message)","retryAfter":\#(Self.retryAfterSeconds)}"#,
+                var response = HTTPResponse.json(#"{"error":"database_unavailable","message":"\#(Self.message)","retryAfter":\#(HTTPError.retryAfterSeconds(Self.retryAfter))}"#,
                                                  status: .serviceUnavailable)
-                for (name, value) in headers { response.headers.set(name, value) }
+                response.waitFor(Self.retryAfter)
                 return response
             }
-            throw HTTPError(.serviceUnavailable, Self.message, headers: headers)
+            throw HTTPError.unavailable(Self.message, retryAfter: Self.retryAfter)
         }
     }
 

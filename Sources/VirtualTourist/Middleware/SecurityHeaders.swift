@@ -1,4 +1,5 @@
 import HTTPServer
+import AlbumWing
 
 /// Headers every response carries. The Content-Security-Policy allows no inline script at all
 /// (script-src 'self'), so an escaping mistake cannot become script execution; frame-ancestors

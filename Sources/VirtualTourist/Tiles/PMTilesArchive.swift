@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 #if canImport(Glibc)
 import Glibc
+import AlbumWing
 #endif
 
 /// A PMTiles version 3 archive read in place: the 127-byte header, then directories (root and

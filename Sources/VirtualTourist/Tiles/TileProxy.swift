@@ -3,6 +3,7 @@ import HTTPClient
 import HTTPServer
 import Log
 import Synchronization
+import Waiting
 
 /// Raster tiles from an upstream tile server (TILE_URL), fetched by the server through libcurl and
 /// kept in a disk cache, so browsers never talk to the upstream (it learns nothing about who looks
@@ -92,9 +93,8 @@ final class TileProxy: TileSource {
     enum Outcome: Sendable { case tile(CachedTile), notFound, failed(String) }
 
     /// One fetch per tile at a time: the first request fetches, the others wait for its outcome.
-    final class Flight: @unchecked Sendable {
-        let condition = NSCondition()   // guards outcome
-        var outcome: Outcome?
+    final class Flight: Sendable {
+        let outcome = Waitable<Outcome?>(nil)
     }
 
     func fetchOnce(key: String, z: Int, x: Int, y: Int, stale: CachedTile?) -> Outcome {
@@ -105,20 +105,12 @@ final class TileProxy: TileSource {
             return (flight, true)
         }
         if !leader {
-            flight.condition.lock()
-            defer { flight.condition.unlock() }
-            let deadline = Date().addingTimeInterval(client.options.totalTimeout + client.options.connectTimeout + 1)
-            while flight.outcome == nil {
-                if !flight.condition.wait(until: deadline) { return .failed("timed out waiting for the tile server") }
-            }
-            return flight.outcome!
+            let wait = Duration.seconds(client.options.totalTimeout + client.options.connectTimeout + 1)
+            return flight.outcome.wait(for: { $0 }, timeout: wait) ?? .failed("timed out waiting for the tile server")
         }
         let outcome = fetch(key: key, z: z, x: x, y: y, stale: stale)
         flights.withLock { $0[key] = nil }
-        flight.condition.lock()
-        flight.outcome = outcome
-        flight.condition.broadcast()
-        flight.condition.unlock()
+        flight.outcome.change { $0 = outcome }
         return outcome
     }
 

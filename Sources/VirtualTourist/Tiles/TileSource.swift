@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WebText
 import Log
 
 /// Where /tiles/{z}/{x}/{y} gets its tiles: a PMTiles archive (TILES_FILE) or a raster tile
@@ -63,16 +64,7 @@ enum TileSources {
     }
 
     /// Attribution HTML from archive metadata as text: tags dropped, entities people use decoded.
-    static func plainText(_ html: String) -> String {
-        var out = "", inTag = false
-        for c in html {
-            if c == "<" { inTag = true } else if c == ">" { inTag = false } else if !inTag { out.append(c) }
-        }
-        for (entity, char) in [("&copy;", "©"), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&nbsp;", " ")] {
-            out = out.replacingOccurrences(of: entity, with: char)
-        }
-        return out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    }
+    static func plainText(_ html: String) -> String { HTMLText.plain(html) }
 
     /// If-None-Match lists the tag (or is *).
     static func matches(_ request: HTTPRequest, etag: String) -> Bool {

@@ -1,3 +1,4 @@
+import Domain
 /// Sign-in and sign-up forms. Errors appear next to their field and what the person typed stays,
 /// except passwords.
 enum AccountViews {

@@ -1,4 +1,6 @@
 import Foundation
+import AlbumWing
+import Domain
 
 /// The album page, the photo page and the picker.
 enum AlbumPages {
@@ -197,11 +199,11 @@ enum AlbumPages {
             <form method="post" action="/photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
             <button type="submit" class="button danger-outline">Remove from album</button></form>
             """
-        let source: HTML = safeURL(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
+        let source: HTML = ProviderLinks.safe(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
         let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(text: photo.ownerName)</dd>"
         let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\(text: $0)</dd>" } ?? .empty
         // The deed, as the provider's licence list links it (rel=license, HTML's link type for it).
-        let license: HTML = safeURL(photo.licenseURL).map { "<a href=\"\(text: $0)\" rel=\"license noopener noreferrer\">\(text: photo.license)</a>" }
+        let license: HTML = ProviderLinks.safe(photo.licenseURL).map { "<a href=\"\(text: $0)\" rel=\"license noopener noreferrer\">\(text: photo.license)</a>" }
             ?? "\(text: photo.license)"
         return Layout.page(title: title, chrome: chrome, bodyClass: "photo-page",
                            head: "<script type=\"module\" src=\"/js/photo.js\"></script>" + extraHead, main: """
@@ -225,11 +227,11 @@ enum AlbumPages {
         let items: [HTML] = result.photos.map { photo in
             let title = photo.title.isEmpty ? "Untitled photo" : photo.title
             let isSaved = saved.contains(photo.remoteID)
-            let preview: HTML = safeURL(photo.imageURL).map { "<a href=\"\(text: $0)\" class=\"preview-link\" target=\"_blank\" rel=\"noopener noreferrer\">Preview<span class=\"visually-hidden\"> \(text: title)</span></a>" } ?? .empty
+            let preview: HTML = ProviderLinks.safe(photo.imageURL).map { "<a href=\"\(text: $0)\" class=\"preview-link\" target=\"_blank\" rel=\"noopener noreferrer\">Preview<span class=\"visually-hidden\"> \(text: title)</span></a>" } ?? .empty
             return """
                 <li class="pick\(isSaved ? " saved" : HTML.empty)">
                 <label><input type="checkbox" name="photo" value="\(text: photo.remoteID)"\(isSaved ? " checked disabled" : HTML.empty)>
-                <img src="\(text: safeURL(photo.thumbnailURL) ?? "")" alt="\(text: title)" width="150" height="150" loading="lazy">
+                <img src="\(text: ProviderLinks.safe(photo.thumbnailURL) ?? "")" alt="\(text: title)" width="150" height="150" loading="lazy">
                 <span class="pick-title">\(text: title)\(isSaved ? " (in the album)" : HTML.empty)</span></label>
                 \(preview)
                 </li>
@@ -263,11 +265,5 @@ enum AlbumPages {
             ? "All \(result.photos.count) photos on this page are in the album already; try the next page."
             : "\(new) of the \(result.photos.count) photos on this page are not in the album yet."
         return text.isEmpty ? .empty : "<p class=\"muted\" id=\"picker-new-count\">\(text: text)</p>"
-    }
-
-    /// Links and images from a provider: http(s) only, so a javascript: URL can never become a link.
-    static func safeURL(_ url: String?) -> String? {
-        guard let url, let scheme = URL(string: url)?.scheme?.lowercased(), scheme == "https" || scheme == "http" else { return nil }
-        return url
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Domain
 
 /// Who an album page is drawn for, and so where its links point and what it may show: the owner
 /// (/pins/ID, /photos/ID, every control) or a share link's visitor (/s/TOKEN/…, read-only, and

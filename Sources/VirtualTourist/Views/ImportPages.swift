@@ -1,4 +1,5 @@
 import Foundation
+import Domain
 
 /// The import pages: the upload form (with the reason when a file was refused) and the preview of
 /// what a file will add, with Confirm and Cancel. Plain forms: no script needed.

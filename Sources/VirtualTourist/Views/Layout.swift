@@ -1,3 +1,4 @@
+import Domain
 
 /// The page shell every HTML page shares: head, header with the person's name and sign-out, flash
 /// message, main content, footer.

@@ -1,4 +1,5 @@
 import Foundation
+import Domain
 
 /// The map page: a full-page canvas drawn by Public/js/map.js, with the saved region and the pins
 /// in data attributes so the first frame is already right. Below it, the same pins as a plain list

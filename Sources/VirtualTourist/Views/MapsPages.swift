@@ -1,4 +1,5 @@
 import Foundation
+import Domain
 
 /// Shared maps: the list of a person's maps with the form that makes one, a map's own page (its
 /// name and members, and for owners the forms that manage them), and an invitation's page.

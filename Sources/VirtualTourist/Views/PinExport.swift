@@ -1,5 +1,7 @@
 import Foundation
 import WebText
+import AlbumWing
+import Domain
 
 /// A person's pins as files other map software reads: GeoJSON (RFC 7946), GPX 1.1 waypoints and
 /// KML 2.2 placemarks. Written straight into bytes, a batch of pins at a time, so the route can read

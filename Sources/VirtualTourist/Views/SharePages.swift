@@ -1,4 +1,6 @@
 import Foundation
+import AlbumWing
+import Domain
 
 /// Share links: the visitor's password page and map list, the preview tags, and the owner's list
 /// of links with the form that makes one. The visitor's album and photo pages are AlbumPages in

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import AlbumWing
+import Domain
 
 /// Sign up, sign in, sign out.
 extension WebPipeline {
@@ -47,7 +49,7 @@ extension WebPipeline {
             if form.errors.isEmpty, try !accounts.allowSignUp(from: request.remoteNetwork) {
                 form.errors["email"] = "Too many new accounts from your network this hour. Try again later."
                 var response = HTTPResponse.page(AccountViews.signUp(form, chrome: context.chrome), status: .tooManyRequests)
-                response.headers.set("Retry-After", "3600")
+                response.waitFor(.seconds(3600))
                 return response
             }
             if form.errors.isEmpty {
@@ -101,7 +103,7 @@ extension WebPipeline {
                 let wait = seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
                 form.error = "Too many failed attempts. Wait \(wait), then try again."
                 var response = HTTPResponse.page(AccountViews.signIn(form, chrome: context.chrome), status: .tooManyRequests)
-                response.headers.set("Retry-After", String(seconds))
+                response.waitFor(.seconds(seconds))
                 return response
             }
         }

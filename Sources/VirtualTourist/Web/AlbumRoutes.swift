@@ -2,6 +2,8 @@ import Foundation
 import HTTPServer
 import Log
 import Synchronization
+import AlbumWing
+import Domain
 
 private let photoServingLogger = Logger(label: "photo-store")
 
@@ -70,11 +72,10 @@ extension WebPipeline {
             switch downloads.admit(user) {
             case .success(let admitted): ticket = admitted
             case .failure(.tooManyOfYours):
-                throw HTTPError(.tooManyRequests, "Your other album downloads are still running. Try again when one has finished.",
-                                headers: ["Retry-After": "30"])
+                throw HTTPError.tooManyRequests("Your other album downloads are still running. Try again when one has finished.",
+                                                retryAfter: .seconds(30))
             case .failure(.busy):
-                throw HTTPError(.serviceUnavailable, "Many albums are being downloaded right now. Try again in a minute.",
-                                headers: ["Retry-After": "30"])
+                throw HTTPError.unavailable("Many albums are being downloaded right now. Try again in a minute.", retryAfter: .seconds(30))
             }
             return HTTPResponse(status: .ok, headers: [
                 "Content-Type": "application/zip",
@@ -253,8 +254,7 @@ extension WebPipeline {
         } catch let error as PhotoProviderError {
             throw providerPage(error, provider: provider)
         } catch is PickerSearches.Busy {
-            throw HTTPError(.serviceUnavailable, "Many people are browsing photos right now. Try again in a few seconds.",
-                            headers: ["Retry-After": "5"])
+            throw HTTPError.unavailable("Many people are browsing photos right now. Try again in a few seconds.", retryAfter: .seconds(5))
         } catch is PickerSearches.TimedOut {
             throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
         }

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import AlbumWing
+import Domain
 
 /// /import: a GeoJSON, GPX, KML or KMZ file in, a preview kept in the database, pins out on Confirm.
 /// Each pin's album is queued as a dropped pin's is (PinImportStore.confirm), so imports wait in

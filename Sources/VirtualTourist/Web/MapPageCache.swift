@@ -1,4 +1,6 @@
 import HTTPServer
+import AlbumWing
+import Domain
 
 /// Each person's last map page, rendered and gzipped, served again while nothing on it has changed.
 ///

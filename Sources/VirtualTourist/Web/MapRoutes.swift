@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Domain
 
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebPipeline {

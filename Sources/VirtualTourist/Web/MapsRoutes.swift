@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Domain
 
 /// Shared maps: the list and the switcher's target (/maps, /maps/switch), a map's page and its
 /// owners' forms (/maps/:id/…), invitation links (/maps/join/:code). Who may do what is checked by

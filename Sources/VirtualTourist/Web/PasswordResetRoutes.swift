@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Synchronization
+import Domain
 
 /// Forgotten passwords: /forgot-password asks for the address and mails a link when mail is set up
 /// (the answer is the same whether or not an account has the address); /reset-password/TOKEN
@@ -28,8 +29,8 @@ extension WebPipeline {
             }
             let network = context.request.remoteNetwork
             guard askers.withLock({ $0.take(network, askRule, now: ProcessInfo.processInfo.systemUptime) }) else {
-                throw HTTPError(.tooManyRequests, "Many password resets were asked for from your network this hour. Try again in an hour, or ask the person who runs this server.",
-                                headers: ["Retry-After": "3600"])
+                throw HTTPError.tooManyRequests("Many password resets were asked for from your network this hour. Try again in an hour, or ask the person who runs this server.",
+                                                retryAfter: .seconds(3600))
             }
             try resets.request(email: email, link: base + "/reset-password/")
             mail?.wake()

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import HTTPServer
 import Log
+import AlbumWing
 
 private let photoBytesLogger = Logger(label: "photo-store")
 
@@ -133,12 +134,11 @@ extension WebPipeline {
         }
     }
 
-    /// A photo the store cannot give now: the page and every other route carry on, and the browser
-    /// may ask again after `retryAfter` seconds.
+    /// A photo the store cannot give now (a member's or a share link's visitor's): the page and
+    /// every other route carry on, and the browser may ask again after `retryAfter` seconds.
     static func storeUnavailable(retryAfter seconds: Int) -> HTTPResponse {
         var response = HTTPResponse.text("This photo cannot be loaded right now. Please try again in a moment.", status: .serviceUnavailable)
-        response.headers.set("Retry-After", String(seconds))
-        response.headers.set("Cache-Control", "no-store")
+        response.waitFor(.seconds(seconds))
         return response
     }
 }

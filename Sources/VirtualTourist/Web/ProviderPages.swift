@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Log
+import AlbumWing
 
 extension WebPipeline {
     /// A page that asked the provider itself (the picker) and could not: the fixed phrase of the
@@ -10,9 +11,8 @@ extension WebPipeline {
         provider.budget?.noteProblem(error.description)
         switch error.failureClass {
         case .wait(let seconds, let reason):
-            return HTTPError(.serviceUnavailable,
-                             ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: Double(seconds))),
-                             headers: ["Retry-After": String(seconds)])
+            return HTTPError.unavailable(ProviderPhrases.waiting(provider.name, reason: reason, until: Date(timeIntervalSinceNow: Double(seconds))),
+                                         retryAfter: .seconds(seconds))
         case let failure:
             return HTTPError(.badGateway, ProviderPhrases.failed(provider.name, failure))
         }

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import AlbumWing
+import Domain
 
 /// Share links: the owner's list and forms (/pins/:id/shares, /shares), and everything a visitor
 /// with a link reads, all under /s/TOKEN/… so that the password cookie (Path=/s/TOKEN) guards
@@ -88,8 +90,7 @@ extension WebPipeline {
             let (token, link) = try gate.open(context.request, .page)
             guard link.hasPassword else { return .redirect(to: "/s/" + token) }
             guard gate.limit.allow([.passwordTries(link: link.id), .passwordTriesFrom(context.request.remoteNetwork, link: link.id)]) else {
-                throw HTTPError(.tooManyRequests, "Too many wrong passwords for this link. Wait ten minutes and try again.",
-                                headers: ["Retry-After": "600"])
+                throw HTTPError.tooManyRequests("Too many wrong passwords for this link. Wait ten minutes and try again.", retryAfter: .seconds(600))
             }
             let sent = context.request.formValue("password") ?? ""
             guard let stored = link.passwordHash, Password.verify(sent, against: stored), let value = ShareLinks.unlockValue(token: token, link: link) else {
@@ -227,8 +228,7 @@ extension WebPipeline {
                 found = try albums.image(id, userID: link.userID, width: Thumbnailer.widths.max())
             }
         } catch let error as PhotoStoreError where error.unavailable {
-            throw HTTPError(.serviceUnavailable, "This photo cannot be loaded right now. Please try again in a moment.",
-                            headers: ["Retry-After": String(error.retryAfter ?? 10)])
+            return WebPipeline.storeUnavailable(retryAfter: error.retryAfter ?? 10)
         }
         guard var image = found else { throw HTTPError.notFound }
         if link.hideLocation {
@@ -264,8 +264,8 @@ struct ShareGate: Sendable {
     /// The token's link, open and within its rates. `visit` says how the request is counted: a
     /// page a person opens, or something a page goes on to load (ShareRateLimit).
     func open(_ request: HTTPRequest, _ visit: ShareRateLimit.Visit) throws -> (token: String, link: ShareLink) {
-        let tooMany = HTTPError(.tooManyRequests, "This shared album is being opened very often right now. Wait a minute, then reload the page.",
-                                headers: ["Retry-After": "60"])
+        let tooMany = HTTPError.tooManyRequests("This shared album is being opened very often right now. Wait a minute, then reload the page.",
+                                                retryAfter: .seconds(60))
         let address = request.remoteNetwork
         guard limit.allowVisit(visit, from: address) else { throw tooMany }
         let token = request.parameters["token"] ?? ""

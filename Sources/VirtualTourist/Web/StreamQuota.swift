@@ -1,5 +1,6 @@
 import HTTPServer
 import Synchronization
+import AlbumWing
 
 /// Live album pages (event streams) open per person. Each holds a connection and a watcher for as
 /// long as the tab stays open; without a cap one account could hold every connection the server

@@ -1,6 +1,8 @@
 import Foundation
 import HTTPServer
 import Postgres
+import AlbumWing
+import Domain
 
 /// What every page handler gets: the request, the session if there is one, and the CSRF token its
 /// forms must carry.

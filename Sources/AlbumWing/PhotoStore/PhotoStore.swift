@@ -1,0 +1,227 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where photo bytes live: content-addressed blobs named by their SHA-256 (hex). Rows in `photos`
+/// keep the hash; the same bytes are stored once however many rows name them.
+public protocol PhotoStore: Sendable {
+    /// Stores the bytes (or refreshes the blob's age when already stored) and returns their hash.
+    func put(_ bytes: [UInt8]) throws -> String
+    /// Refreshes a stored blob's age as a put of its bytes would, without the bytes; false when
+    /// there is no such blob (then the caller puts the bytes).
+    func refresh(_ hash: String) throws -> Bool
+    /// The bytes of a blob; nil when there is none.
+    func get(_ hash: String) throws -> [UInt8]?
+    /// Every blob with its last write (the collector's grace period counts from it).
+    func list() throws -> [(hash: String, modified: Date)]
+    /// Removes a blob unless it was written after `olderThan`: a put meanwhile wins over the sweep.
+    func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool
+    /// Why the store cannot take writes now, or nil (/readyz).
+    func problem() -> String?
+    /// The store itself, under any wrapper (StoreBreaker): what routes ask to reach the file
+    /// store's files directly.
+    var base: any PhotoStore { get }
+}
+
+public struct PhotoStoreError: Error, CustomStringConvertible {
+    public let description: String
+    /// The store could not be reached or refused the request (an object store that is down,
+    /// wrong credentials): /photos/:id answers 503 rather than 500.
+    public var unavailable = false
+    /// The store is down rather than refusing this request: it could not be reached, failed on
+    /// its side (5xx), or has no room left. Albums keep such photos pending and wait for the
+    /// store (AlbumWorkers) instead of failing them.
+    public var outage = false
+    /// An outage of writes only: the store still reads (a full disk or quota, a file system
+    /// remounted read-only), so photos are still served.
+    public var writesOnly = false
+    /// Set when the breaker refused the call without asking the store (StoreBreaker): seconds
+    /// until it tries the store again, for Retry-After.
+    public var retryAfter: Int?
+
+    public init(description: String, unavailable: Bool = false, outage: Bool = false, writesOnly: Bool = false, retryAfter: Int? = nil) {
+        self.description = description
+        self.unavailable = unavailable || outage
+        self.outage = outage
+        self.writesOnly = outage && writesOnly
+        self.retryAfter = retryAfter
+    }
+
+    /// Errors of the file system rather than of one file: a full disk or quota, an I/O error (a
+    /// failing disk, a shut-down file system), a file system remounted read-only (ext4 does so
+    /// after an error), permissions lost on the directory. Each ends when the operator fixes the
+    /// disk, so albums wait for it.
+    package static let outageErrors: Set<Int32> = [ENOSPC, EDQUOT, EIO, EROFS, EACCES]
+
+    package static func file(_ text: String, errno code: Int32) -> PhotoStoreError {
+        PhotoStoreError(description: "\(text): \(String(cString: strerror(code)))", outage: outageErrors.contains(code),
+                        writesOnly: [ENOSPC, EDQUOT, EROFS].contains(code))
+    }
+
+    /// A call the breaker refused: the store is known to be down.
+    package static func refused(retryAfter: Int, reason: String?) -> PhotoStoreError {
+        PhotoStoreError(description: "the photo store is skipped for \(retryAfter) s after an outage (\(reason ?? "no answer"))",
+                        outage: true, retryAfter: retryAfter)
+    }
+}
+
+extension PhotoStore {
+    public func problem() -> String? { nil }
+    public var base: any PhotoStore { self }
+}
+
+/// A hash as the store accepts it: exactly 64 lowercase hex digits, so it can never name a path
+/// outside the store.
+package func isPhotoHash(_ text: String) -> Bool {
+    text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+}
+
+/// Blobs as files under a directory, fanned out as ab/cd/abcd… so no directory grows past 65,536
+/// entries. A write is a temp file in the target directory, fsync, rename, fsync of the directory:
+/// a crash leaves either the whole file or none (and a stray temp file the collector removes).
+///
+/// put and delete take a lock file (shared for put, exclusive for delete) around "touch or create"
+/// and "check age, unlink": a sweep that decided a blob was unreferenced can then never remove it
+/// after a put refreshed it, whichever process either runs in.
+public struct FileStore: PhotoStore {
+    public let root: String
+
+    /// Directories are made on the first write, so a store that is only read never creates one.
+    public init(root: String) {
+        self.root = root
+    }
+
+    package func path(_ hash: String) -> (directory: String, file: String) {
+        let utf8 = Array(hash.utf8)
+        let directory = root + "/" + String(decoding: utf8[0..<2], as: UTF8.self) + "/" + String(decoding: utf8[2..<4], as: UTF8.self)
+        return (directory, directory + "/" + hash)
+    }
+
+    public func put(_ bytes: [UInt8]) throws -> String {
+        let hash = SHA256.hex(bytes)
+        let (directory, file) = path(hash)
+        try withLock(LOCK_SH) {
+            // Already stored: only its age is refreshed, so a sweep running now keeps it.
+            if utimensat(AT_FDCWD, file, nil, 0) == 0 { return }
+            let temporary = directory + "/.tmp-" + UUID().uuidString
+            var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 && errno == ENOENT {
+                // The first blob of its directory: made then, not looked up again in every put.
+                try Self.makeDirectories(directory)
+                fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            }
+            guard fd >= 0 else { throw PhotoStoreError.file("cannot create \(temporary)", errno: errno) }
+            var written = 0
+            var failure: Int32 = 0
+            bytes.withUnsafeBytes { raw in
+                while written < raw.count {
+                    let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                    if n < 0 { if errno == EINTR { continue }; failure = errno; return }
+                    written += n
+                }
+            }
+            if failure == 0 && fsync(fd) != 0 { failure = errno }
+            close(fd)
+            if failure == 0 && rename(temporary, file) != 0 { failure = errno }
+            guard failure == 0 else {
+                unlink(temporary)
+                throw PhotoStoreError.file("cannot write \(file)", errno: failure)
+            }
+            // The rename is durable only once the directory entry is.
+            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
+        }
+        return hash
+    }
+
+    /// mkdir -p with the errno kept (a full disk is an outage, not a broken store).
+    package static func makeDirectories(_ path: String) throws {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST { throw PhotoStoreError.file("cannot create \(built)", errno: errno) }
+        }
+    }
+
+    /// A store whose directory cannot be written, or whose disk is full.
+    public func problem() -> String? {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return nil }  // made on the first write
+        if access(root, W_OK) != 0 { return "the photo store \(root) cannot be written: \(String(cString: strerror(errno)))" }
+        if UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20 { return "the photo store \(root) is full (under 1 MB free)" }
+        return nil
+    }
+
+    public func refresh(_ hash: String) throws -> Bool {
+        guard isPhotoHash(hash) else { return false }
+        let file = path(hash).file
+        return try withLock(LOCK_SH) { utimensat(AT_FDCWD, file, nil, 0) == 0 }
+    }
+
+    /// Read with open/read rather than FileManager, whose nil cannot tell a missing blob from a
+    /// disk that fails (EIO is an outage, ENOENT is not).
+    public func get(_ hash: String) throws -> [UInt8]? {
+        guard isPhotoHash(hash) else { return nil }
+        let file = path(hash).file
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw PhotoStoreError.file("cannot open \(file)", errno: errno)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw PhotoStoreError.file("cannot read \(file)", errno: errno) }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    public func list() throws -> [(hash: String, modified: Date)] {
+        var result: [(hash: String, modified: Date)] = []
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+        while let relative = enumerator.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            let full = root + "/" + relative
+            var info = stat()
+            guard stat(full, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            if isPhotoHash(name) {
+                result.append((name, modified))
+            } else if name.hasPrefix(".tmp-") {
+                // A write that died halfway; a live one is far younger than an hour.
+                if modified < Date().addingTimeInterval(-3600) { unlink(full) }
+            }
+        }
+        return result
+    }
+
+    public func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool {
+        guard isPhotoHash(hash) else { return false }
+        let file = path(hash).file
+        return try withLock(LOCK_EX) {
+            var info = stat()
+            guard stat(file, &info) == 0 else { return false }
+            let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            guard modified < olderThan else { return false }
+            return unlink(file) == 0
+        }
+    }
+
+    private func withLock<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
+        var fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == ENOENT {
+            try Self.makeDirectories(root)
+            fd = open(root + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        }
+        guard fd >= 0 else { throw PhotoStoreError.file("cannot open \(root)/.lock", errno: errno) }
+        defer { close(fd) }
+        while flock(fd, operation) != 0 {
+            guard errno == EINTR else { throw PhotoStoreError.file("cannot lock \(root)/.lock", errno: errno) }
+        }
+        return try body()
+    }
+}
