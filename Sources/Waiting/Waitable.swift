@@ -81,7 +81,8 @@ public final class Waitable<State>: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let (seconds, attoseconds) = max(timeout, .zero).components
         let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        // (At most ten years: a sum past the clock's range would trap.)
+        deadline.tv_sec += Int(min(seconds, 315_360_000)) + nanoseconds / 1_000_000_000
         deadline.tv_nsec = nanoseconds % 1_000_000_000
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -72,6 +72,7 @@ import Testing
         value.change { $0 = true }
         #expect(value.wait(for: { $0 ? true : nil }, timeout: .zero) == true)
         #expect(value.wait(for: { $0 ? true : nil }, timeout: .seconds(-5)) == true)
+        #expect(value.wait(for: { $0 ? true : nil }, timeout: .seconds(Int64.max)) == true, "a huge timeout does not trap")
     }
 }
 
