@@ -411,7 +411,7 @@ private final class HostSlots: Sendable {
         }
         if let deadline {
             let now = HTTPClient.now()
-            let left = Duration.nanoseconds(Int64(deadline > now ? deadline - now : 0))
+            let left = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
             guard counts.wait(for: take, timeout: left) != nil else { return nil }
         } else {
             counts.wait(for: take)

@@ -144,12 +144,15 @@ public final class PostgresPool: Sendable {
 
     /// Tells the machine under the lock; wakes and closes what it answers outside it.
     private func handOff(_ event: (inout Machine) -> Machine.Handoff) {
-        // (Every waiter wakes and looks for its own id: the line is at most the handler slots.)
-        let closing = state.change { s -> PostgresConnection? in
+        // Most releases hand nothing to a waiter: only those that do wake the line (every waiter
+        // then looks for its own id; the line is at most the handler slots). The id is in `woken`
+        // before the lock is let go, so a waiter that checks in between sees it.
+        let (closing, handed) = state.withLock { s -> (PostgresConnection?, Bool) in
             let handoff = event(&s.machine)
             if let woken = handoff.wake { s.woken.insert(woken) }
-            return handoff.close
+            return (handoff.close, handoff.wake != nil)
         }
+        if handed { state.change { _ in } }
         closing?.close()
     }
 }

@@ -61,7 +61,11 @@ public final class LicenseStore: Sendable {
     public func licenses() -> [String: License] {
         if let fresh = freshInMemory() { return fresh }
         // One caller fetches; the others wait for its list rather than crediting with none.
-        refreshing.wait(for: { busy in busy ? nil : { busy = true }() })
+        refreshing.wait(for: { busy -> Void? in
+            if busy { return nil }
+            busy = true
+            return ()
+        })
         defer { refreshing.change(wake: .one) { $0 = false } }
         if let fresh = freshInMemory() { return fresh }
         if let stored = try? load(), !stored.licenses.isEmpty, Date().timeIntervalSince(stored.fetchedAt) < maxAge {
