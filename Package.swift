@@ -74,6 +74,7 @@ let package = Package(
         .testTarget(name: "LRUTests", dependencies: ["LRU"]),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"]),
         .testTarget(name: "WaitingTests", dependencies: ["Waiting"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "CCurl"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),

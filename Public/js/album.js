@@ -34,8 +34,8 @@ function patch(markup) {
   const focusedLi = grid.contains(document.activeElement) ? document.activeElement.closest("li") : null;
   const focusedIsRemove = focusedLi && document.activeElement.closest(".remove") !== null;
   // Only what changed is touched: a tile whose status changed is swapped, the rest stay in place
-  // (replacing all thirty restyled and laid out the whole grid, 12 ms of the frame that shows the
-  // album's first photo on a slow machine; script/bench pindrop).
+  // (replacing all thirty restyles and lays out the whole grid in the frame that shows the album's
+  // first photo; docs/performance.md, "Albums", pindrop).
   const wanted = new Set(items);
   for (const li of [...grid.children]) if (!wanted.has(li)) li.remove();
   let cursor = grid.firstElementChild;
@@ -92,7 +92,7 @@ function poll() {
 
 // While the album's first photo arrives, later changes wait until it is painted (at most 300 ms),
 // and only the newest is patched: patching the grid meanwhile (new tiles, their images fetched
-// and decoded) held up its load and paint by 20 ms on a slow machine (script/bench pindrop).
+// and decoded) holds up its load and paint (docs/performance.md, "Albums", pindrop).
 // "Painted" is a frame after its load event: an image counts as complete once fetched, before
 // it is decoded or drawn.
 let held = null;

@@ -162,9 +162,9 @@ export class View {
   }
 
   // Only the layers above the base changed (pins): the next frame reuses the base's copy when it
-  // has one for this view. A full frame is 30-100 ms of the main thread where the canvas is drawn
-  // in software, and a pin's 350 ms drop animation is a frame every 16 ms: drawn in full, they
-  // held up the page's answer to POST /pins by ~110 ms (script/bench pindrop).
+  // has one for this view. Where the canvas is drawn in software a full frame is long, and a pin's
+  // drop animation asks for one every 16 ms: drawn in full, they hold up the page's answer to
+  // POST /pins (docs/performance.md, "Albums", pindrop).
   redrawLayers() {
     if (this.scheduled) return;
     this.scheduled = true;

@@ -13,7 +13,7 @@ import Waiting
 /// and our own network: an optional `HostPolicy` checked on the first request and every redirect
 /// (redirects are followed here, not by curl, so each hop is checked), and the address guard in
 /// the C shim, which refuses internal addresses whatever name led to them.
-public final class HTTPClient: @unchecked Sendable {
+public final class HTTPClient: Sendable {
     public struct Options: Sendable {
         public var connectTimeout: Double = 5
         public var totalTimeout: Double = 30
@@ -44,7 +44,7 @@ public final class HTTPClient: @unchecked Sendable {
     /// uses it.
     private let pool: Mutex<(idle: [Handle], lent: Int, share: SharedCaches?, closed: Bool)>
     /// When each origin last answered, to skip warm-ups for origins with warm connections.
-    private let lastUsed = Mutex<[String: UInt64]>([:])
+    private let lastUsed = Mutex<[String: ContinuousClock.Instant]>([:])
 
     public init(options: Options = Options()) {
         _ = HTTPClient.globalInit
@@ -126,12 +126,15 @@ public final class HTTPClient: @unchecked Sendable {
             throw HTTPClientError.unsupportedURL(url)
         }
         guard method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }), !method.isEmpty else { throw HTTPClientError.unsupportedURL("\(method) \(url)") }
-        let total = timeout ?? options.totalTimeout
-        let deadline = Self.now() &+ UInt64(total * 1e9)
+        // Clamped once, here: a Double out of Duration's range would trap, and so would NaN (which
+        // min() passes through) when it becomes curl's milliseconds.
+        let asked = timeout ?? options.totalTimeout
+        let total = asked.isNaN ? 1e9 : min(max(asked, 0), 1e9)
+        let deadline = ContinuousClock.now + .seconds(total)
         let slot = try hosts.withSlot(host.lowercased(), limit: options.perHostConcurrency, deadline: deadline) {
             // What the wait for the slot left of the request's time, at least a millisecond
             // (CURLOPT_TIMEOUT_MS 0 would mean no limit).
-            let left = max(0.001, Double(Int64(bitPattern: deadline &- Self.now())) / 1e9)
+            let left = max(0.001, (deadline - .now) / .seconds(1))
             return try perform(url, method: method, headers: headers, body: body, sigV4: sigV4, timeout: min(total, left))
         }
         guard let response = slot else { throw HTTPClientError.timedOut(url) }
@@ -147,12 +150,12 @@ public final class HTTPClient: @unchecked Sendable {
         }
     }
 
-    /// True when a request to `origin` finished within `seconds`: its connections are likely still
+    /// True when a request to `origin` finished within `within`: its connections are likely still
     /// open (curl keeps idle connections for about two minutes; servers often less).
-    public func isWarm(_ origin: String, within seconds: Double = 20) -> Bool {
+    public func isWarm(_ origin: String, within: Duration = .seconds(20)) -> Bool {
         guard options.reuseConnections, let key = HostPolicy.origin(of: origin),
               let last = lastUsed.withLock({ $0[key] }) else { return false }
-        return Double(Self.now() &- last) / 1e9 < seconds
+        return ContinuousClock.now - last < within
     }
 
     private func perform(_ url: String, method: String, headers: [String: String], body: [UInt8]? = nil,
@@ -263,7 +266,7 @@ public final class HTTPClient: @unchecked Sendable {
             default: throw HTTPClientError.transport(message)
             }
         }
-        if let key = HostPolicy.origin(of: url) { lastUsed.withLock { $0[key] = Self.now() } }
+        if let key = HostPolicy.origin(of: url) { lastUsed.withLock { $0[key] = .now } }
         var status = 0
         vt_curl_get_long(curl, CURLINFO_RESPONSE_CODE, &status)
         var redirect: UnsafeMutablePointer<CChar>?
@@ -300,12 +303,6 @@ public final class HTTPClient: @unchecked Sendable {
         }
         if !keep { handle?.destroy() }
         if let orphanedShare { vt_curl_share_destroy(orphanedShare.pointer) }
-    }
-
-    fileprivate static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 }
 
@@ -402,19 +399,17 @@ private final class HostSlots: Sendable {
         try withSlot(host, limit: limit, deadline: nil, body)!
     }
 
-    /// nil when no slot came free before `deadline` (CLOCK_MONOTONIC nanoseconds).
-    func withSlot<T>(_ host: String, limit: Int, deadline: UInt64?, _ body: () throws -> T) throws -> T? {
+    /// nil when no slot came free before `deadline`.
+    func withSlot<T>(_ host: String, limit: Int, deadline: ContinuousClock.Instant?, _ body: () throws -> T) throws -> T? {
         let take = { (counts: inout [String: Int]) -> Bool? in
             guard counts[host, default: 0] < limit else { return nil }
             counts[host, default: 0] += 1
             return true
         }
         if let deadline {
-            let now = HTTPClient.now()
-            let left = Duration.nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
-            guard counts.wait(for: take, timeout: left) != nil else { return nil }
+            guard counts.wait(for: take, timeout: max(.zero, deadline - .now)) != nil else { return nil }
         } else {
-            counts.wait(for: take)
+            _ = counts.wait(for: take)
         }
         defer { counts.change { $0[host, default: 1] -= 1 } }
         return try body()

@@ -20,10 +20,7 @@ public struct SMTPClient: Sendable {
         /// The sender's address (MAIL FROM and the From: header).
         public var from: String
         /// The bare address of `from` ("Virtual Tourist <photos@example.org>" → photos@example.org).
-        public var envelopeFrom: String {
-            guard let open = from.lastIndex(of: "<"), let close = from.lastIndex(of: ">"), open < close else { return from }
-            return String(from[from.index(after: open)..<close])
-        }
+        public var envelopeFrom: String { SMTPClient.bareAddress(from) }
         /// Seconds to connect, and for the whole exchange.
         public var connectTimeout: Int = 10
         public var timeout: Int = 30
@@ -72,7 +69,8 @@ public struct SMTPClient: Sendable {
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "UTC")
             formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-            let domain = from.split(separator: "@").last.map(String.init) ?? "localhost"
+            // Of the bare address: "Name <a@example.org>" would give "example.org>".
+            let domain = SMTPClient.bareAddress(from).split(separator: "@").last.map(String.init) ?? "localhost"
             let body = Data(self.body.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n").utf8)
                 .base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
             let text = [
@@ -134,6 +132,12 @@ public struct SMTPClient: Sendable {
         let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let words = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         throw Failure(description: response > 0 ? "\(words) (the server said \(response))" : words, permanent: (500..<600).contains(response))
+    }
+
+    /// The address inside the last "<…>" of `from`, or `from` itself when there is none.
+    static func bareAddress(_ from: String) -> String {
+        guard let open = from.lastIndex(of: "<"), let close = from.lastIndex(of: ">"), open < close else { return from }
+        return String(from[from.index(after: open)..<close])
     }
 
     /// `value` without any CR or LF (by Unicode scalar), for a header or an SMTP command.

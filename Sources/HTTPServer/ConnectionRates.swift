@@ -10,8 +10,6 @@ struct ConnectionRates {
     /// Bounded (the oldest dropped first), so however many addresses connect, memory and the cost
     /// of a connection stay the same.
     private var buckets = TokenBuckets<String>(limit: 100_000)
-    /// Seconds are counted from the first connection's instant.
-    private var origin: ContinuousClock.Instant?
 
     /// `rate` 0 turns the limit off.
     init(rate: Double, burst: Double) {
@@ -24,18 +22,12 @@ struct ConnectionRates {
     /// Takes one connection's token for `address` at `now`; false when the address has none left.
     mutating func take(_ address: String, now: ContinuousClock.Instant) -> Bool {
         guard rule.perSecond > 0 else { return true }
-        return buckets.take(address, rule, now: seconds(now))
+        return buckets.take(address, rule, now: now)
     }
 
     /// Forgets the addresses whose bucket is full again: nothing about them needs remembering, so
     /// memory follows the addresses of the last few seconds, not every address ever seen.
     mutating func forgetRefilled(now: ContinuousClock.Instant) {
-        buckets.forgetRefilled(rule, now: seconds(now))
-    }
-
-    private mutating func seconds(_ instant: ContinuousClock.Instant) -> Double {
-        let origin = origin ?? instant
-        self.origin = origin
-        return (instant - origin) / .seconds(1)
+        buckets.forgetRefilled(rule, now: now)
     }
 }

@@ -5,8 +5,8 @@ import LRU
 /// one. A dropped bucket comes back full, which is what a bucket left alone that long mostly is.
 ///
 /// Every call is O(1) whatever the table holds (an `LRUList`: no whole-table copy or scan, however
-/// many addresses come). A value with no clock and no lock: the caller passes the time in seconds
-/// and keeps the table under its own lock, so the rules are plain arithmetic and unit tested.
+/// many addresses come). A value with no clock and no lock: the caller passes the instant in and
+/// keeps the table under its own lock, so the rules are plain arithmetic and unit tested.
 public struct TokenBuckets<Key: Hashable> {
     /// What one bucket holds at most and how fast it refills.
     public struct Rule: Sendable, Equatable {
@@ -24,7 +24,7 @@ public struct TokenBuckets<Key: Hashable> {
 
     private struct Bucket {
         var tokens: Double
-        var at: Double
+        var at: ContinuousClock.Instant
     }
 
     /// Buckets kept at most.
@@ -39,18 +39,18 @@ public struct TokenBuckets<Key: Hashable> {
     public var count: Int { buckets.count }
 
     /// Tokens `key` has at `now` (the bucket counts as used: a refused client stays remembered).
-    public mutating func tokens(_ key: Key, _ rule: Rule, now: Double) -> Double {
+    public mutating func tokens(_ key: Key, _ rule: Rule, now: ContinuousClock.Instant) -> Double {
         Self.refilled(buckets.get(key), rule, now: now).tokens
     }
 
     /// Takes one token from `key`'s bucket; false (and nothing taken) when it has less than one.
-    public mutating func take(_ key: Key, _ rule: Rule, now: Double) -> Bool {
+    public mutating func take(_ key: Key, _ rule: Rule, now: ContinuousClock.Instant) -> Bool {
         take([(key, rule)], now: now)
     }
 
     /// Takes one token from every key's bucket, or from none of them when any has less than one.
     /// Each key's bucket is marked used either way.
-    public mutating func take(_ keys: [(Key, Rule)], now: Double) -> Bool {
+    public mutating func take(_ keys: [(Key, Rule)], now: ContinuousClock.Instant) -> Bool {
         let refilled = keys.map { Self.refilled(buckets.get($0.0), $0.1, now: now) }
         let allowed = refilled.allSatisfy { $0.tokens >= 1 }
         for ((key, _), var bucket) in zip(keys, refilled) {
@@ -62,7 +62,7 @@ public struct TokenBuckets<Key: Hashable> {
 
     /// Takes `amount` tokens from `key`'s bucket whatever it holds (down to zero): charges for
     /// something found out after the request was let in (a token that does not exist).
-    public mutating func charge(_ key: Key, _ rule: Rule, amount: Double = 1, now: Double) {
+    public mutating func charge(_ key: Key, _ rule: Rule, amount: Double = 1, now: ContinuousClock.Instant) {
         var bucket = Self.refilled(buckets.get(key), rule, now: now)
         bucket.tokens = max(0, bucket.tokens - amount)
         keep(key, bucket)
@@ -70,15 +70,16 @@ public struct TokenBuckets<Key: Hashable> {
 
     /// Drops the buckets that are full again by `now`: they say nothing a new one would not, so
     /// memory follows the keys of the last while, not every key ever seen. O(count).
-    public mutating func forgetRefilled(_ rule: Rule, now: Double) {
+    public mutating func forgetRefilled(_ rule: Rule, now: ContinuousClock.Instant) {
         buckets.removeAll { _, bucket in Self.refilled(bucket, rule, now: now).tokens >= rule.capacity }
     }
 
     /// A bucket as it stands at `now`: refilled at the rule's rate since it was last used, never
     /// above its capacity; a key with none has a full one.
-    private static func refilled(_ bucket: Bucket?, _ rule: Rule, now: Double) -> Bucket {
+    private static func refilled(_ bucket: Bucket?, _ rule: Rule, now: ContinuousClock.Instant) -> Bucket {
         guard let bucket else { return Bucket(tokens: rule.capacity, at: now) }
-        return Bucket(tokens: min(rule.capacity, bucket.tokens + max(0, now - bucket.at) * rule.perSecond), at: max(now, bucket.at))
+        let elapsed = max(.zero, now - bucket.at) / .seconds(1)
+        return Bucket(tokens: min(rule.capacity, bucket.tokens + elapsed * rule.perSecond), at: max(now, bucket.at))
     }
 
     private mutating func keep(_ key: Key, _ bucket: Bucket) {

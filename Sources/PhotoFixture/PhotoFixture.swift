@@ -149,6 +149,7 @@ public final class PhotoFixture: Sendable {
     /// Images answer `fault` from now on (every `every`th one).
     public func setImageFault(_ fault: ImageFault, every: Int = 1) { currentImageFault.withLock { $0 = (fault, every) } }
 
+    /// A weak reference handed to the server's handler; set once, before the server starts.
     private final class Unchecked: @unchecked Sendable { weak var value: PhotoFixture? }
 
     // MARK: Search

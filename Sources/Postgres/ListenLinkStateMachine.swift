@@ -1,19 +1,21 @@
 /// The LISTEN connection's states and rules, as a value: no libpq, no Dispatch, no clock. The driver
 /// (`PostgresListener`) reports what happened — connected, the attempt failed, something arrived, the
 /// health check answered, the connection broke, its timer fired at `now` — and performs the actions.
-/// Times are monotonic nanoseconds passed in, so backoff and deadlines are tested without sleeping.
+/// Times are `ContinuousClock` instants passed in, so backoff and deadlines are tested without sleeping.
 ///
 /// Why a health check at all: a network that drops packets without a FIN (a NAT or firewall timing
 /// out, a paused VM) leaves the socket open and silent, and a LISTEN connection never sends anything
 /// that would fail. After `checkInterval` of silence a query is sent without waiting for it; if its
 /// answer is not back by `checkDeadline`, the connection counts as lost.
 struct ListenLinkStateMachine {
+    typealias Instant = ContinuousClock.Instant
+
     struct Settings {
-        var checkInterval: UInt64 = 15_000_000_000
-        var checkDeadline: UInt64 = 3_000_000_000
-        var firstBackoff: UInt64 = 100_000_000
+        var checkInterval: Duration = .seconds(15)
+        var checkDeadline: Duration = .seconds(3)
+        var firstBackoff: Duration = .milliseconds(100)
         /// Kept short: one connection per instance, and live pages stay quiet until it is back.
-        var maxBackoff: UInt64 = 2_000_000_000
+        var maxBackoff: Duration = .seconds(2)
     }
 
     enum State: Equatable {
@@ -22,11 +24,11 @@ struct ListenLinkStateMachine {
         /// A connection attempt is under way (off the listener's queue); `failures` before it.
         case connecting(failures: Int)
         /// Connected and LISTENing; nothing heard since `quietSince`.
-        case listening(quietSince: UInt64)
+        case listening(quietSince: Instant)
         /// A health check was sent; its answer is due by `deadline`.
-        case checking(deadline: UInt64)
+        case checking(deadline: Instant)
         /// Waiting out the backoff before the next attempt.
-        case reconnecting(failures: Int, at: UInt64)
+        case reconnecting(failures: Int, at: Instant)
         case stopped
     }
 
@@ -42,7 +44,7 @@ struct ListenLinkStateMachine {
         /// whoever listens must re-read what it shows.
         var announceReconnect = false
         /// When to call `timerFired` next (nil: no timer needed).
-        var wakeAt: UInt64?
+        var wakeAt: Instant?
     }
 
     let settings: Settings
@@ -67,7 +69,7 @@ struct ListenLinkStateMachine {
         return Actions(connect: true)
     }
 
-    mutating func connected(now: UInt64) -> Actions {
+    mutating func connected(now: Instant) -> Actions {
         guard case .connecting = state else {
             // Stopped while the attempt ran: the new connection is not wanted.
             return Actions(drop: true)
@@ -77,33 +79,33 @@ struct ListenLinkStateMachine {
         return Actions(announceReconnect: everConnected, wakeAt: now + settings.checkInterval)
     }
 
-    mutating func connectFailed(now: UInt64) -> Actions {
+    mutating func connectFailed(now: Instant) -> Actions {
         guard case .connecting(let failures) = state else { return Actions() }
         return retry(after: failures + 1, now: now)
     }
 
     /// A notification or any other message arrived: the link is alive.
-    mutating func heard(now: UInt64) -> Actions {
+    mutating func heard(now: Instant) -> Actions {
         guard case .listening = state else { return Actions() }
         state = .listening(quietSince: now)
         return Actions()
     }
 
-    mutating func checkAnswered(now: UInt64) -> Actions {
+    mutating func checkAnswered(now: Instant) -> Actions {
         guard case .checking = state else { return Actions() }
         state = .listening(quietSince: now)
         return Actions(wakeAt: now + settings.checkInterval)
     }
 
     /// EOF, a FATAL message, a failed health check or a send error.
-    mutating func connectionLost(now: UInt64) -> Actions {
+    mutating func connectionLost(now: Instant) -> Actions {
         guard isConnected else { return Actions() }
         var actions = retry(after: 0, now: now)
         actions.drop = true
         return actions
     }
 
-    mutating func timerFired(now: UInt64) -> Actions {
+    mutating func timerFired(now: Instant) -> Actions {
         switch state {
         case .listening(let quietSince):
             let due = quietSince + settings.checkInterval
@@ -134,14 +136,14 @@ struct ListenLinkStateMachine {
 
     /// Exponential backoff from `firstBackoff`, capped at `maxBackoff`; the first retry after a
     /// connection that was up comes quickly (a restarted server is usually back at once).
-    private mutating func retry(after failures: Int, now: UInt64) -> Actions {
+    private mutating func retry(after failures: Int, now: Instant) -> Actions {
         let delay = backoff(afterFailures: failures)
         state = .reconnecting(failures: failures, at: now + delay)
         return Actions(wakeAt: now + delay)
     }
 
     /// The delay before attempt number `failures + 1`, for tests and logs.
-    func backoff(afterFailures failures: Int) -> UInt64 {
-        min(settings.maxBackoff, settings.firstBackoff << UInt64(min(failures, 20)))
+    func backoff(afterFailures failures: Int) -> Duration {
+        min(settings.maxBackoff, settings.firstBackoff * (1 << min(failures, 20)))
     }
 }

@@ -153,3 +153,7 @@ struct PoolStateMachine<Connection> {
 extension PoolStateMachine.Grant: Equatable where Connection: Equatable {}
 extension PoolStateMachine.Acquire: Equatable where Connection: Equatable {}
 extension PoolStateMachine.Handoff: Equatable where Connection: Equatable {}
+
+extension PoolStateMachine: Sendable where Connection: Sendable {}
+extension PoolStateMachine.Grant: Sendable where Connection: Sendable {}
+extension PoolStateMachine.Lifecycle: Sendable {}

@@ -12,6 +12,8 @@ import Synchronization
 /// keepalives are on (`PostgresConnection.Options`, as on every connection). After every reconnect
 /// the `onReconnect` handlers run, since notifications sent meanwhile were lost and subscribers
 /// should re-read what they show.
+///
+/// `@unchecked Sendable`: its `var`s are only touched on `queue`.
 public final class PostgresListener: @unchecked Sendable {
     public typealias Handler = @Sendable (_ payload: String) -> Void
 
@@ -32,20 +34,21 @@ public final class PostgresListener: @unchecked Sendable {
     /// request, and a `queue.sync` there cost each request a lock hand-off with this queue.
     private let connected = Atomic<Bool>(false)
 
-    /// `healthCheckInterval`: seconds of silence before the link is checked; `healthCheckDeadline`:
-    /// seconds the check's answer may take before the connection counts as lost.
-    public init(url: String, options: PostgresConnection.Options = .init(), healthCheckInterval: Double = 15,
-                healthCheckDeadline: Double = 3, maxBackoff: Double = 2) {
+    /// `healthCheckInterval`: silence before the link is checked; `healthCheckDeadline`: how long the
+    /// check's answer may take before the connection counts as lost.
+    public init(url: String, options: PostgresConnection.Options = .init(), healthCheckInterval: Duration = .seconds(15),
+                healthCheckDeadline: Duration = .seconds(3), maxBackoff: Duration = .seconds(2)) {
         self.url = url
         var options = options
         options.applicationName += " listener"
         options.statementTimeoutMilliseconds = 0
-        options.connectTimeoutSeconds = max(2, Int(healthCheckDeadline.rounded(.up)))
+        let deadline = healthCheckDeadline.components  // whole seconds, rounded up
+        options.connectTimeoutSeconds = max(2, Int(clamping: deadline.seconds) + (deadline.attoseconds > 0 ? 1 : 0))
         self.options = options
         var settings = ListenLinkStateMachine.Settings()
-        settings.checkInterval = UInt64(healthCheckInterval * 1e9)
-        settings.checkDeadline = UInt64(healthCheckDeadline * 1e9)
-        settings.maxBackoff = UInt64(maxBackoff * 1e9)
+        settings.checkInterval = healthCheckInterval
+        settings.checkDeadline = healthCheckDeadline
+        settings.maxBackoff = maxBackoff
         machine = ListenLinkStateMachine(settings: settings)
     }
 
@@ -56,7 +59,7 @@ public final class PostgresListener: @unchecked Sendable {
             _ = machine.start()
             do {
                 let connection = try openConnection(channels: Array(handlers.keys))
-                perform(machine.connected(now: monotonicNow()), connection: connection)
+                perform(machine.connected(now: ContinuousClock.now), connection: connection)
             } catch {
                 _ = machine.stop()
                 throw error
@@ -117,7 +120,7 @@ public final class PostgresListener: @unchecked Sendable {
             if connection?.sendQuery("SELECT 1") != true {
                 // Troubleshooting: could not send its health check
                 logger.warning("LISTEN connection could not send its health check; reconnecting")
-                perform(machine.connectionLost(now: monotonicNow()))
+                perform(machine.connectionLost(now: ContinuousClock.now))
             }
         }
         if actions.announceReconnect {
@@ -153,11 +156,11 @@ public final class PostgresListener: @unchecked Sendable {
             self.queue.async {
                 switch result {
                 case .success(let connection):
-                    self.perform(self.machine.connected(now: monotonicNow()), connection: connection)
+                    self.perform(self.machine.connected(now: ContinuousClock.now), connection: connection)
                 case .failure(let error):
                     // Troubleshooting: LISTEN reconnect failed
                     self.logger.warning("LISTEN reconnect failed: \(error)")
-                    self.perform(self.machine.connectFailed(now: monotonicNow()))
+                    self.perform(self.machine.connectFailed(now: ContinuousClock.now))
                 }
             }
         }
@@ -173,19 +176,20 @@ public final class PostgresListener: @unchecked Sendable {
         "LISTEN \(PostgresConnection.quoteIdentifier(channel))"
     }
 
-    private func schedule(at deadline: UInt64) {
+    private func schedule(at deadline: ContinuousClock.Instant) {
         if timer == nil {
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.setEventHandler { [weak self] in
                 guard let self else { return }
-                self.perform(self.machine.timerFired(now: monotonicNow()))
+                self.perform(self.machine.timerFired(now: ContinuousClock.now))
             }
             timer.resume()
             self.timer = timer
         }
-        let now = monotonicNow()
-        let delay = deadline > now ? Int(deadline - now) : 0
-        timer?.schedule(deadline: .now() + .nanoseconds(delay), leeway: .milliseconds(20))
+        let delay = max(.zero, deadline - .now).components
+        // At most a day away: the machine's waits are seconds, and a day cannot overflow.
+        let nanoseconds = Int(min(delay.seconds, 86_400)) * 1_000_000_000 + Int(delay.attoseconds / 1_000_000_000)
+        timer?.schedule(deadline: .now() + .nanoseconds(nanoseconds), leeway: .milliseconds(20))
     }
 
     // MARK: Events
@@ -193,7 +197,7 @@ public final class PostgresListener: @unchecked Sendable {
     private func readable() {
         defer { refreshConnected() }
         guard let connection else { return }
-        let now = monotonicNow()
+        let now = ContinuousClock.now
         guard connection.consumeInput(), !connection.peerHasClosed() else {
             // Troubleshooting: LISTEN connection lost
             logger.warning("LISTEN connection lost; reconnecting")
@@ -216,13 +220,6 @@ public final class PostgresListener: @unchecked Sendable {
         }
         if heard { perform(machine.heard(now: now)) }
     }
-}
-
-/// Monotonic nanoseconds (CLOCK_MONOTONIC): what the state machines measure time in.
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
 extension PostgresPool {

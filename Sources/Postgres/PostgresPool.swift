@@ -26,7 +26,7 @@ public final class PostgresPool: Sendable {
     private let logger = Logger(label: "postgres")
 
     private typealias Machine = PoolStateMachine<PostgresConnection>
-    private struct State {
+    private struct State: Sendable {
         var machine: Machine
         /// Waiters in line the machine has answered (a connection, a place, or the pool closed):
         /// each waiter sleeps until its id is here.

@@ -13,9 +13,9 @@ import Darwin
 /// clock neither ends nor stretches them. (Mutex, from Synchronization, still guards state that
 /// nobody waits on; an Atomic, a flag or counter read without a lock.)
 ///
-/// `@unchecked Sendable`: the value is only reached under the mutex, which the compiler cannot
-/// see through the pthread calls.
-public final class Waitable<State>: @unchecked Sendable {
+/// Sendable when its value is: the value is only reached under the mutex, which the compiler
+/// cannot see through the pthread calls (hence `@unchecked`, below).
+public final class Waitable<State> {
     private var state: State
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -94,3 +94,5 @@ public final class Waitable<State>: @unchecked Sendable {
         }
     }
 }
+
+extension Waitable: @unchecked Sendable where State: Sendable {}

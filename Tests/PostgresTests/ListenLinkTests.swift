@@ -9,43 +9,45 @@ import TestSupport
 
 /// The LISTEN link's rules on values: backoff, deadlines and reconnects without a clock or a socket.
 @Suite struct ListenLinkStateMachineTests {
-    static let s: UInt64 = 1_000_000_000
+    /// An instant `offset` after the test's start.
+    static let t0 = ContinuousClock.now
+    func at(_ offset: Duration) -> ContinuousClock.Instant { Self.t0 + offset }
     func machine() -> ListenLinkStateMachine {
-        ListenLinkStateMachine(settings: .init(checkInterval: 15 * Self.s, checkDeadline: 3 * Self.s,
-                                               firstBackoff: Self.s / 10, maxBackoff: 2 * Self.s))
+        ListenLinkStateMachine(settings: .init(checkInterval: .seconds(15), checkDeadline: .seconds(3),
+                                               firstBackoff: .milliseconds(100), maxBackoff: .seconds(2)))
     }
 
     @Test func aQuietLinkIsCheckedAndAMissedDeadlineIsALostConnection() {
         var m = machine()
         #expect(m.start() == .init(connect: true))
-        #expect(m.connected(now: 0) == .init(wakeAt: 15 * Self.s), "the first connection is no reconnect")
+        #expect(m.connected(now: at(.zero)) == .init(wakeAt: at(.seconds(15))), "the first connection is no reconnect")
         #expect(m.isConnected)
         // Anything heard restarts the quiet period.
-        #expect(m.heard(now: 10 * Self.s) == .init())
-        #expect(m.timerFired(now: 15 * Self.s) == .init(wakeAt: 25 * Self.s))
-        #expect(m.timerFired(now: 25 * Self.s) == .init(sendCheck: true, wakeAt: 28 * Self.s))
-        #expect(m.state == .checking(deadline: 28 * Self.s))
-        #expect(m.timerFired(now: 27 * Self.s) == .init(wakeAt: 28 * Self.s))
+        #expect(m.heard(now: at(.seconds(10))) == .init())
+        #expect(m.timerFired(now: at(.seconds(15))) == .init(wakeAt: at(.seconds(25))))
+        #expect(m.timerFired(now: at(.seconds(25))) == .init(sendCheck: true, wakeAt: at(.seconds(28))))
+        #expect(m.state == .checking(deadline: at(.seconds(28))))
+        #expect(m.timerFired(now: at(.seconds(27))) == .init(wakeAt: at(.seconds(28))))
         // The answer in time: listening again.
-        #expect(m.checkAnswered(now: 27 * Self.s) == .init(wakeAt: 42 * Self.s))
-        #expect(m.timerFired(now: 42 * Self.s).sendCheck)
+        #expect(m.checkAnswered(now: at(.seconds(27))) == .init(wakeAt: at(.seconds(42))))
+        #expect(m.timerFired(now: at(.seconds(42))).sendCheck)
         // No answer by the deadline: dropped, and the first retry comes quickly.
-        #expect(m.timerFired(now: 45 * Self.s) == .init(drop: true, wakeAt: 45 * Self.s + Self.s / 10))
+        #expect(m.timerFired(now: at(.seconds(45))) == .init(drop: true, wakeAt: at(.milliseconds(45_100))))
         #expect(!m.isConnected)
-        #expect(m.checkAnswered(now: 46 * Self.s) == .init(), "a late answer changes nothing")
-        #expect(m.timerFired(now: 45 * Self.s + Self.s / 10) == .init(connect: true))
-        #expect(m.connected(now: 46 * Self.s) == .init(announceReconnect: true, wakeAt: 61 * Self.s),
+        #expect(m.checkAnswered(now: at(.seconds(46))) == .init(), "a late answer changes nothing")
+        #expect(m.timerFired(now: at(.milliseconds(45_100))) == .init(connect: true))
+        #expect(m.connected(now: at(.seconds(46))) == .init(announceReconnect: true, wakeAt: at(.seconds(61))),
                 "after a reconnect, whoever listens re-reads what it shows")
     }
 
     @Test func failedAttemptsBackOffUpToTheCap() {
         var m = machine()
         _ = m.start()
-        _ = m.connected(now: 0)
-        var now = Self.s
+        _ = m.connected(now: at(.zero))
+        var now = at(.seconds(1))
         var actions = m.connectionLost(now: now)
         #expect(actions.drop)
-        var delays: [UInt64] = []
+        var delays: [Duration] = []
         for _ in 0..<7 {
             let at = actions.wakeAt!
             delays.append(at - now)
@@ -54,7 +56,7 @@ import TestSupport
             #expect(m.connectionLost(now: now) == .init(), "no connection to lose while connecting")
             actions = m.connectFailed(now: now)
         }
-        #expect(delays.map { $0 / (Self.s / 10) } == [1, 2, 4, 8, 16, 20, 20])
+        #expect(delays.map { $0 / (.milliseconds(100)) } == [1, 2, 4, 8, 16, 20, 20] as [Double])
         #expect(m.connected(now: now) == .init(drop: true), "not connecting while it waits: a stray success is closed")
         now = actions.wakeAt!
         #expect(m.timerFired(now: now).connect)
@@ -63,26 +65,26 @@ import TestSupport
 
     @Test func lostAndStoppedInEveryState() {
         var m = machine()
-        #expect(m.timerFired(now: 0) == .init(), "not started: nothing to do")
+        #expect(m.timerFired(now: at(.zero)) == .init(), "not started: nothing to do")
         _ = m.start()
-        #expect(m.timerFired(now: 0) == .init(), "connecting: the attempt has its own timeout")
+        #expect(m.timerFired(now: at(.zero)) == .init(), "connecting: the attempt has its own timeout")
         #expect(m.stop() == .init())
         // An attempt that succeeds after stop is closed, not adopted.
-        #expect(m.connected(now: 1) == .init(drop: true))
-        #expect(m.connectFailed(now: 1) == .init())
-        #expect(m.timerFired(now: 100 * Self.s) == .init())
+        #expect(m.connected(now: at(.nanoseconds(1))) == .init(drop: true))
+        #expect(m.connectFailed(now: at(.nanoseconds(1))) == .init())
+        #expect(m.timerFired(now: at(.seconds(100))) == .init())
 
         var listening = machine()
         _ = listening.start()
-        _ = listening.connected(now: 0)
-        #expect(listening.connectionLost(now: 1).drop)
+        _ = listening.connected(now: at(.zero))
+        #expect(listening.connectionLost(now: at(.nanoseconds(1))).drop)
         #expect(listening.stop() == .init(), "nothing left to drop")
 
         var checking = machine()
         _ = checking.start()
-        _ = checking.connected(now: 0)
-        _ = checking.timerFired(now: 15 * Self.s)
-        #expect(checking.heard(now: 16 * Self.s) == .init(), "a notification is not the check's answer")
+        _ = checking.connected(now: at(.zero))
+        _ = checking.timerFired(now: at(.seconds(15)))
+        #expect(checking.heard(now: at(.seconds(16))) == .init(), "a notification is not the check's answer")
         #expect(checking.stop() == .init(drop: true))
         #expect(checking.state == .stopped)
     }
@@ -183,7 +185,7 @@ final class BlackHoleProxy: @unchecked Sendable {
         defer { proxy.stop() }
         let deadline = 1.0
         let listener = PostgresListener(url: "host=127.0.0.1 port=\(proxy.port) user=postgres dbname=\(database)",
-                                        healthCheckInterval: 0.5, healthCheckDeadline: deadline, maxBackoff: 0.5)
+                                        healthCheckInterval: .milliseconds(500), healthCheckDeadline: .seconds(deadline), maxBackoff: .milliseconds(500))
         let channel = "blackhole_\(UUID().uuidString.prefix(6).lowercased())"
         let received = Mutex<[String]>([])
         let reconnects = Mutex(0)

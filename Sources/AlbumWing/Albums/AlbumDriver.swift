@@ -205,7 +205,7 @@ extension AlbumWorkers {
     /// reports how that went. The blob first, then the row that names it (written later by the
     /// driver): a row never names a blob that is not there.
     package func storeImage(_ index: Int, _ image: FetchedImage, job: AlbumJob, inbox: Inbox) {
-        let putStarted = Date()
+        let putStarted = ContinuousClock.now
         do {
             let hash = try store.photos.put(image.bytes)
             let thumbnails = try self.thumbnails.thumbnails(of: hash, bytes: image.bytes, store: store.photos)

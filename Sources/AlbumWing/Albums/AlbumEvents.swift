@@ -15,12 +15,15 @@ public final class AlbumEvents: Sendable {
     /// Open map pages by the map's holder: told of every change on any of its pins (a member's
     /// drop, a deletion, an album filling), so each member's map shows it live.
     private let mapWatchers = Mutex<[Int64: [ObjectIdentifier: any AlbumWatcher]]>([:])
+    /// One read of a changed album for all its watchers.
+    package let reads = AlbumReads()
 
     public init() {}
 
     /// Called by the LISTEN connection.
     public func received(_ payload: String) {
         guard let change = AlbumChange(payload: payload) else { return }
+        _ = reads.hear()
         let watching = watchers.withLock { Array(($0[change] ?? [:]).values) }
         for watcher in watching { watcher.albumChanged(change) }
     }
@@ -35,6 +38,7 @@ public final class AlbumEvents: Sendable {
     /// After the LISTEN connection came back: changes made while it was down were never heard, so
     /// every open album re-reads its state.
     public func everyoneReread() {
+        _ = reads.hear()
         let all = watchers.withLock { $0.flatMap { change, byID in byID.values.map { (change, $0) } } }
         for (change, watcher) in all { watcher.albumChanged(change) }
         let maps = mapWatchers.withLock { $0.flatMap { holder, byID in byID.values.map { (holder, $0) } } }
@@ -55,13 +59,20 @@ public final class AlbumEvents: Sendable {
 
     /// Watches one person's pin until `stopWatching`.
     package func watch(_ change: AlbumChange, _ watcher: any AlbumWatcher) {
-        watchers.withLock { $0[change, default: [:]][ObjectIdentifier(watcher)] = watcher }
+        watchers.withLock { all in
+            if all[change] == nil { reads.watch(change) }
+            all[change, default: [:]][ObjectIdentifier(watcher)] = watcher
+        }
     }
 
     package func stopWatching(_ change: AlbumChange, _ watcher: any AlbumWatcher) {
+        // The kept read goes under the same lock as the last watcher (and comes with the first),
+        // so a read that ends later finds nobody watching and keeps nothing.
         watchers.withLock { all in
             all[change]?[ObjectIdentifier(watcher)] = nil
-            if all[change]?.isEmpty == true { all[change] = nil }
+            guard all[change]?.isEmpty == true else { return }
+            all[change] = nil
+            reads.forget(change)
         }
     }
 

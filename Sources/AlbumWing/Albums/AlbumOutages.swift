@@ -62,7 +62,7 @@ extension AlbumWorkers {
     package func databaseUnavailable(_ error: PostgresError) {
         let first = outage.withLock { since -> Bool in
             guard since == nil else { return false }
-            since = Date()
+            since = .now
             return true
         }
         // Troubleshooting: album workers wait for it
@@ -70,8 +70,8 @@ extension AlbumWorkers {
     }
 
     package func databaseAnswered() {
-        guard let since = outage.withLock({ since -> Date? in defer { since = nil }; return since }) else { return }
-        logger.notice(String(format: "the database is back after %.1f s; album workers resume", Date().timeIntervalSince(since)))
+        guard let since = outage.withLock({ since -> ContinuousClock.Instant? in defer { since = nil }; return since }) else { return }
+        logger.notice(String(format: "the database is back after %.1f s; album workers resume", (ContinuousClock.now - since).inSeconds))
     }
 
     // MARK: Photo store outages
@@ -79,7 +79,7 @@ extension AlbumWorkers {
     /// A put the store could not take because it is down, and when that put began.
     package struct StoreDown: Error {
         package let error: PhotoStoreError
-        package let putStarted: Date
+        package let putStarted: ContinuousClock.Instant
     }
 
     /// The photo store is down (unreachable, failing, full): the album's unstored photos stay
@@ -87,15 +87,16 @@ extension AlbumWorkers {
     /// attempt is used, so it resumes by itself however long the store takes. Logged once per
     /// outage: a put that began before the last outage ended and failed late is part of that one.
     package func waitForStore(_ job: AlbumJob, _ down: StoreDown) {
-        let (since, first) = storeOutage.withLock { state -> (Date, Bool) in
+        let now = ContinuousClock.now
+        let (since, first) = storeOutage.withLock { state -> (ContinuousClock.Instant, Bool) in
             if let since = state.since { return (since, false) }
-            if let ended = state.endedAt, down.putStarted < ended { return (Date(), false) }
-            state.since = Date()
-            return (state.since!, true)
+            if let ended = state.endedAt, down.putStarted < ended { return (now, false) }
+            state.since = now
+            return (now, true)
         }
         // Troubleshooting: the photo store is unavailable
         if first { logger.warning("the photo store is unavailable (\(down.error)); albums wait for it") }
-        let seconds = policy.storeWait(lasted: Date().timeIntervalSince(since))
+        let seconds = policy.storeWait(lasted: (now - since).inSeconds)
         record(job) {
             try store.wait(job, seconds: seconds, phrase: Self.storeWaitingPhrase(until: Date(timeIntervalSinceNow: seconds)),
                            detail: down.error.description, countsAttempt: false, resumesPerSecond: settings.resumesPerSecond)
@@ -104,13 +105,14 @@ extension AlbumWorkers {
 
     /// A put that started after the outage began went through (one that started before may
     /// land after the first failure and proves nothing).
-    package func storeAnswered(putStarted: Date) {
-        guard let since = storeOutage.withLock({ state -> Date? in
+    package func storeAnswered(putStarted: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        guard let since = storeOutage.withLock({ state -> ContinuousClock.Instant? in
             guard let started = state.since, putStarted > started else { return nil }
-            state = (nil, Date())
+            state = (nil, now)
             return started
         }) else { return }
-        logger.notice(String(format: "the photo store is back after %.1f s; albums resume", Date().timeIntervalSince(since)))
+        logger.notice(String(format: "the photo store is back after %.1f s; albums resume", (now - since).inSeconds))
     }
 
     package static func storeWaitingPhrase(until: Date) -> String {

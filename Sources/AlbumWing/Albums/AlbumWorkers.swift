@@ -10,6 +10,8 @@ import Synchronization
 /// instances), search the provider once, write placeholders, then download the images
 /// concurrently and write each as it lands. Workers sleep until LISTEN album_jobs wakes them, with
 /// a periodic sweep as the fallback (and for retries that come due).
+///
+/// `@unchecked Sendable`: `threads` is written by `start` alone, before any worker runs.
 public final class AlbumWorkers: @unchecked Sendable {
     public struct Settings: Sendable {
         public var workers = 2
@@ -78,9 +80,9 @@ public final class AlbumWorkers: @unchecked Sendable {
     /// Thumbnails already made, by original: a photo seen again is not decoded again.
     package let thumbnails = ThumbnailCache()
     /// The database outage the workers are waiting out, logged once when it starts and once when it ends.
-    package let outage = Mutex<Date?>(nil)
+    package let outage = Mutex<ContinuousClock.Instant?>(nil)
     /// The same for the photo store, and when its last outage ended.
-    package let storeOutage = Mutex<(since: Date?, endedAt: Date?)>((nil, nil))
+    package let storeOutage = Mutex<(since: ContinuousClock.Instant?, endedAt: ContinuousClock.Instant?)>((nil, nil))
 
     package let metrics: Metrics?
 
@@ -98,8 +100,13 @@ public final class AlbumWorkers: @unchecked Sendable {
     private func withShared<T>(_ body: (inout Shared) -> T) -> T { shared.withLock(body) }
 
     /// The inbox of an album in hand (nil: no longer), told when the workers stop.
+    /// One registered after `stop` took its list is told here instead.
     package func inHand(_ job: AlbumJob, _ inbox: Inbox?) {
-        withShared { $0.inboxes[job.id] = inbox }
+        let running = withShared { shared -> Bool in
+            shared.inboxes[job.id] = inbox
+            return shared.running
+        }
+        if !running, let inbox { inbox.post(.stopping) }
     }
 
     public func start() {
@@ -113,13 +120,15 @@ public final class AlbumWorkers: @unchecked Sendable {
     }
 
     /// Stops claiming; the jobs in hand are given back (queued again for any worker, the attempt
-    /// not counted), waiting up to `seconds` for that, so a restart is not taken for a crash.
-    public func stop(waiting seconds: Double = 2) {
-        shared.change { state in
+    /// not counted), waiting up to `waiting` for that, so a restart is not taken for a crash.
+    public func stop(waiting: Duration = .seconds(2)) {
+        // The inboxes are told outside this lock: each has its own, and none is taken under another.
+        let inboxes = shared.change { state in
             state.running = false
-            for inbox in state.inboxes.values { inbox.post(.stopping) }
+            return Array(state.inboxes.values)
         }
-        _ = shared.wait(for: { $0.active == 0 ? true : nil }, timeout: .seconds(seconds))
+        for inbox in inboxes { inbox.post(.stopping) }
+        _ = shared.wait(for: { $0.active == 0 ? true : nil }, timeout: waiting)
         downloads.stop()
     }
 
@@ -229,7 +238,7 @@ public final class AlbumWorkers: @unchecked Sendable {
         case .provider(let error): providerTrouble(job, error)
         case .waitForStore:
             waitForStore(job, trouble.store ?? StoreDown(error: PhotoStoreError(description: "the photo store is unavailable", outage: true),
-                                                         putStarted: Date()))
+                                                         putStarted: .now))
         case .waitForImageHost(let retryAfter):
             imageHostTrouble(job, retryAfter: retryAfter, reason: trouble.imageHost ?? "the photo server is unavailable")
         }

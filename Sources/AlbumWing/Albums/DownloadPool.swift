@@ -25,8 +25,13 @@ package final class DownloadPool: Sendable {
     @discardableResult
     package func submit(first: Bool = false, _ task: @escaping @Sendable () -> Void) -> Bool {
         guard startIfNeeded() else { return false }
-        queue.change(wake: .one) { if first { $0.tasks.insert(task, at: 0) } else { $0.tasks.append(task) } }
-        return true
+        // Checked again under the same lock as the append: a stop in between would otherwise let
+        // the slots exit with this task queued and never run.
+        return queue.change(wake: .one) { state in
+            guard !state.stopping else { return false }
+            if first { state.tasks.insert(task, at: 0) } else { state.tasks.append(task) }
+            return true
+        }
     }
 
     /// Lets the slots finish what they hold and exit; the pool does not start again.

@@ -8,6 +8,7 @@ import Postgres
 /// store's upkeep: at the first run images still held in rows move into the store, then blobs no
 /// row names any more are removed once past the grace period. Every instance may run it: the
 /// DELETEs are idempotent, the move skips rows another instance holds, the sweep honours the grace.
+/// `@unchecked Sendable`: `timer` is only touched on `queue`.
 package final class Housekeeping: @unchecked Sendable {
     package let pool: PostgresPool
     package let photoDays: Int

@@ -11,6 +11,7 @@ import Dispatch
 /// (docs/architecture.md, "Memory"; docs/performance.md, "Memory"). `malloc_trim(0)` releases the
 /// free tops and, since glibc 2.8, whole free pages inside each arena; with nothing to release it
 /// costs well under a millisecond.
+/// `@unchecked Sendable`: `timer` is only touched on `queue`.
 package final class MemoryTrim: @unchecked Sendable {
     package let seconds: Double
     private let queue = DispatchQueue(label: "memory-trim", qos: .background)

@@ -88,8 +88,10 @@ package final class DeadlineCalls: Sendable {
         }
     }
 
-    /// One call's result, handed over between its thread and its caller.
-    private final class Call<T>: Sendable {
+    /// One call's result, handed over between its thread and its caller. Unchecked because `T`
+    /// need not be Sendable: the result moves once, from the call's thread to the caller, under
+    /// the Waitable's mutex, and is never touched by both.
+    private final class Call<T>: @unchecked Sendable {
         private let state = Waitable<(value: Result<T, any Error>?, abandoned: Bool)>((nil, false))
 
         /// False when the caller gave up already.

@@ -99,6 +99,8 @@ public struct S3Settings: Sendable, Equatable {
 /// 0.2 s and 0.6 s; timeouts are not (each would add the whole timeout again). What is left is a
 /// PhotoStoreError naming the operation, the status and S3's error code — a download fails that
 /// photo with the reason in the log, /photos/:id answers 503.
+///
+/// `@unchecked Sendable`: the tuning `var`s below are set once, before the store is shared (tests).
 public final class S3Store: PhotoStore, @unchecked Sendable {
     public let settings: S3Settings
     package let client: HTTPClient

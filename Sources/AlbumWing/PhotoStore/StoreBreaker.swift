@@ -62,6 +62,9 @@ public final class StoreBreaker: PhotoStore, Sendable {
         }
     }
 
+    /// Reads of the store under way (tests).
+    package var readsInFlight: Int { machine.withLock { $0.readsInFlight } }
+
     /// Retry-After seconds when a read would be refused now; nil when it may go to the store.
     /// Never waits and never takes the probe's turn: the event loop asks it.
     package func refusal() -> Int? {
@@ -138,14 +141,18 @@ public final class StoreBreaker: PhotoStore, Sendable {
         return error.writesOnly ? .writeOutage(error.description) : .outage(error.description)
     }
 
-    /// An event given to the machine; `readsFlow` follows its state under the same lock.
+    /// An event given to the machine; `readsFlow` follows its state under the same lock. Reads
+    /// waiting for a slot are woken as `wake` says, and always when the breaker changed (a write's
+    /// outage that opens it refuses them now, not at the end of their wait).
     private func update(wake: Waitable<StoreBreakerStateMachine>.Wake = .none,
                         _ event: (inout StoreBreakerStateMachine) -> StoreBreakerStateMachine.Change?) -> StoreBreakerStateMachine.Change? {
-        machine.change(wake: wake) { m in
+        let change = machine.change(wake: wake) { m in
             let change = event(&m)
             if change != nil { readsFlow.store(!m.readsRefused, ordering: .releasing) }
             return change
         }
+        if change != nil, wake != .all { machine.change(wake: .all) { _ in } }
+        return change
     }
 
     private func log(_ change: StoreBreakerStateMachine.Change?) {

@@ -9,12 +9,12 @@ import Synchronization
 package final class StoreCheck: Sendable {
     package let store: any PhotoStore
     private struct Kept {
-        package var at: Date?
+        package var at: ContinuousClock.Instant?
         package var problem: String?
         package var asking = false
     }
     private let kept = Mutex(Kept())
-    package static let seconds = 5.0
+    package static let askEvery = Duration.seconds(5)
 
     /// Asks the store once at once, so the first /readyz has an answer to give.
     package init(store: any PhotoStore) {
@@ -44,10 +44,10 @@ package final class StoreCheck: Sendable {
     }
 
     /// The last answer of the store itself; a new question is sent when it is older than
-    /// `seconds` and none is out.
+    /// `askEvery` and none is out.
     private func ownProblem() -> String? {
         let (problem, ask) = kept.withLock { k -> (String?, Bool) in
-            let stale = k.at.map { Date().timeIntervalSince($0) >= Self.seconds } ?? true
+            let stale = k.at.map { ContinuousClock.now - $0 >= Self.askEvery } ?? true
             guard stale, !k.asking else { return (k.problem, false) }
             k.asking = true
             return (k.problem, true)
@@ -55,7 +55,7 @@ package final class StoreCheck: Sendable {
         if ask {
             DispatchQueue.global().async { [self] in
                 let answer = store.base.problem()
-                kept.withLock { $0 = Kept(at: Date(), problem: answer, asking: false) }
+                kept.withLock { $0 = Kept(at: .now, problem: answer, asking: false) }
             }
         }
         return problem

@@ -8,9 +8,8 @@ public enum Thumbnailer {
     /// The widths served; any other ?w= is mapped to the nearest.
     public static let widths = [256, 512]
 
-    /// JPEG quality by width. Measured on the fixture's ten photos (512–640 px, 523 KB): 256 px
-    /// copies at quality 80 were 32 % of the originals' bytes, at 70 25 %, at 65 23 %. A 170 px
-    /// tile shows no difference at 65; the 512 px copy (for 2× screens) keeps a little more.
+    /// JPEG quality by width: a 170 px tile shows no difference at 65, and the bytes fall with it
+    /// (docs/performance.md, "PhotoStore"); the 512 px copy (for 2× screens) keeps a little more.
     public static func quality(forWidth width: Int) -> Int32 { width <= 256 ? 65 : 72 }
 
     /// Thumbnails of a JPEG, by width: only those at most three quarters as wide as the original
@@ -33,7 +32,7 @@ public enum Thumbnailer {
         // and only at most three quarters as wide as the original: a 640 px photo's "512" copy
         // would be decoded at 7/8 (560 px) and re-encoded, nearly the whole cost of a full decode,
         // for a file not much smaller; the original serves that width instead. Making thumbnails
-        // was 57 % of an album's CPU (script/bench albums, perf).
+        // is most of an album's CPU (docs/performance.md, "PhotoStore").
         let plans: [(target: Int, scale: tjscalingfactor)] = widths.sorted(by: >).compactMap { target in
             guard Int(width) > target, let scale = scales.first(where: { scaled(width, $0) >= target }),
                   scaled(width, scale) * 4 <= Int(width) * 3 else { return nil }

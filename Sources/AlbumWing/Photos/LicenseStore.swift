@@ -28,8 +28,9 @@ public final class LicenseStore: Sendable {
     package let maxAge: Double
     private let fetch: @Sendable () throws -> [String: License]
     private let logger = Logger(label: "licenses")
-    /// The list in memory and when it was fetched from the provider; when a fetch last failed.
-    private let cache = Mutex<(licenses: [String: License], fetchedAt: Date?, lastFailure: Date?)>(([:], nil, nil))
+    /// The list in memory and when it was fetched from the provider (a wall-clock date: the stored
+    /// list's age counts across restarts); when a fetch last failed.
+    private let cache = Mutex<(licenses: [String: License], fetchedAt: Date?, lastFailure: ContinuousClock.Instant?)>(([:], nil, nil))
     /// True while the list is loaded or fetched, so concurrent searches wait for one fetch.
     private let refreshing = Waitable(false)
 
@@ -73,7 +74,7 @@ public final class LicenseStore: Sendable {
             return stored.licenses
         }
         let (current, failed) = cache.withLock { ($0.licenses, $0.lastFailure) }
-        if let failed, Date().timeIntervalSince(failed) < 60 { return current }  // one try a minute while it fails
+        if let failed, ContinuousClock.now - failed < .seconds(60) { return current }  // one try a minute while it fails
         return fetchAndStore() ?? cache.withLock { $0.licenses }
     }
 
@@ -105,7 +106,7 @@ public final class LicenseStore: Sendable {
         } catch {
             let stored = try? load()
             cache.withLock { state in
-                state.lastFailure = Date()
+                state.lastFailure = .now
                 if state.licenses.isEmpty, let stored { state.licenses = stored.licenses }
             }
             // Troubleshooting: licence list failed

@@ -14,21 +14,21 @@ public final class PickerSearches: Sendable {
     public struct TimedOut: Error {}
 
     package struct Key: Hashable, Sendable { let provider: String, lat: Double, lon: Double, page: Int }
-    package struct Entry: Sendable { let page: PhotoSearchPage, at: Date }
+    package struct Entry: Sendable { let page: PhotoSearchPage, at: ContinuousClock.Instant }
 
     package let slots: Int
-    package let timeout: Double
-    package let cacheSeconds: Double
+    package let timeout: Duration
+    package let cacheFor: Duration
     package let cacheEntries: Int
     private let inFlight = Mutex(0)
-    /// Recent answers, the least recently used forgotten first; older than `cacheSeconds` is a miss.
+    /// Recent answers, the least recently used forgotten first; older than `cacheFor` is a miss.
     private let cache: BoundedCache<Key, Entry>
     private let queue = DispatchQueue(label: "picker-searches", attributes: .concurrent)
 
-    public init(slots: Int = 4, timeout: Double = 8, cacheSeconds: Double = 300, cacheEntries: Int = 512) {
+    public init(slots: Int = 4, timeout: Duration = .seconds(8), cacheFor: Duration = .seconds(300), cacheEntries: Int = 512) {
         self.slots = slots
         self.timeout = timeout
-        self.cacheSeconds = cacheSeconds
+        self.cacheFor = cacheFor
         self.cacheEntries = cacheEntries
         cache = BoundedCache(maxCount: cacheEntries)
     }
@@ -36,8 +36,7 @@ public final class PickerSearches: Sendable {
     /// The provider's page of results near a point: from the cache, or searched on a free slot.
     public func search(_ provider: any PhotoProvider, lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
         let key = Key(provider: provider.name, lat: lat, lon: lon, page: page)
-        let now = Date()
-        if let hit = cache.get(key), now.timeIntervalSince(hit.at) < cacheSeconds { return hit.page }
+        if let hit = cache.get(key), ContinuousClock.now - hit.at < cacheFor { return hit.page }
         guard inFlight.withLock({ n -> Bool in
             guard n < slots else { return false }
             n += 1
@@ -47,11 +46,11 @@ public final class PickerSearches: Sendable {
         let outcome = Waitable<Result<PhotoSearchPage, any Error>?>(nil)
         queue.async { [self] in
             let result = Result { try provider.search(lat: lat, lon: lon, page: page) }
-            if case .success(let found) = result { cache.put(key, Entry(page: found, at: Date())) }
+            if case .success(let found) = result { cache.put(key, Entry(page: found, at: .now)) }
             inFlight.withLock { $0 -= 1 }
             outcome.change { $0 = result }
         }
-        guard let result = outcome.wait(for: { $0 }, timeout: .seconds(timeout)) else { throw TimedOut() }
+        guard let result = outcome.wait(for: { $0 }, timeout: timeout) else { throw TimedOut() }
         return try result.get()
     }
 

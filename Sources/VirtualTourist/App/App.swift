@@ -110,7 +110,7 @@ public final class App: Sendable {
                                 metrics: metrics, connections: connectionCount, token: settings.metricsToken)
         let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
         self.mailSender = mailSender
-        web.addAccountRoutes(signUp: settings.signUp)
+        web.addAccountRoutes(AccountRoutes(accounts: accounts, mode: settings.signUp, photoAccess: photoAccess, secure: settings.cookiesAreSecure))
         web.addPasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, base: settings.publicBase)
         let tiles = TileSources.make(settings: settings)
         self.tiles = tiles
@@ -119,18 +119,20 @@ public final class App: Sendable {
         self.placesPath = placesPath
         let mapPages = MapPageCache()
         self.mapPages = mapPages
-        web.addMapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) }, settings: settings, tiles: tiles?.info,
-                         mapPages: mapPages)
-        web.addImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) })
-        web.addMapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), base: settings.publicBase, mail: mailSender)
+        web.addMapRoutes(MapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) },
+                                   settings: settings, tiles: tiles?.info, mapPages: mapPages, photoAccess: photoAccess))
+        web.addImportRoutes(ImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) },
+                                         secure: settings.cookiesAreSecure))
+        web.addMapsRoutes(MapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), base: settings.publicBase, mail: mailSender,
+                                     secure: settings.cookiesAreSecure))
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
-        pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: settings.pickerTimeout)
-        web.addAlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
-                           downloads: downloadSlots, memberRecheck: settings.memberRecheck)
-        web.addShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas), events: events,
-                           provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
-                           places: { PlaceIndex.shared(path: placesPath) })
+        pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: .seconds(settings.pickerTimeout))
+        web.addAlbumRoutes(AlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
+                                       downloads: downloadSlots, memberRecheck: settings.memberRecheck, secure: settings.cookiesAreSecure))
+        web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
+                                       events: events, provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
+                                       places: { PlaceIndex.shared(path: placesPath) }, secure: settings.cookiesAreSecure))
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.

@@ -14,249 +14,32 @@ extension WebPipeline {
         { (try? albums.isMember(user, of: map)) != false }
     }
 
-    mutating func addAlbumRoutes(albums: AlbumStore, events: AlbumEvents, provider: any PhotoProvider, streams: StreamQuota,
-                                 searches: PickerSearches, downloads: DownloadSlots, memberRecheck: Duration = .seconds(60)) {
-        let secure = secureCookies
-
-        signedIn("GET", "/pins/:id") { context in
-            let holder = context.map.forReading
-            guard let id = Self.pinID(context.request), var album = try albums.album(pinID: id, userID: holder) else {
-                throw HTTPError.notFound
-            }
-            // A pin with no album yet gets one when opened (pins made before workers ran, say); only
-            // then does the page cost more than the session and one statement.
-            var chrome = context.chrome
-            if album.pin.status == .new {
-                // Any member's look starts it: the first album is the pin's, not a change of theirs.
-                let start = try albums.startCollection(pinID: id, userID: holder, by: context.user.id, onlyIfNew: true)
-                guard start != .notFound, let started = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
-                if case .quotaReached(let reached) = start { chrome.flash = reached.description }
-                album = started
-            }
-            return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name, view: .member(id, map: context.map)))
-        }
-
-        // The album as data, for the page's script to redraw the grid after a change.
-        signedIn("GET", "/pins/:id/album.json") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
-                throw HTTPError.notFound
-            }
-            var response = HTTPResponse.jsonValue(AlbumJSON(album))
-            response.headers.set("Cache-Control", "private, no-cache")
-            return ETag.conditional(context.request, response)
-        }
-
-        // The banner and the grid as the page draws them, for album.js to patch the page with:
-        // the grid has one renderer, the server's (AlbumPages.fragment).
-        signedIn("GET", "/pins/:id/album.html") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
-                throw HTTPError.notFound
-            }
-            var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken, view: .member(id, map: context.map)))
-            response.headers.set("Cache-Control", "private, no-cache")
-            return ETag.conditional(context.request, response)
-        }
-
-        // The album as a zip of its ready photos' originals and credits.csv, written as it is
-        // read: the stream waits for the socket after every slice (`writeWhenDrained`), so a
-        // 500-photo album costs the server one photo and the socket's backlog, not the archive.
-        // Close-delimited like every stream; a reader sees a cut-off download by its missing
-        // central directory. The list is read before the head goes out, so another person's pin
-        // is a 404.
-        signedIn("GET", "/pins/:id/album.zip") { context in
-            let user = context.user.id, holder = context.map.forReading
-            guard let id = Self.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: holder) else {
-                throw HTTPError.notFound
-            }
-            let ticket: DownloadSlots.Ticket
-            switch downloads.admit(user) {
-            case .success(let admitted): ticket = admitted
-            case .failure(.tooManyOfYours):
-                throw HTTPError.tooManyRequests("Your other album downloads are still running. Try again when one has finished.",
-                                                retryAfter: .seconds(30))
-            case .failure(.busy):
-                throw HTTPError.unavailable("Many albums are being downloaded right now. Try again in a minute.", retryAfter: .seconds(30))
-            }
-            return HTTPResponse(status: .ok, headers: [
-                "Content-Type": "application/zip",
-                "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName),
-                "Cache-Control": "private, no-store",
-            ], body: .stream(heartbeat: nil) { stream in
-                // The slot is held until the writer is done (and given back if it never starts).
-                defer { withExtendedLifetime(ticket) { stream.close() } }
-                do {
-                    _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: holder) },
-                                               sink: { stream.writeWhenDrained($0) })
-                } catch {
-                    // The head is out: all that is left is to end the download short.
-                    // Troubleshooting: zip ended early
-                    photoServingLogger.warning("album \(id) zip ended early: \(error)")
-                }
-            })
-        }
-
-        // Server-Sent Events: "change" whenever the album does, carrying the album's fragment (what
-        // album.html answers), so the page patches itself without a round trip.
-        let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
-        signedIn("GET", "/pins/:id/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
-            // A person's live pages are capped: past it, 429 (the page then falls back to polling).
-            // Checked before the album is read, so a client reopening refused streams in a loop costs
-            // the session's round trip only, not the album's as well (script/bench abuse). At the
-            // cap every pin id gets 429, so it tells nothing.
-            let user = context.user.id, holder = context.map.forReading
-            guard !streams.isFull(user) else { throw tooManyStreams }
-            guard let id = Self.pinID(context.request), try albums.album(pinID: id, userID: holder) != nil else {
-                throw HTTPError.notFound
-            }
-            let change = AlbumChange(userID: holder, pinID: id)
-            let view = AlbumView.member(id, map: context.map)
-            var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
-                // Counted once the stream runs, so a stream refused by a busy server holds no place.
-                let token = context.sessionToken
-                guard streams.admit(user, token: token) else { return stream.close() }
-                stream.onClose { streams.release(user, token: token) }
-                streams.hold(stream, token: token)
-                let watcher = StreamWatcher(stream, albums: albums, userID: holder, pinID: id, csrf: context.csrfToken, view: view,
-                                            member: context.map.sharedID == nil ? nil : user)
-                events.watch(change, watcher)
-                stream.onClose { events.stopWatching(change, watcher) }
-                watcher.albumChanged(change)  // catch up on anything missed
-            }
-            response.headers.set("Cache-Control", "no-store")
-            return response
-        }
-
-        // A map page's live pins: "pins" whenever a pin of the map it shows is dropped, imported or
-        // deleted by anyone (a shared map's other members, another tab), carrying the pin's id; the
-        // page then reads its view again. Counted with the album pages against the person's cap.
-        signedIn("GET", "/map/events", refuseEarly: { streams.isFull(token: $0) ? tooManyStreams : nil }) { context in
-            let user = context.user.id, holder = context.map.forReading
-            guard !streams.isFull(user) else { throw tooManyStreams }
-            // On a shared map: still a member? Asked on a timer and when the LISTEN link came
-            // back, besides the NOTIFY that ends the stream at once (which this instance may miss).
-            let stillMember = context.map.sharedID == nil ? nil : Self.stillMember(albums, user: user, map: holder)
-            var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
-                let token = context.sessionToken
-                guard streams.admit(user, token: token) else { return stream.close() }
-                stream.onClose { streams.release(user, token: token) }
-                streams.hold(stream, token: token)
-                let watcher = MapStreamWatcher(stream, stillMember: stillMember, every: memberRecheck)
-                events.watchMap(holder, watcher)
-                stream.onClose { events.stopWatchingMap(holder, watcher) }
-            }
-            response.headers.set("Cache-Control", "no-store")
-            return response
-        }
-
-        for action in ["collection", "retry"] {
-            signedIn("POST", "/pins/:id/\(action)") { context in
-                guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-                let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
-                let result = try albums.startCollection(pinID: id, userID: holder, by: context.user.id)
-                if result == .notFound { throw HTTPError.notFound }
-                if case .quotaReached(let reached) = result {
-                    if context.request.headers["Accept"]?.contains("application/json") ?? false {
-                        return .jsonValue(QuotaJSON(started: false, error: reached.description), status: .tooManyRequests)
-                    }
-                    return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
-                }
-                if context.request.headers["Accept"]?.contains("application/json") ?? false {
-                    return .jsonValue(["started": result == .started], status: result == .busy ? .conflict : .accepted)
-                }
-                if result == .busy {
-                    return .redirect(to: "/pins/\(id)", flash: "This album is still downloading; New Collection is available when it is complete.", secure: secure)
-                }
-                return .redirect(to: "/pins/\(id)")
-            }
-        }
-
-        addPhotoBytesRoute(albums: albums)
-
-        signedIn("GET", "/photos/:id/view") { context in
-            guard let id = Self.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.map.forReading),
-                  let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
-            let shown = album.photos.filter { $0.status == .ready || $0.id == id }
-            let index = shown.firstIndex { $0.id == id } ?? 0
-            return .page(AlbumPages.photoPage(photo, pin: album.pin,
-                                              previous: index > 0 ? shown[index - 1].id : nil,
-                                              next: index + 1 < shown.count ? shown[index + 1].id : nil,
-                                              index: index, count: shown.count, chrome: context.chrome, providerName: provider.name,
-                                              view: .member(album.pin.id, map: context.map)))
-        }
-
-        signedIn("DELETE", "/photos/:id") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
-            guard try albums.deletePhoto(id, userID: holder) != nil else {
-                throw HTTPError.notFound
-            }
-            albums.access?.forget(photo: id)
-            return HTTPResponse(status: .noContent)
-        }
-
-        signedIn("POST", "/photos/:id/delete") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
-            guard let pinID = try albums.deletePhoto(id, userID: holder) else {
-                throw HTTPError.notFound
-            }
-            albums.access?.forget(photo: id)
-            return .redirect(to: "/pins/\(pinID)", flash: "Photo removed.", secure: secure)
-        }
-
-        signedIn("GET", "/pins/:id/picker") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
-            guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
-            // Without a page: not the one the album already shows (page 1 is usually the album's own
-            // thirty photos), so the picker opens on photos that can still be added.
-            let shown = album.page ?? 0
-            let page = context.request.queryValue("page") == nil
-                ? min(shown == 1 ? 2 : 1, provider.lastPage)
-                : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
-            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
-            let saved = try albums.savedRemoteIDs(pinID: id, userID: holder)
-            return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
-        }
-
-        signedIn("POST", "/pins/:id/picker") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
-            guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
-            let chosen = Set(context.request.formItems.filter { $0.name == "photo" }.map(\.value))
-            let page = InputNumber.page(context.request.formValue("page"), last: provider.lastPage)
-            guard !chosen.isEmpty else {
-                return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
-            }
-            // Details come from the provider again, never from the form: only real results are saved.
-            let result = try Self.pickerSearch(searches, provider, pin: album.pin, page: page)
-            let photos = result.photos.filter { chosen.contains($0.remoteID) }
-            let added: Int
-            do {
-                guard let count = try albums.addPhotos(photos, pinID: id, userID: holder, by: context.user.id) else { throw HTTPError.notFound }
-                added = count
-            } catch let reached as QuotaReached {
-                return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
-            }
-            let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
-                : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
-            return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
-        }
+    mutating func addAlbumRoutes(_ routes: AlbumRoutes) {
+        signedIn("GET", "/pins/:id", routes.album)
+        signedIn("GET", "/pins/:id/album.json", routes.albumJSON)
+        signedIn("GET", "/pins/:id/album.html", routes.albumFragment)
+        signedIn("GET", "/pins/:id/album.zip", routes.albumZip)
+        signedIn("GET", "/pins/:id/events", refuseEarly: routes.refuseStream, routes.albumEvents)
+        signedIn("GET", "/map/events", refuseEarly: routes.refuseStream, routes.mapEvents)
+        signedIn("POST", "/pins/:id/collection", routes.startCollection)
+        signedIn("POST", "/pins/:id/retry", routes.startCollection)
+        addPhotoBytesRoute(albums: routes.albums)
+        signedIn("GET", "/photos/:id/view", routes.photoPage)
+        signedIn("DELETE", "/photos/:id", routes.deletePhoto)
+        signedIn("POST", "/photos/:id/delete", routes.deletePhotoForm)
+        signedIn("GET", "/pins/:id/picker", routes.picker)
+        signedIn("POST", "/pins/:id/picker", routes.addPicked)
     }
 
     /// A picker page's provider search, on the picker's own slots, keeping only images from the
-    /// provider's hosts; each way it can fail becomes the page people see (the provider's own
-    /// problem page, busy, or slow).
-    private static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int) throws -> PhotoSearchPage {
+    /// provider's hosts. The provider's failure becomes its problem page; busy and slow answer
+    /// for themselves (DomainErrors).
+    static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int) throws -> PhotoSearchPage {
         do {
             return try searches.search(provider, lat: pin.lat, lon: pin.lon, page: page)
                 .keepingImages(from: provider.imageHosts, provider: provider.name)
         } catch let error as PhotoProviderError {
             throw providerPage(error, provider: provider)
-        } catch is PickerSearches.Busy {
-            throw HTTPError.unavailable("Many people are browsing photos right now. Try again in a few seconds.", retryAfter: .seconds(5))
-        } catch is PickerSearches.TimedOut {
-            throw HTTPError(.gatewayTimeout, "The photo service is slow to answer. Try again in a moment; the answer may be ready by then.")
         }
     }
 }
@@ -316,13 +99,17 @@ final class StreamWatcher: AlbumWatcher {
     /// On a shared map, the person watching: each read first checks they are still a member, and
     /// ends the stream once they are not (a member removed with the page open gets no more of it).
     private let member: Int64?
-    private struct Reads { var running = false, again = false }
+    /// A read running, another wanted after it, and the change stamp the next read must be as of.
+    private struct Reads { var running = false, again = false, asOf: UInt64 = 0 }
     private let reads = Mutex(Reads())
+    private let shared: AlbumReads
     /// Reads block on the database: a few serial queues (a pin's always the same one) bound the
     /// threads, also when every open page re-reads at once (`AlbumEvents.everyoneReread`).
     private static let queues = (0..<4).map { DispatchQueue(label: "album-stream-reads-\($0)") }
 
-    init(_ stream: ResponseStream, albums: AlbumStore, userID: Int64, pinID: Int64, csrf: String, view: AlbumView, member: Int64? = nil) {
+    init(_ stream: ResponseStream, albums: AlbumStore, shared: AlbumReads, userID: Int64, pinID: Int64, csrf: String, view: AlbumView,
+         member: Int64? = nil) {
+        self.shared = shared
         self.view = view
         self.member = member
         self.stream = stream
@@ -334,7 +121,18 @@ final class StreamWatcher: AlbumWatcher {
 
     /// Called on the LISTEN connection's thread: the read happens elsewhere.
     func albumChanged(_ change: AlbumChange) {
+        changed(change, asOf: shared.latest)
+    }
+
+    /// The stream just opened: read afresh, never a kept read. What changed unheard (the LISTEN
+    /// link down, a change that sends no notice) must not come back to a page newer than it.
+    func catchUp(_ change: AlbumChange) {
+        changed(change, asOf: .max)
+    }
+
+    private func changed(_ change: AlbumChange, asOf heard: UInt64) {
         let start = reads.withLock { r -> Bool in
+            r.asOf = max(r.asOf, heard)
             if r.running { r.again = true; return false }
             r.running = true
             return true
@@ -344,9 +142,15 @@ final class StreamWatcher: AlbumWatcher {
 
     private func readAndSend(_ change: AlbumChange) {
         repeat {
+            let asOf = reads.withLock { r -> UInt64 in
+                defer { r.asOf = 0 }
+                return r.asOf
+            }
             if let member, (try? albums.isMember(member, of: userID)) == false {
                 stream.close()  // its onClose stops the watching
-            } else if let album = try? albums.album(pinID: pinID, userID: userID) {
+            } else if let album = try? shared.album(AlbumChange(userID: userID, pinID: pinID), asOf: asOf, read: {
+                try albums.album(pinID: pinID, userID: userID)
+            }) {
                 stream.send(event: "change", data: String(decoding: AlbumPages.fragment(album, csrf: csrf, view: view).bytes, as: UTF8.self))
             } else {
                 stream.send(event: "change", data: change.payload)
@@ -398,5 +202,255 @@ final class MapStreamWatcher: AlbumWatcher {
             return
         }
         stream.send(event: "pins", data: String(change.pinID))
+    }
+}
+
+/// Album, photo and picker pages; live album and map updates: one handler per route, named for
+/// what it answers (the table is `WebPipeline.addAlbumRoutes`).
+struct AlbumRoutes: Sendable {
+    let albums: AlbumStore
+    let events: AlbumEvents
+    let provider: any PhotoProvider
+    let streams: StreamQuota
+    let searches: PickerSearches
+    let downloads: DownloadSlots
+    /// How often a shared map's live page asks whether its person is still a member.
+    var memberRecheck: Duration = .seconds(60)
+    let secure: Bool
+
+    static let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
+
+    /// A person's live pages are capped: past it, 429 (the page then falls back to polling), from
+    /// the session cookie alone, before the session is looked up.
+    var refuseStream: @Sendable (String) -> HTTPError? {
+        { [streams] token in streams.isFull(token: token) ? Self.tooManyStreams : nil }
+    }
+
+    /// New Collection and Retry: a new album for the pin (JSON for the page's script, a redirect
+    /// with a message for the plain form).
+    func startCollection(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+        let result = try albums.startCollection(pinID: id, userID: holder, by: context.user.id)
+        if result == .notFound { throw HTTPError.notFound }
+        if case .quotaReached(let reached) = result {
+            if context.request.headers["Accept"]?.contains("application/json") ?? false {
+                return .jsonValue(QuotaJSON(started: false, error: reached.description), status: .tooManyRequests)
+            }
+            return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
+        }
+        if context.request.headers["Accept"]?.contains("application/json") ?? false {
+            return .jsonValue(["started": result == .started], status: result == .busy ? .conflict : .accepted)
+        }
+        if result == .busy {
+            return .redirect(to: "/pins/\(id)", flash: "This album is still downloading; New Collection is available when it is complete.", secure: secure)
+        }
+        return .redirect(to: "/pins/\(id)")
+    }
+
+    /// The album page.
+    func album(_ context: SignedInContext) throws -> HTTPResponse {
+        let holder = context.map.forReading
+        guard let id = WebPipeline.pinID(context.request), var album = try albums.album(pinID: id, userID: holder) else {
+            throw HTTPError.notFound
+        }
+        // A pin with no album yet gets one when opened (pins made before workers ran, say); only
+        // then does the page cost more than the session and one statement.
+        var chrome = context.chrome
+        if album.pin.status == .new {
+            // Any member's look starts it: the first album is the pin's, not a change of theirs.
+            let start = try albums.startCollection(pinID: id, userID: holder, by: context.user.id, onlyIfNew: true)
+            guard start != .notFound, let started = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
+            if case .quotaReached(let reached) = start { chrome.flash = reached.description }
+            album = started
+        }
+        return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name, view: .member(id, map: context.map)))
+    }
+
+    /// The album as data, for the page's script to redraw the grid after a change.
+    func albumJSON(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
+            throw HTTPError.notFound
+        }
+        var response = HTTPResponse.jsonValue(AlbumJSON(album))
+        response.headers.set("Cache-Control", "private, no-cache")
+        return ETag.conditional(context.request, response)
+    }
+
+    /// The banner and the grid as the page draws them, for album.js to patch the page with:
+    /// the grid has one renderer, the server's (AlbumPages.fragment).
+    func albumFragment(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
+            throw HTTPError.notFound
+        }
+        var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken, view: .member(id, map: context.map)))
+        response.headers.set("Cache-Control", "private, no-cache")
+        return ETag.conditional(context.request, response)
+    }
+
+    /// The album as a zip of its ready photos' originals and credits.csv, written as it is
+    /// read: the stream waits for the socket after every slice (`writeWhenDrained`), so a
+    /// 500-photo album costs the server one photo and the socket's backlog, not the archive.
+    /// Close-delimited like every stream; a reader sees a cut-off download by its missing
+    /// central directory. The list is read before the head goes out, so another person's pin
+    /// is a 404.
+    func albumZip(_ context: SignedInContext) throws -> HTTPResponse {
+        let user = context.user.id, holder = context.map.forReading
+        guard let id = WebPipeline.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: holder) else {
+            throw HTTPError.notFound
+        }
+        let ticket: DownloadSlots.Ticket
+        switch downloads.admit(user) {
+        case .success(let admitted): ticket = admitted
+        case .failure(.tooManyOfYours):
+            throw HTTPError.tooManyRequests("Your other album downloads are still running. Try again when one has finished.",
+                                            retryAfter: .seconds(30))
+        case .failure(.busy):
+            throw HTTPError.unavailable("Many albums are being downloaded right now. Try again in a minute.", retryAfter: .seconds(30))
+        }
+        return HTTPResponse(status: .ok, headers: [
+            "Content-Type": "application/zip",
+            "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName),
+            "Cache-Control": "private, no-store",
+        ], body: .stream(heartbeat: nil) { stream in
+            // The slot is held until the writer is done (and given back if it never starts).
+            defer { withExtendedLifetime(ticket) { stream.close() } }
+            do {
+                _ = try AlbumArchive.write(photos, bytes: { try albums.originalBytes($0, userID: holder) },
+                                           sink: { stream.writeWhenDrained($0) })
+            } catch {
+                // The head is out: all that is left is to end the download short.
+                // Troubleshooting: zip ended early
+                photoServingLogger.warning("album \(id) zip ended early: \(error)")
+            }
+        })
+    }
+
+    /// Server-Sent Events: "change" whenever the album does, carrying the album's fragment (what
+    /// album.html answers), so the page patches itself without a round trip.
+    func albumEvents(_ context: SignedInContext) throws -> HTTPResponse {
+        // A person's live pages are capped: past it, 429 (the page then falls back to polling).
+        // Checked before the album is read, so a client reopening refused streams in a loop costs
+        // the session's round trip only, not the album's as well (script/bench abuse). At the
+        // cap every pin id gets 429, so it tells nothing.
+        let user = context.user.id, holder = context.map.forReading
+        guard !streams.isFull(user) else { throw Self.tooManyStreams }
+        guard let id = WebPipeline.pinID(context.request), try albums.album(pinID: id, userID: holder) != nil else {
+            throw HTTPError.notFound
+        }
+        let change = AlbumChange(userID: holder, pinID: id)
+        let view = AlbumView.member(id, map: context.map)
+        var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+            // Counted once the stream runs, so a stream refused by a busy server holds no place.
+            let token = context.sessionToken
+            guard streams.admit(user, token: token) else { return stream.close() }
+            stream.onClose { streams.release(user, token: token) }
+            streams.hold(stream, token: token)
+            let watcher = StreamWatcher(stream, albums: albums, shared: events.reads, userID: holder, pinID: id, csrf: context.csrfToken, view: view,
+                                        member: context.map.sharedID == nil ? nil : user)
+            events.watch(change, watcher)
+            stream.onClose { events.stopWatching(change, watcher) }
+            watcher.catchUp(change)  // catch up on anything missed
+        }
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// A map page's live pins: "pins" whenever a pin of the map it shows is dropped, imported or
+    /// deleted by anyone (a shared map's other members, another tab), carrying the pin's id; the
+    /// page then reads its view again. Counted with the album pages against the person's cap.
+    func mapEvents(_ context: SignedInContext) throws -> HTTPResponse {
+        let user = context.user.id, holder = context.map.forReading
+        guard !streams.isFull(user) else { throw Self.tooManyStreams }
+        // On a shared map: still a member? Asked on a timer and when the LISTEN link came
+        // back, besides the NOTIFY that ends the stream at once (which this instance may miss).
+        let stillMember = context.map.sharedID == nil ? nil : WebPipeline.stillMember(albums, user: user, map: holder)
+        var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+            let token = context.sessionToken
+            guard streams.admit(user, token: token) else { return stream.close() }
+            stream.onClose { streams.release(user, token: token) }
+            streams.hold(stream, token: token)
+            let watcher = MapStreamWatcher(stream, stillMember: stillMember, every: memberRecheck)
+            events.watchMap(holder, watcher)
+            stream.onClose { events.stopWatchingMap(holder, watcher) }
+        }
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// A photo full screen, with the previous and next ready photos of its album.
+    func photoPage(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(containingPhoto: id, userID: context.map.forReading),
+              let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
+        let shown = album.photos.filter { $0.status == .ready || $0.id == id }
+        let index = shown.firstIndex { $0.id == id } ?? 0
+        return .page(AlbumPages.photoPage(photo, pin: album.pin,
+                                          previous: index > 0 ? shown[index - 1].id : nil,
+                                          next: index + 1 < shown.count ? shown[index + 1].id : nil,
+                                          index: index, count: shown.count, chrome: context.chrome, providerName: provider.name,
+                                          view: .member(album.pin.id, map: context.map)))
+    }
+
+    /// Removes a photo from its album (the page's script).
+    func deletePhoto(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
+        guard try albums.deletePhoto(id, userID: holder) != nil else {
+            throw HTTPError.notFound
+        }
+        albums.access?.forget(photo: id)
+        return HTTPResponse(status: .noContent)
+    }
+
+    /// Removes a photo from its album (the plain form), back to the album with a message.
+    func deletePhotoForm(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(containingPhoto: id, userID: $0) != nil }
+        guard let pinID = try albums.deletePhoto(id, userID: holder) else {
+            throw HTTPError.notFound
+        }
+        albums.access?.forget(photo: id)
+        return .redirect(to: "/pins/\(pinID)", flash: "Photo removed.", secure: secure)
+    }
+
+    /// The photo picker: a page of the provider's photos near the pin, to add by hand.
+    func picker(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+        guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
+        // Without a page: not the one the album already shows (page 1 is usually the album's own
+        // thirty photos), so the picker opens on photos that can still be added.
+        let shown = album.page ?? 0
+        let page = context.request.queryValue("page") == nil
+            ? min(shown == 1 ? 2 : 1, provider.lastPage)
+            : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
+        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page)
+        let saved = try albums.savedRemoteIDs(pinID: id, userID: holder)
+        return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
+    }
+
+    /// Adds the ticked photos of a picker page to the album.
+    func addPicked(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+        guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
+        let chosen = Set(context.request.formItems.filter { $0.name == "photo" }.map(\.value))
+        let page = InputNumber.page(context.request.formValue("page"), last: provider.lastPage)
+        guard !chosen.isEmpty else {
+            return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
+        }
+        // Details come from the provider again, never from the form: only real results are saved.
+        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page)
+        let photos = result.photos.filter { chosen.contains($0.remoteID) }
+        let added: Int
+        do {
+            guard let count = try albums.addPhotos(photos, pinID: id, userID: holder, by: context.user.id) else { throw HTTPError.notFound }
+            added = count
+        } catch let reached as QuotaReached {
+            return .redirect(to: "/pins/\(id)", flash: reached.description, secure: secure)
+        }
+        let message = added == 0 ? "Those photos are already in the album (or it is still downloading)."
+            : added == 1 ? "1 photo added; it is downloading now." : "\(added) photos added; they are downloading now."
+        return .redirect(to: "/pins/\(id)", flash: message, secure: secure)
     }
 }

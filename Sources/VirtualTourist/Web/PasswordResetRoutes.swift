@@ -28,7 +28,7 @@ extension WebPipeline {
                              status: .unprocessableContent)
             }
             let network = context.request.remoteNetwork
-            guard askers.withLock({ $0.take(network, askRule, now: ProcessInfo.processInfo.systemUptime) }) else {
+            guard askers.withLock({ $0.take(network, askRule, now: .now) }) else {
                 throw HTTPError.tooManyRequests("Many password resets were asked for from your network this hour. Try again in an hour, or ask the person who runs this server.",
                                                 retryAfter: .seconds(3600))
             }

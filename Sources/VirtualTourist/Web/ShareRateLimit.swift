@@ -71,7 +71,7 @@ public final class ShareRateLimit: Sendable {
     }
 
     /// Takes one token from each key's bucket, or from none when any is empty (false).
-    func allow(_ keys: [Key], now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
+    func allow(_ keys: [Key], now: ContinuousClock.Instant = .now) -> Bool {
         let ruled = keys.compactMap { key in rule(key).map { (key, $0) } }
         guard !ruled.isEmpty else { return true }
         return buckets.withLock { $0.take(ruled, now: now) }
@@ -79,7 +79,7 @@ public final class ShareRateLimit: Sendable {
 
     /// An address's visit, before its token is looked up: false when the address is past its
     /// pages or loads, or has guessed too many tokens that do not exist.
-    func allowVisit(_ visit: Visit, from address: String, now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
+    func allowVisit(_ visit: Visit, from address: String, now: ContinuousClock.Instant = .now) -> Bool {
         let key: Key = visit == .page ? .pages(address) : .loads(address)
         let misses = rule(.misses(address)), visits = rule(key)
         // Every share request passes here, thumbnails included: one lock for both buckets.
@@ -91,12 +91,12 @@ public final class ShareRateLimit: Sendable {
     }
 
     /// A link's share of a visit, once the token is known to be open.
-    func allowVisit(_ visit: Visit, to link: Int64, now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
+    func allowVisit(_ visit: Visit, to link: Int64, now: ContinuousClock.Instant = .now) -> Bool {
         allow([visit == .page ? .linkPages(link) : .linkLoads(link)], now: now)
     }
 
     /// The address asked for a token that does not exist.
-    func missed(from address: String, now: Double = ProcessInfo.processInfo.systemUptime) {
+    func missed(from address: String, now: ContinuousClock.Instant = .now) {
         guard let misses = rule(.misses(address)) else { return }
         buckets.withLock { $0.charge(.misses(address), misses, now: now) }
     }

@@ -8,174 +8,25 @@ import Domain
 /// every resource the page uses: the page, album.json and album.html, events, photos.
 /// docs/architecture.md, "Share links".
 extension WebPipeline {
-    mutating func addShareRoutes(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents,
-                                 provider: any PhotoProvider, limits: ShareRateLimit.Limits, base: String?,
-                                 places: @escaping @Sendable () -> PlaceIndex) {
-        let secure = secureCookies
-        let gate = ShareGate(links: links, limit: ShareRateLimit(limits), secure: secure)
-        let streams = StreamQuota(perPerson: ShareGate.streamsPerLink)
-
-        // ----- the owner's -----
-
-        signedIn("GET", "/pins/:id/shares") { context in
-            guard let id = Self.pinID(context.request) else { throw HTTPError.notFound }
-            let holder = try context.map.forSharing { try pins.pin(id, of: $0) != nil }
-            guard let pin = try pins.pin(id, of: holder) else { throw HTTPError.notFound }
-            return .page(SharePages.manage(pin: pin, links: try links.list(userID: holder, pinID: id), created: nil, chrome: context.chrome))
-        }
-        signedIn("GET", "/shares") { context in
-            .page(SharePages.manage(pin: nil, links: try links.list(userID: try context.map.forSharing()), created: nil, chrome: context.chrome))
-        }
-        for pattern in ["/pins/:id/shares", "/shares"] {
-            signedIn("POST", pattern) { context in
-                let pinID = pattern == "/shares" ? nil : Self.pinID(context.request)
-                if pattern != "/shares" && pinID == nil { throw HTTPError.notFound }
-                let user = try pinID.map { id in try context.map.forSharing { try pins.pin(id, of: $0) != nil } } ?? context.map.forSharing()
-                var pin: Pin?
-                if let id = pinID {
-                    guard let found = try pins.pin(id, of: user) else { throw HTTPError.notFound }
-                    pin = found
-                }
-                var new = ShareLinks.NewLink(pinID: pin?.id)
-                new.label = context.request.formValue("label") ?? ""
-                new.hideLocation = context.request.formValue("hide_location") == "1"
-                // One of the form's choices; anything else is the default.
-                let days = context.request.formValue("expires_days").flatMap { Int($0) }
-                    .flatMap { ShareLinks.expiryChoices.contains($0) ? $0 : nil } ?? ShareLinks.defaultExpiryDays
-                new.expiresInDays = days == 0 ? nil : days
-                if let password = context.request.formValue("password"), !password.isEmpty {
-                    if let problem = Password.problem(with: password) {
-                        let list = try links.list(userID: user, pinID: pin?.id)
-                        return .page(SharePages.manage(pin: pin, links: list, created: nil, chrome: context.chrome,
-                                                       formError: "The password: " + problem), status: .unprocessableContent)
-                    }
-                    new.password = password
-                }
-                guard let (token, _) = try links.create(new, userID: user, madeBy: context.user.id) else { throw HTTPError.notFound }
-                // Shown on this answer only, never in a redirect's cookie or URL.
-                let url = (base ?? "") + "/s/" + token
-                var response = HTTPResponse.page(SharePages.manage(pin: pin, links: try links.list(userID: user, pinID: pin?.id),
-                                                                   created: url, chrome: context.chrome), status: .created)
-                response.headers.set("Cache-Control", "no-store")
-                return response
-            }
-        }
-        signedIn("POST", "/shares/:id/revoke") { context in
-            guard let id = Self.pinID(context.request), let pinID = try links.revoke(id, userID: try context.map.forSharing()) else { throw HTTPError.notFound }
-            return .redirect(to: pinID == 0 ? "/shares" : "/pins/\(pinID)/shares", flash: "Link revoked: it opens nothing any more.", secure: secure)
-        }
-
-        // ----- the visitor's -----
-
-        // The album (an album link) or the list of places (a map link), or the password form.
-        page("GET", "/s/:token") { context in
-            let (token, link) = try gate.open(context.request, .page)
-            guard gate.unlocked(context.request, token: token, link: link) else {
-                return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: nil), status: .forbidden))
-            }
-            guard let pinID = link.pinID else {
-                let mapPins = try pins.pins(of: link.userID, after: 0, limit: 1000)
-                let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
-                return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
-                                                               extraHead: Self.previewHead(link, token: token, album: nil, base: base, view: view))))
-            }
-            guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw ShareGate.unknown }
-            let view = Self.visitorView(token: token, pinID: nil, link: link, places: places)
-            let head = Self.previewHead(link, token: token, album: album, base: base, view: view)
-            return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                            view: view, extraHead: SharePages.noindex + head)))
-        }
-
-        page("POST", "/s/:token") { context in
-            let (token, link) = try gate.open(context.request, .page)
-            guard link.hasPassword else { return .redirect(to: "/s/" + token) }
-            guard gate.limit.allow([.passwordTries(link: link.id), .passwordTriesFrom(context.request.remoteNetwork, link: link.id)]) else {
-                throw HTTPError.tooManyRequests("Too many wrong passwords for this link. Wait ten minutes and try again.", retryAfter: .seconds(600))
-            }
-            let sent = context.request.formValue("password") ?? ""
-            guard let stored = link.passwordHash, Password.verify(sent, against: stored), let value = ShareLinks.unlockValue(token: token, link: link) else {
-                return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: "That password is not right."),
-                                               status: .forbidden))
-            }
-            var response = HTTPResponse.redirect(to: "/s/" + token)
-            response.headers.add("Set-Cookie", gate.unlockCookie(token: token, value: value, link: link))
-            return ShareGate.visitor(response)
-        }
-
-        // A map link's albums: /s/TOKEN/pins/ID is the album's page.
-        page("GET", "/s/:token/pins/:id") { context in
-            let (token, link, pinID) = try gate.openAlbum(context.request, .page)
-            guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
-            return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                            view: Self.visitorView(token: token, pinID: pinID, link: link, places: places),
-                                                            extraHead: SharePages.noindex)))
-        }
-
+    mutating func addShareRoutes(_ routes: ShareRoutes) {
+        // The owner's.
+        signedIn("GET", "/pins/:id/shares", routes.pinShares)
+        signedIn("GET", "/shares", routes.allShares)
+        signedIn("POST", "/pins/:id/shares") { try routes.createShare($0, forPin: true) }
+        signedIn("POST", "/shares") { try routes.createShare($0, forPin: false) }
+        signedIn("POST", "/shares/:id/revoke", routes.revokeShare)
+        // The visitor's.
+        page("GET", "/s/:token", routes.sharedPage)
+        page("POST", "/s/:token", routes.unlockShare)
+        page("GET", "/s/:token/pins/:id", routes.sharedAlbum)
         for prefix in ["/s/:token", "/s/:token/pins/:id"] {
-            page("GET", prefix + "/album.json") { context in
-                let (_, link, pinID) = try gate.openAlbum(context.request, .load)
-                guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
-                var response = HTTPResponse.jsonValue(AlbumJSON(album))
-                response.headers.set("Cache-Control", "private, no-cache")
-                return ShareGate.visitor(ETag.conditional(context.request, response))
-            }
-            page("GET", prefix + "/album.html") { context in
-                let (token, link, pinID) = try gate.openAlbum(context.request, .load)
-                guard let album = try Self.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
-                let view = Self.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
-                var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: "", view: view))
-                response.headers.set("Cache-Control", "private, no-cache")
-                return ShareGate.visitor(ETag.conditional(context.request, response))
-            }
-            let tooManyStreams = HTTPError(.tooManyRequests, "Many people have this album open right now. The page updates when reloaded.")
-            page("GET", prefix + "/events") { context in
-                let (_, link, pinID) = try gate.openAlbum(context.request, .load)
-                guard !streams.isFull(link.id) else { throw tooManyStreams }
-                // A map link names the album in the URL: one of the owner's, or nothing to watch.
-                if link.pinID == nil, try Self.visitorAlbum(albums, pinID: pinID, link: link) == nil { throw HTTPError.notFound }
-                let change = AlbumChange(userID: link.userID, pinID: pinID)
-                var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
-                    guard streams.admit(link.id) else { return stream.close() }
-                    stream.onClose { streams.release(link.id) }
-                    let watcher = ShareStreamWatcher(stream)
-                    events.watch(change, watcher)
-                    stream.onClose { events.stopWatching(change, watcher) }
-                    watcher.albumChanged(change)
-                }
-                response.headers.set("Cache-Control", "no-store")
-                return ShareGate.visitor(response)
-            }
+            page("GET", prefix + "/album.json", routes.visitorAlbumJSON)
+            page("GET", prefix + "/album.html", routes.visitorAlbumFragment)
+            page("GET", prefix + "/events", routes.visitorEvents)
         }
-
-        page("GET", "/s/:token/photos/:id") { context in
-            let (_, link) = try gate.openUnlocked(context.request, .load)
-            guard let id = Self.pinID(context.request), try links.photo(id, of: link) != nil else { throw HTTPError.notFound }
-            let width = ShareGate.width(context.request.queryValue("w"))
-            return ShareGate.visitor(try Self.image(id, width: width, link: link, albums: albums, request: context.request))
-        }
-
-        page("GET", "/s/:token/photos/:id/view") { context in
-            let (token, link) = try gate.openUnlocked(context.request, .page)
-            guard let id = Self.pinID(context.request), let pinID = try links.photo(id, of: link),
-                  let album = try Self.visitorAlbum(albums, pinID: pinID, link: link),
-                  let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
-            let shown = album.photos.filter { $0.status == .ready }
-            let index = shown.firstIndex { $0.id == id } ?? 0
-            let view = Self.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
-            return ShareGate.visitor(.page(AlbumPages.photoPage(photo, pin: album.pin,
-                                                                previous: index > 0 ? shown[index - 1].id : nil,
-                                                                next: index + 1 < shown.count ? shown[index + 1].id : nil,
-                                                                index: index, count: shown.count, chrome: gate.chrome(context),
-                                                                providerName: provider.name, view: view, extraHead: SharePages.noindex)))
-        }
-
-        // The one image a link preview may fetch without a cookie: the album's first photo as a
-        // thumbnail. Links with a password have none (their pages carry no preview tags either).
-        page("GET", "/s/:token/preview.jpg") { context in
-            let (_, link) = try gate.open(context.request, .load)
-            guard !link.hasPassword, let id = try links.firstPhoto(of: link) else { throw HTTPError.notFound }
-            return ShareGate.visitor(try Self.image(id, width: 512, link: link, albums: albums, request: context.request))
-        }
+        page("GET", "/s/:token/photos/:id", routes.sharedPhoto)
+        page("GET", "/s/:token/photos/:id/view", routes.sharedPhotoPage)
+        page("GET", "/s/:token/preview.jpg", routes.sharePreview)
     }
 
     /// The visitor's view of an album under `link`. With the location hidden a place is called by
@@ -353,5 +204,198 @@ final class ShareStreamWatcher: AlbumWatcher {
 
     func albumChanged(_ change: AlbumChange) {
         stream.send(event: "change", data: "")
+    }
+}
+
+/// Share links' pages and forms: one handler per route (the table is `WebPipeline.addShareRoutes`).
+struct ShareRoutes: Sendable {
+    let links: ShareLinks
+    let albums: AlbumStore
+    let pins: PinStore
+    let events: AlbumEvents
+    let provider: any PhotoProvider
+    /// PUBLIC_URL without its trailing slash: a new link's address, the preview's.
+    let base: String?
+    let places: @Sendable () -> PlaceIndex
+    let secure: Bool
+    let gate: ShareGate
+    let streams = StreamQuota(perPerson: ShareGate.streamsPerLink)
+
+    static let tooManyStreams = HTTPError(.tooManyRequests, "Many people have this album open right now. The page updates when reloaded.")
+
+    init(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents, provider: any PhotoProvider,
+         limits: ShareRateLimit.Limits, base: String?, places: @escaping @Sendable () -> PlaceIndex, secure: Bool) {
+        self.links = links
+        self.albums = albums
+        self.pins = pins
+        self.events = events
+        self.provider = provider
+        self.base = base
+        self.places = places
+        self.secure = secure
+        gate = ShareGate(links: links, limit: ShareRateLimit(limits), secure: secure)
+    }
+
+    /// A new link, for one pin's album (`forPin`) or the whole map; its address is shown on this
+    /// answer only.
+    func createShare(_ context: SignedInContext, forPin: Bool) throws -> HTTPResponse {
+        let pinID = forPin ? WebPipeline.pinID(context.request) : nil
+        if forPin && pinID == nil { throw HTTPError.notFound }
+        let user = try pinID.map { id in try context.map.forSharing { try pins.pin(id, of: $0) != nil } } ?? context.map.forSharing()
+        var pin: Pin?
+        if let id = pinID {
+            guard let found = try pins.pin(id, of: user) else { throw HTTPError.notFound }
+            pin = found
+        }
+        var new = ShareLinks.NewLink(pinID: pin?.id)
+        new.label = context.request.formValue("label") ?? ""
+        new.hideLocation = context.request.formValue("hide_location") == "1"
+        // One of the form's choices; anything else is the default.
+        let days = context.request.formValue("expires_days").flatMap { Int($0) }
+            .flatMap { ShareLinks.expiryChoices.contains($0) ? $0 : nil } ?? ShareLinks.defaultExpiryDays
+        new.expiresInDays = days == 0 ? nil : days
+        if let password = context.request.formValue("password"), !password.isEmpty {
+            if let problem = Password.problem(with: password) {
+                let list = try links.list(userID: user, pinID: pin?.id)
+                return .page(SharePages.manage(pin: pin, links: list, created: nil, chrome: context.chrome,
+                                               formError: "The password: " + problem), status: .unprocessableContent)
+            }
+            new.password = password
+        }
+        guard let (token, _) = try links.create(new, userID: user, madeBy: context.user.id) else { throw HTTPError.notFound }
+        // Shown on this answer only, never in a redirect's cookie or URL.
+        let url = (base ?? "") + "/s/" + token
+        var response = HTTPResponse.page(SharePages.manage(pin: pin, links: try links.list(userID: user, pinID: pin?.id),
+                                                           created: url, chrome: context.chrome), status: .created)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// A shared album as data, for the visitor page's script.
+    func visitorAlbumJSON(_ context: RequestContext) throws -> HTTPResponse {
+        let (_, link, pinID) = try gate.openAlbum(context.request, .load)
+        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
+        var response = HTTPResponse.jsonValue(AlbumJSON(album))
+        response.headers.set("Cache-Control", "private, no-cache")
+        return ShareGate.visitor(ETag.conditional(context.request, response))
+    }
+
+    /// A shared album's banner and grid, for album.js to patch the visitor's page with.
+    func visitorAlbumFragment(_ context: RequestContext) throws -> HTTPResponse {
+        let (token, link, pinID) = try gate.openAlbum(context.request, .load)
+        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
+        let view = WebPipeline.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
+        var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: "", view: view))
+        response.headers.set("Cache-Control", "private, no-cache")
+        return ShareGate.visitor(ETag.conditional(context.request, response))
+    }
+
+    /// A shared album's live updates; a link's streams are capped (ShareGate.streamsPerLink).
+    func visitorEvents(_ context: RequestContext) throws -> HTTPResponse {
+        let (_, link, pinID) = try gate.openAlbum(context.request, .load)
+        guard !streams.isFull(link.id) else { throw Self.tooManyStreams }
+        // A map link names the album in the URL: one of the owner's, or nothing to watch.
+        if link.pinID == nil, try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) == nil { throw HTTPError.notFound }
+        let change = AlbumChange(userID: link.userID, pinID: pinID)
+        var response = HTTPResponse.eventStream(heartbeat: 15) { stream in
+            guard streams.admit(link.id) else { return stream.close() }
+            stream.onClose { streams.release(link.id) }
+            let watcher = ShareStreamWatcher(stream)
+            events.watch(change, watcher)
+            stream.onClose { events.stopWatching(change, watcher) }
+            watcher.albumChanged(change)
+        }
+        response.headers.set("Cache-Control", "no-store")
+        return ShareGate.visitor(response)
+    }
+
+    func pinShares(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forSharing { try pins.pin(id, of: $0) != nil }
+        guard let pin = try pins.pin(id, of: holder) else { throw HTTPError.notFound }
+        return .page(SharePages.manage(pin: pin, links: try links.list(userID: holder, pinID: id), created: nil, chrome: context.chrome))
+    }
+
+    func allShares(_ context: SignedInContext) throws -> HTTPResponse {
+        .page(SharePages.manage(pin: nil, links: try links.list(userID: try context.map.forSharing()), created: nil, chrome: context.chrome))
+    }
+
+    func revokeShare(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request), let pinID = try links.revoke(id, userID: try context.map.forSharing()) else { throw HTTPError.notFound }
+        return .redirect(to: pinID == 0 ? "/shares" : "/pins/\(pinID)/shares", flash: "Link revoked: it opens nothing any more.", secure: secure)
+    }
+
+    /// The album (an album link) or the list of places (a map link), or the password form.
+    func sharedPage(_ context: RequestContext) throws -> HTTPResponse {
+        let (token, link) = try gate.open(context.request, .page)
+        guard gate.unlocked(context.request, token: token, link: link) else {
+            return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: nil), status: .forbidden))
+        }
+        guard let pinID = link.pinID else {
+            let mapPins = try pins.pins(of: link.userID, after: 0, limit: 1000)
+            let view = WebPipeline.visitorView(token: token, pinID: nil, link: link, places: places)
+            return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
+                                                           extraHead: WebPipeline.previewHead(link, token: token, album: nil, base: base, view: view))))
+        }
+        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw ShareGate.unknown }
+        let view = WebPipeline.visitorView(token: token, pinID: nil, link: link, places: places)
+        let head = WebPipeline.previewHead(link, token: token, album: album, base: base, view: view)
+        return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
+                                                        view: view, extraHead: SharePages.noindex + head)))
+    }
+
+    func unlockShare(_ context: RequestContext) throws -> HTTPResponse {
+        let (token, link) = try gate.open(context.request, .page)
+        guard link.hasPassword else { return .redirect(to: "/s/" + token) }
+        guard gate.limit.allow([.passwordTries(link: link.id), .passwordTriesFrom(context.request.remoteNetwork, link: link.id)]) else {
+            throw HTTPError.tooManyRequests("Too many wrong passwords for this link. Wait ten minutes and try again.", retryAfter: .seconds(600))
+        }
+        let sent = context.request.formValue("password") ?? ""
+        guard let stored = link.passwordHash, Password.verify(sent, against: stored), let value = ShareLinks.unlockValue(token: token, link: link) else {
+            return ShareGate.visitor(.page(SharePages.password(token: token, chrome: gate.chrome(context), error: "That password is not right."),
+                                           status: .forbidden))
+        }
+        var response = HTTPResponse.redirect(to: "/s/" + token)
+        response.headers.add("Set-Cookie", gate.unlockCookie(token: token, value: value, link: link))
+        return ShareGate.visitor(response)
+    }
+
+    /// A map link's albums: /s/TOKEN/pins/ID is the album's page.
+    func sharedAlbum(_ context: RequestContext) throws -> HTTPResponse {
+        let (token, link, pinID) = try gate.openAlbum(context.request, .page)
+        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
+        return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
+                                                        view: WebPipeline.visitorView(token: token, pinID: pinID, link: link, places: places),
+                                                        extraHead: SharePages.noindex)))
+    }
+
+    func sharedPhoto(_ context: RequestContext) throws -> HTTPResponse {
+        let (_, link) = try gate.openUnlocked(context.request, .load)
+        guard let id = WebPipeline.pinID(context.request), try links.photo(id, of: link) != nil else { throw HTTPError.notFound }
+        let width = ShareGate.width(context.request.queryValue("w"))
+        return ShareGate.visitor(try WebPipeline.image(id, width: width, link: link, albums: albums, request: context.request))
+    }
+
+    func sharedPhotoPage(_ context: RequestContext) throws -> HTTPResponse {
+        let (token, link) = try gate.openUnlocked(context.request, .page)
+        guard let id = WebPipeline.pinID(context.request), let pinID = try links.photo(id, of: link),
+              let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link),
+              let photo = album.photos.first(where: { $0.id == id }) else { throw HTTPError.notFound }
+        let shown = album.photos.filter { $0.status == .ready }
+        let index = shown.firstIndex { $0.id == id } ?? 0
+        let view = WebPipeline.visitorView(token: token, pinID: link.pinID == nil ? pinID : nil, link: link, places: places)
+        return ShareGate.visitor(.page(AlbumPages.photoPage(photo, pin: album.pin,
+                                                            previous: index > 0 ? shown[index - 1].id : nil,
+                                                            next: index + 1 < shown.count ? shown[index + 1].id : nil,
+                                                            index: index, count: shown.count, chrome: gate.chrome(context),
+                                                            providerName: provider.name, view: view, extraHead: SharePages.noindex)))
+    }
+
+    /// The one image a link preview may fetch without a cookie: the album's first photo as a
+    /// thumbnail. Links with a password have none (their pages carry no preview tags either).
+    func sharePreview(_ context: RequestContext) throws -> HTTPResponse {
+        let (_, link) = try gate.open(context.request, .load)
+        guard !link.hasPassword, let id = try links.firstPhoto(of: link) else { throw HTTPError.notFound }
+        return ShareGate.visitor(try WebPipeline.image(id, width: 512, link: link, albums: albums, request: context.request))
     }
 }

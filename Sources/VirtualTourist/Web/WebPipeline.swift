@@ -132,11 +132,7 @@ struct WebPipeline: Sendable {
                     }
                     throw HTTPError(.unauthorized, "Please sign in again.")
                 }
-                do {
-                    return try handler(SignedInContext(context, user: user))
-                } catch let refused as MapAccessRefused {
-                    throw refused.isNotFound ? HTTPError.notFound : HTTPError(.forbidden, refused.description)
-                }
+                return try handler(SignedInContext(context, user: user))
             }
         }
     }

@@ -69,6 +69,44 @@ import TestSupport
         #expect(breaker.status.state == "open")
     }
 
+    /// Reads hang; a put fails at once as a store that is down does.
+    final class ReadsHangWritesFail: PhotoStore {
+        let gate = DispatchSemaphore(value: 0)
+        func put(_ bytes: [UInt8]) throws -> String { throw PhotoStoreError(description: "the store is down", outage: true) }
+        func refresh(_ hash: String) throws -> Bool { true }
+        func get(_ hash: String) throws -> [UInt8]? { gate.wait(); return [] }
+        func list() throws -> [(hash: String, modified: Date)] { [] }
+        func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool { false }
+    }
+
+    /// A read waiting for a slot is refused as soon as a write's outage opens the breaker, not at
+    /// the end of its wait: the photo answers 503 at once, as every later read does.
+    @Test func aWriteThatOpensTheBreakerRefusesTheReadsWaitingForASlot() throws {
+        let store = ReadsHangWritesFail()
+        var settings = StoreBreakerStateMachine.Settings()
+        settings.readSlots = 1
+        settings.readSlotWait = .seconds(20)
+        settings.readDeadline = .seconds(30)
+        settings.coolDown = .seconds(30)
+        let breaker = StoreBreaker(store, settings: settings)
+        defer { store.gate.signal() }
+        let hash = String(repeating: "a", count: 64)
+        Thread.detachNewThread { _ = try? breaker.get(hash) }  // holds the only slot
+        #expect(eventually(timeout: 5) { breaker.readsInFlight == 1 })
+        let waited = Mutex<(PhotoStoreError?, Double)?>(nil)
+        Thread.detachNewThread {
+            let result = Self.timed { _ = try breaker.get(hash) }
+            waited.withLock { $0 = result }
+        }
+        Thread.sleep(forTimeInterval: 0.3)  // the second read is in line for the slot
+        #expect(throws: PhotoStoreError.self) { _ = try breaker.put([1, 2, 3]) }
+        #expect(!breaker.status.available)
+        #expect(eventually(timeout: 5) { waited.withLock { $0 } != nil }, "the waiting read was not told")
+        let (error, seconds) = try #require(waited.withLock { $0 })
+        #expect(error?.retryAfter != nil, "refused by the breaker: \(String(describing: error))")
+        #expect(seconds < 5, "\(seconds) s: it waited out its turn instead")
+    }
+
     /// A call that answers in time is passed through, result and error alike.
     @Test func callsInTimePassThrough() throws {
         let root = TestApp.scratchDirectory("deadline")

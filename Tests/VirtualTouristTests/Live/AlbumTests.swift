@@ -405,6 +405,35 @@ import TestSupport
         #expect(data == fragment)
     }
 
+    /// Six pages open on one album (tabs, members): a change is read from the database once and
+    /// each page gets its own fragment of that read, not six reads of the same rows.
+    @Test func pagesWatchingOneAlbumShareOneReadPerChange() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try Self.dropPin(browser)
+        let album = try Self.settled(browser, pin: pin)
+        let token = try #require(try browser.get("/pins/\(pin)").csrfToken)
+        let cookie = browser.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let pages = try (0..<6).map { _ in
+            try RawStream(port: app.port, request: "GET /pins/\(pin)/events HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n")
+        }
+        defer { for page in pages { page.close() } }
+        for page in pages { _ = page.read(until: { $0.contains("</ul>\n\n") }, timeout: 10) }
+        let shared = app.app.events.reads
+        let before = shared.reads
+        #expect(try browser.request("DELETE", "/photos/\(album.ids[0])", headers: [("X-CSRF-Token", token)]).status == 204)
+        let fragment = try browser.get("/pins/\(pin)/album.html").body
+        for page in pages {
+            let text = page.read(until: { $0.components(separatedBy: "</ul>\n\n").count > 1 }, timeout: 10)
+            let data = (text.components(separatedBy: "event: change\n").last ?? "").split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { $0.hasPrefix("data: ") }.map { $0.dropFirst(6) }.joined(separator: "\n")
+            #expect(data == fragment, "every page shows the album without the removed photo")
+        }
+        #expect(shared.reads - before == 1, "\(shared.reads - before) reads for one change on six pages")
+        for page in pages { page.close() }
+        #expect(eventually(timeout: 5) { shared.count == 0 }, "the kept read goes with the album's last page")
+    }
+
     @Test func openAlbumPagesReReadAfterTheListenConnectionComesBack() throws {
         let app = try TestApp(workers: true)
         let browser = try app.signedUp()
