@@ -399,10 +399,7 @@ import TestSupport
         #expect(text.contains("<li class=\"photo\" data-id=\"\(album.ids[0])\" data-status=\"ready\">"))
         #expect(text.contains("name=\"_csrf\" value=\"\(token)\""))
         let fragment = try browser.get("/pins/\(pin)/album.html").body
-        let event = text.components(separatedBy: "event: change\n").last ?? ""
-        let data = event.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { $0.hasPrefix("data: ") }.map { $0.dropFirst(6) }.joined(separator: "\n")
-        #expect(data == fragment)
+        #expect(RawStream.lastChangeData(text) == fragment)
     }
 
     /// Six pages open on one album (tabs, members): a change is read from the database once and
@@ -425,9 +422,7 @@ import TestSupport
         let fragment = try browser.get("/pins/\(pin)/album.html").body
         for page in pages {
             let text = page.read(until: { $0.components(separatedBy: "</ul>\n\n").count > 1 }, timeout: 10)
-            let data = (text.components(separatedBy: "event: change\n").last ?? "").split(separator: "\n", omittingEmptySubsequences: false)
-                .filter { $0.hasPrefix("data: ") }.map { $0.dropFirst(6) }.joined(separator: "\n")
-            #expect(data == fragment, "every page shows the album without the removed photo")
+            #expect(RawStream.lastChangeData(text) == fragment, "every page shows the album without the removed photo")
         }
         #expect(shared.reads - before == 1, "\(shared.reads - before) reads for one change on six pages")
         for page in pages { page.close() }
@@ -569,6 +564,12 @@ final class RawStream {
     }
 
     func close() { Glibc.close(fd) }
+
+    /// The data of the last "change" event in `text`, its data lines joined as EventSource does.
+    static func lastChangeData(_ text: String) -> String {
+        (text.components(separatedBy: "event: change\n").last ?? "").split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { $0.hasPrefix("data: ") }.map { $0.dropFirst(6) }.joined(separator: "\n")
+    }
 }
 
 /// The queue takes people in turn: one person's long queue does not hold back another's first album.
