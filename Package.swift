@@ -63,7 +63,7 @@ let package = Package(
         // the album wing (albums, providers, the photo store) and the web (routes, views, the app).
         .target(name: "Domain", dependencies: ["Waiting", "Postgres", "HTTPClient", "Zlib", "CCrypt", "Log"]),
         .target(name: "AlbumWing", dependencies: ["Domain", "Waiting", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
-        .target(name: "VirtualTourist", dependencies: ["Waiting", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "Log"]),
+        .target(name: "VirtualTourist", dependencies: ["Waiting", "LRU", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer", "CTurboJPEG"], exclude: ["Photos"]),

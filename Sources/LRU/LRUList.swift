@@ -63,6 +63,11 @@ public struct LRUList<Key: Hashable, Value> {
         return true
     }
 
+    /// Every entry, in no particular order, without changing the order (checks and metrics).
+    public func forEach(_ body: (Key, Value) -> Void) {
+        for slot in slots.values { body(nodes[slot]!.key, nodes[slot]!.value) }
+    }
+
     public mutating func remove(_ key: Key) {
         if let slot = slots[key] { remove(slot) }
     }
@@ -73,8 +78,16 @@ public struct LRUList<Key: Hashable, Value> {
     }
 
     public mutating func evict(maxCount: Int, maxCost: Int) {
+        evict(maxCount: maxCount, maxCost: maxCost) { _, _ in }
+    }
+
+    /// Evicts as above and tells `evicted` each entry it drops (a table that indexes its entries
+    /// another way drops them there too).
+    public mutating func evict(maxCount: Int, maxCost: Int, evicted: (Key, Value) -> Void) {
         while oldest >= 0 && (slots.count > maxCount || totalCost > maxCost) {
+            let node = nodes[oldest]!
             remove(oldest)
+            evicted(node.key, node.value)
         }
     }
 

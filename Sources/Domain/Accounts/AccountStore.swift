@@ -285,6 +285,7 @@ public struct AccountStore: Sendable {
                 SELECT s.token_hash, s.user_id AS id, u.email, u.display_name, s.csrf_token,
                        u.disabled_at IS NOT NULL AS disabled,
                        s.expires_at <= now() AS expired,
+                       extract(epoch FROM s.expires_at - now())::float8 AS seconds_left,
                        s.last_seen_at < now() - make_interval(secs => $2::int) AS stale,
                        mm.map_id, mm.role AS map_role, mu.display_name AS map_name, mu.editors_share,
                        coalesce(mm.center_lat, r.center_lat) AS center_lat, coalesce(mm.center_lon, r.center_lon) AS center_lon,
@@ -307,7 +308,7 @@ public struct AccountStore: Sendable {
                 WHERE user_id IN (SELECT id FROM found WHERE disabled)
                    OR token_hash IN (SELECT token_hash FROM found WHERE expired)
                 RETURNING 1)
-            SELECT id, email, display_name, csrf_token, disabled, expired, stale, center_lat, center_lon, zoom, map_version,
+            SELECT id, email, display_name, csrf_token, disabled, expired, stale, seconds_left, center_lat, center_lon, zoom, map_version,
                    map_id, map_role, map_name, editors_share, maps FROM found
             """, [token, Self.renewalIntervalSeconds, Self.sessionLifetimeDays])
         guard let row = rows.first else { return nil }
@@ -316,6 +317,8 @@ public struct AccountStore: Sendable {
         var session = Session(user: user, csrfToken: try row.decode("csrf_token"), token: token,
                               renewed: try row.decode("stale", as: Bool.self))
         session.mapVersion = try row.decode("map_version")
+        // A renewed session lives the full lifetime from now; any other until its expires_at.
+        if !session.renewed { session.secondsLeft = try row.decode("seconds_left") }
         if !row.isNull("center_lat") {
             session.mapRegion = MapRegion(lat: try row.decode("center_lat"), lon: try row.decode("center_lon"), zoom: try row.decode("zoom"))
         }

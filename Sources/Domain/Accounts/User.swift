@@ -39,6 +39,9 @@ public struct Session: Sendable {
     /// The shared maps the person is a member of, for the switcher (same statement), as the JSON
     /// it came in (MapChoice.list reads it when a page needs it); nil: none.
     public var mapsJSON: String? = nil
+    /// Seconds until expires_at when it was read (nil: renewed just now, a full lifetime): a session
+    /// kept in memory (SessionCache) is never used past it.
+    package var secondsLeft: Double? = nil
 
     package init(user: User, csrfToken: String, token: String, renewed: Bool) {
         self.user = user
@@ -46,5 +49,17 @@ public struct Session: Sendable {
         self.token = token
         self.renewed = renewed
         map = .own(user)
+    }
+
+    /// The same session as kept in memory for later requests (the web's SessionCache): its renewal,
+    /// if any, went out with the request that read it.
+    package var kept: Session {
+        var kept = Session(user: user, csrfToken: csrfToken, token: token, renewed: false)
+        kept.mapRegion = mapRegion
+        kept.mapVersion = mapVersion
+        kept.map = map
+        kept.mapsJSON = mapsJSON
+        kept.secondsLeft = secondsLeft
+        return kept
     }
 }

@@ -24,8 +24,12 @@ public final class App: Sendable {
     /// Where /tiles comes from; nil: the built-in basemap only.
     public let tiles: (any TileSource)?
     private let listener: PostgresListener
+    /// The LISTEN link, for tests that cut it.
+    var listenLink: PostgresListener { listener }
     /// Sessions and photo owners kept for /photos/:id, emptied by NOTIFY photo_access.
     let photoAccess: PhotoAccess
+    /// Sessions kept for every signed-in request, emptied by NOTIFY session_cache and photo_access.
+    let sessions: SessionCache
     private let connectionCount = ConnectionGauge()
     /// Cookies are Secure and __Host- (the error page reads the session cookie by that name).
     private let secureCookies: Bool
@@ -72,6 +76,8 @@ public final class App: Sendable {
         storeBreaker = photoStore
         let listener = PostgresListener(url: pool.url)
         photoAccess = PhotoAccess(linkUp: { listener.isConnected })
+        let sessions = SessionCache(linkUp: { listener.isConnected })
+        self.sessions = sessions
         var albumStore = AlbumStore(pool: pool, quotas: settings.quotas, photos: photoStore)
         albumStore.access = photoAccess
         albums = albumStore
@@ -104,10 +110,14 @@ public final class App: Sendable {
 
         var web = WebPipeline(accounts: accounts, secureCookies: settings.cookiesAreSecure, reportRoundTrips: settings.serverTiming)
         web.photoAccess = photoAccess
+        web.sessions = sessions
         let storeCheck = StoreCheck(store: photoStore)
         self.storeCheck = storeCheck
+        let mapPages = MapPageCache()
+        self.mapPages = mapPages
         web.addOperationsRoutes(pool: pool, migrations: settings.migrationsDirectory, storeCheck: storeCheck, provider: interactive,
-                                metrics: metrics, connections: connectionCount, token: settings.metricsToken)
+                                metrics: metrics, connections: connectionCount, token: settings.metricsToken,
+                                caches: { App.cacheLines(sessions: sessions, mapPages: mapPages) })
         let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
         self.mailSender = mailSender
         web.addAccountRoutes(AccountRoutes(accounts: accounts, mode: settings.signUp, photoAccess: photoAccess, secure: settings.cookiesAreSecure))
@@ -117,10 +127,9 @@ public final class App: Sendable {
         web.addTileRoutes(source: tiles)
         let placesPath = settings.publicDirectory + "/geo/places.tsv.gz"
         self.placesPath = placesPath
-        let mapPages = MapPageCache()
-        self.mapPages = mapPages
         web.addMapRoutes(MapRoutes(pins: PinStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) },
-                                   settings: settings, tiles: tiles?.info, mapPages: mapPages, photoAccess: photoAccess))
+                                   settings: settings, tiles: tiles?.info, mapPages: mapPages, photoAccess: photoAccess,
+                                   sessions: sessions))
         web.addImportRoutes(ImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) },
                                          secure: settings.cookiesAreSecure))
         web.addMapsRoutes(MapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), base: settings.publicBase, mail: mailSender,
@@ -155,7 +164,8 @@ public final class App: Sendable {
     }
 
     /// /metrics as Prometheus text: counters, the pool, and album jobs by state.
-    static func metricsResponse(pool: PostgresPool, metrics: Metrics, openConnections: Int, store: StoreCheck) throws -> HTTPResponse {
+    static func metricsResponse(pool: PostgresPool, metrics: Metrics, openConnections: Int, store: StoreCheck,
+                                caches: String) throws -> HTTPResponse {
         var jobs: [String: Int] = [:]
         for row in try pool.query("SELECT state, count(*) AS n FROM album_jobs GROUP BY state") {
             jobs[try row.decode("state")] = try row.decode("n")
@@ -169,17 +179,37 @@ public final class App: Sendable {
                              store: (store.breaker?.status, store.problem()))
             + Metrics.backupLines(lastSuccess: try backup?.decode("finished", as: Double.self),
                                   missing: try backup?.decode("photos_missing", as: Int.self))
+            + caches
         var response = HTTPResponse.text(text)
         response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return response
+    }
+
+    /// What the in-memory tables that stand in for round trips hold, and their bounds.
+    static func cacheLines(sessions: SessionCache, mapPages: MapPageCache) -> String {
+        var out = "# HELP vt_session_cache_entries Sessions kept in memory by this instance (SessionCache); at most vt_session_cache_max_entries.\n"
+        out += "# TYPE vt_session_cache_entries gauge\nvt_session_cache_entries \(sessions.count)\n"
+        out += "# TYPE vt_session_cache_max_entries gauge\nvt_session_cache_max_entries \(sessions.maxCount)\n"
+        out += "# HELP vt_session_cache_bytes The kept sessions' estimated size; at most vt_session_cache_max_bytes.\n"
+        out += "# TYPE vt_session_cache_bytes gauge\nvt_session_cache_bytes \(sessions.bytes)\n"
+        out += "# TYPE vt_session_cache_max_bytes gauge\nvt_session_cache_max_bytes \(sessions.maxBytes)\n"
+        out += "# HELP vt_map_page_cache_pages Map pages kept by this instance (MapPageCache).\n"
+        out += "# TYPE vt_map_page_cache_pages gauge\nvt_map_page_cache_pages \(mapPages.count)\n"
+        out += "# HELP vt_map_page_cache_bytes The kept map pages' HTML and gzip; at most vt_map_page_cache_max_bytes.\n"
+        out += "# TYPE vt_map_page_cache_bytes gauge\nvt_map_page_cache_bytes \(mapPages.bytes)\n"
+        out += "# TYPE vt_map_page_cache_max_bytes gauge\nvt_map_page_cache_max_bytes \(mapPages.maxBytes)\n"
+        return out
     }
 
     /// The handler of the separate metrics listener (METRICS_PORT): /metrics without a token, since
     /// only what can reach that port (loopback by default, or a private network) can ask.
     public func metricsHandler(pool: PostgresPool) -> any HTTPHandler {
         var router = Router()
-        let metrics = metrics, counter = connectionCount, store = storeCheck
-        router.get("/metrics") { _ in try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: store) }
+        let metrics = metrics, counter = connectionCount, store = storeCheck, sessions = sessions, mapPages = mapPages
+        router.get("/metrics") { _ in
+            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: store,
+                                    caches: App.cacheLines(sessions: sessions, mapPages: mapPages))
+        }
         return router
     }
 
@@ -219,15 +249,20 @@ public final class App: Sendable {
         try listener.listen(AlbumChange.jobsChannel) { _ in workers.notify() }
         try listener.listen(AlbumChange.channel) { payload in events.received(payload) }
         try listener.listen(AlbumChange.mapChannel) { payload in events.receivedForMap(payload) }
-        let photoAccess = photoAccess
+        let photoAccess = photoAccess, sessions = sessions
         let streams = streamQuota
+        // Sessions first: a request that found its session kept takes the photo cache's mark
+        // before looking, so its grant is refused if the photo cache forgets after the look.
         try listener.listen(PhotoAccess.channel) { payload in
+            sessions.received(payload)
             photoAccess.received(payload)
             streams.received(payload)
         }
+        try listener.listen(SessionCache.channel) { payload in sessions.received(payload) }
         // Notifications sent while the connection was down are lost: look for work at once, and
         // every open album page re-reads its state.
         listener.onReconnect {
+            sessions.forgetEverything()
             photoAccess.forgetEverything()
             workers.notify()
             events.everyoneReread()

@@ -13,7 +13,8 @@ import Domain
 /// row (migration 0119 puts back a row deleted under a person who still exists). It is reused only
 /// when that version, the saved region, the list page and the session's chrome (CSRF token, name,
 /// email) are all what it was rendered with, and never when the page carries a flash message. A
-/// hit costs the session's round trip and a copy.
+/// hit whose session SessionCache keeps costs no round trip and is answered on the event loop
+/// (`MapRoutes.keptMapPage`); otherwise it costs the session's round trip.
 ///
 /// Bounded: at most `maxBytes` of HTML and gzip together (16 MB: a club of 200 at about 25 KB a
 /// page is 5 MB), the least recently used page dropped first (a BoundedCache by person). Per process: with several instances
@@ -53,11 +54,13 @@ final class MapPageCache: Sendable {
         pages = BoundedCache(maxCost: maxBytes, cost: { $0.bytes })
     }
 
-    /// The kept page for `key`, gzipped when the request accepts it; nil when there is none.
-    func response(for key: Key, acceptsGzip: Bool) -> HTTPResponse? {
+    /// The kept page for `key`, gzipped when the request accepts it; nil when there is none, or
+    /// when its gzip is not kept yet and `compress` is false (an event loop never compresses).
+    func response(for key: Key, acceptsGzip: Bool, compress: Bool = true) -> HTTPResponse? {
         guard let found = pages.get(key.user.id), found.key == key else { return nil }
         guard acceptsGzip else { return Self.response(found.html, gzipped: false) }
         if let gzip = found.gzip { return Self.response(gzip, gzipped: true) }
+        guard compress else { return nil }
         // Kept plain only (the first visit did not accept gzip): compressed once, then kept too.
         guard let gzip = Compression.gzip(found.html) else { return Self.response(found.html, gzipped: false) }
         pages.update(key.user.id) { entry in

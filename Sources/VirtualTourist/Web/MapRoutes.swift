@@ -6,7 +6,7 @@ import Domain
 /// The map page, pins, the saved region, place search and the built-in basemap.
 extension WebPipeline {
     mutating func addMapRoutes(_ routes: MapRoutes) {
-        signedIn("GET", "/", routes.mapPage)
+        signedInKept("/", kept: routes.keptMapPage, routes.mapPage)
         signedIn("GET", "/pins.json", routes.pinsJSON)
         for format in PinExport.allCases {
             signedIn("GET", "/pins.\(format.fileExtension)") { context in try routes.export(format, context) }
@@ -115,12 +115,14 @@ struct MapRoutes: Sendable {
     let settings: AppSettings
     let mapPages: MapPageCache
     let photoAccess: PhotoAccess?
+    /// Told the version a rendered page read, so the next view is served from memory.
+    let sessions: SessionCache?
     let secure: Bool
     let links: PinExport.Links
     let files: StaticFiles
 
     init(pins: PinStore, places: @escaping @Sendable () -> PlaceIndex, settings: AppSettings, tiles: TileInfo? = nil,
-         mapPages: MapPageCache, photoAccess: PhotoAccess?) {
+         mapPages: MapPageCache, photoAccess: PhotoAccess?, sessions: SessionCache? = nil) {
         var page = settings
         page.tileURL = tiles == nil ? "none" : "/tiles/{z}/{x}/{y}"
         page.tileAttribution = tiles?.attribution ?? ""
@@ -129,6 +131,7 @@ struct MapRoutes: Sendable {
         self.settings = page
         self.mapPages = mapPages
         self.photoAccess = photoAccess
+        self.sessions = sessions
         secure = settings.cookiesAreSecure
         links = PinExport.Links(publicURL: settings.publicURL)
         files = StaticFiles(root: settings.publicDirectory)
@@ -171,15 +174,38 @@ struct MapRoutes: Sendable {
                                     csrfToken: context.csrfToken, user: context.user, map: context.map, mapsJSON: context.mapsJSON)
         }
         if let known = key(context.mapVersion), let kept = mapPages.response(for: known, acceptsGzip: gzip) { return kept }
+        let mark = sessions?.mark()
         let fresh = try WebPipeline.mapModel(context, pins: pins, settings: settings, page: page)
+        // A kept session whose map moved on forgot its version (SessionCache): it learns the one
+        // read with these pins, under which the page is kept, and the next view needs nothing.
+        if let sessions, let mark, let version = fresh.version, let token = context.sessionToken {
+            sessions.learn(version: version, holder: context.map.holder, token: token, since: mark)
+        }
         let html = MapPage.render(fresh.model, chrome: context.chrome)
         // Kept under the version read with the pins, not the session's: the two may differ.
         guard let rendered = key(fresh.version) else { return .page(html) }
         return mapPages.keep(html.bytes, for: rendered, acceptsGzip: gzip)
     }
 
+    /// The kept page for a kept session, answered on the event loop with no round trip (the
+    /// session's version is current: SessionCache drops it when the map's version moves); nil when
+    /// there is none, or when it would have to be compressed first.
+    func keptMapPage(_ request: HTTPRequest, _ session: Session) -> HTTPResponse? {
+        guard let version = session.mapVersion else { return nil }
+        let key = MapPageCache.Key(version: version, region: session.mapRegion ?? .world, page: WebPipeline.listPage(request),
+                                   csrfToken: session.csrfToken, user: session.user, map: session.map, mapsJSON: session.mapsJSON)
+        return mapPages.response(for: key, acceptsGzip: Compression.acceptsGzip(request.headers["Accept-Encoding"]), compress: false)
+    }
+
     /// Pins in a box, for maps with more pins than the page embeds.
     func pinsJSON(_ context: SignedInContext) throws -> HTTPResponse {
+        // The answer follows from the map, its version and the question: with the version known
+        // (the session's, kept in memory) the ETag names those, and the same question asked again
+        // at the same version — a pan back, a reload — is answered 304 before any query.
+        let tag = context.mapVersion.map { ETag.of(Array("pins.json \(context.map.forReading) \($0) \(context.request.target)".utf8)) }
+        if let tag, ETag.matches(context.request.headers["If-None-Match"], tag) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": tag, "Cache-Control": "private, no-cache"])
+        }
         var box: PinStore.Box?
         if let text = context.request.queryValue("bbox") {
             let numbers = text.split(separator: ",", omittingEmptySubsequences: false)
@@ -216,6 +242,7 @@ struct MapRoutes: Sendable {
         // Cheap to ask again: the same pins answer 304 (the ETag is the body's checksum).
         var response = HTTPResponse(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
         response.headers.set("Cache-Control", "private, no-cache")
+        if let tag { response.headers.set("ETag", tag) }
         return ETag.conditional(context.request, response)
     }
 

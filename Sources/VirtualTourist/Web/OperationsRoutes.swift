@@ -8,7 +8,8 @@ import Postgres
 /// (with its token; the token-less one is on METRICS_PORT alone, `App.metricsHandler`).
 extension WebPipeline {
     mutating func addOperationsRoutes(pool: PostgresPool, migrations: String, storeCheck: StoreCheck, provider interactive: any PhotoProvider,
-                                      metrics: Metrics, connections counter: ConnectionGauge, token: String?) {
+                                      metrics: Metrics, connections counter: ConnectionGauge, token: String?,
+                                      caches: @escaping @Sendable () -> String) {
         plain("/healthz") { _ in .text("ok \(Version.number)") }
         // Ready for traffic: the database answers and every migration is applied. Pages need
         // nothing else, so a photo store outage (shared by every instance) is reported here as
@@ -35,7 +36,7 @@ extension WebPipeline {
             }
         }
         let render: @Sendable () throws -> HTTPResponse = {
-            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: storeCheck)
+            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: storeCheck, caches: caches())
         }
         // On the public port only with the token: behind a reverse proxy every request comes from
         // the proxy's (local) address, so no address can stand in for it. Without a token it is

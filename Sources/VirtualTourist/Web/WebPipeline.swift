@@ -74,6 +74,8 @@ struct WebPipeline: Sendable {
     /// Told every session a request proves, so photo requests after a page need no round trip for
     /// theirs (PhotoStore/PhotoAccess).
     var photoAccess: PhotoAccess?
+    /// Sessions kept in memory, so a request needs no round trip for its session (SessionCache).
+    var sessions: SessionCache?
 
     init(accounts: AccountStore, secureCookies: Bool, reportRoundTrips: Bool = false) {
         self.accounts = accounts
@@ -86,9 +88,9 @@ struct WebPipeline: Sendable {
 
     mutating func page(_ method: String, _ pattern: String,
                        _ handler: @escaping @Sendable (RequestContext) throws -> HTTPResponse) {
-        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess, sessions = sessions
         router.add(method, pattern, ClosureHandler { request in
-            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access, handler)
+            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access, sessions: sessions, handler)
         })
     }
 
@@ -122,9 +124,9 @@ struct WebPipeline: Sendable {
 
     private func signedInHandler(_ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse)
         -> @Sendable (HTTPRequest) throws -> HTTPResponse {
-        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess
+        let accounts = accounts, secure = secureCookies, report = reportRoundTrips, access = photoAccess, sessions = sessions
         return { request in
-            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access) { context in
+            try Self.run(request, accounts: accounts, secure: secure, report: report, access: access, sessions: sessions) { context in
                 guard let user = context.session?.user else {
                     if request.method == "GET" || request.method == "HEAD" {
                         let next = request.target == "/" ? "" : "?next=" + FormEncoding.encode(request.target)
@@ -167,7 +169,30 @@ struct WebPipeline: Sendable {
         }, inline: { request in try answer(request, false) }))
     }
 
+    /// A signed-in GET whose answer may already be in memory (the kept map page): `kept` gets the
+    /// session SessionCache holds for the cookie and answers, or says nil. It is asked on the
+    /// connection's event loop (HTTPHandler.respondInline), so it answers only from memory and
+    /// never compresses or waits; any nil — no kept session, a flash to show and clear, a page not
+    /// kept — runs the request as a `signedIn` route does, on a handler slot.
+    mutating func signedInKept(_ pattern: String, kept: @escaping @Sendable (HTTPRequest, Session) -> HTTPResponse?,
+                               _ handler: @escaping @Sendable (SignedInContext) throws -> HTTPResponse) {
+        let sessions = sessions, secure = secureCookies, report = reportRoundTrips
+        let signedIn = signedInHandler(handler)
+        router.add("GET", pattern, ClosureHandler({ request in try signedIn(request) }, inline: { request in
+            // What `run` would add or check, for a request that changes nothing: the cookies it
+            // would set (a flash to clear, a renewal: never for a kept session) and control characters.
+            guard let sessions, let token = Cookies.value(Cookies.session, in: request, secure: secure),
+                  Cookies.value(Cookies.flash, in: request, secure: secure) == nil,
+                  let session = sessions.session(token: token), Self.controlCharacterField(in: request) == nil,
+                  var response = kept(request, session) else { return nil }
+            if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
+            if report { response.headers.add("Server-Timing", Self.noRoundTrips) }
+            return response
+        }))
+    }
+
     private static func run(_ request: HTTPRequest, accounts: AccountStore, secure: Bool, report: Bool, access: PhotoAccess? = nil,
+                            sessions: SessionCache? = nil,
                             _ handler: (RequestContext) throws -> HTTPResponse) throws -> HTTPResponse {
         let roundTripsBefore = RoundTrips.onThisThread
         let cookies = Cookies.parse(request, secure: secure)
@@ -175,13 +200,32 @@ struct WebPipeline: Sendable {
 
         var session: Session?
         if let token = cookies[Cookies.session] {
+            // Taken before the session is read from either place: a revocation heard after it
+            // stops the grant below from being kept.
             let mark = access?.mark()
-            session = try accounts.session(token: token)
-            if session == nil { setCookies.append(Cookies.clear(Cookies.session, secure: secure)) }
-            if let access, let mark, let session {
-                // Photos are granted by the map the session shows (its holder's), so a member removed
-                // from a shared map loses its photos with the grant this request replaces.
-                access.remember(PhotoAccess.key(sessionToken: token), userID: session.map.holder, since: mark)
+            if let kept = sessions?.session(token: token) {
+                session = kept
+                if let access, let mark, access.grant(PhotoAccess.key(sessionToken: token)) == nil {
+                    access.remember(PhotoAccess.key(sessionToken: token), userID: kept.map.holder, since: mark)
+                }
+            } else {
+                let keptMark = sessions?.mark()
+                session = try accounts.session(token: token)
+                if session == nil { setCookies.append(Cookies.clear(Cookies.session, secure: secure)) }
+                if let access, let mark, let session {
+                    // Photos are granted by the map the session shows (its holder's), so a member removed
+                    // from a shared map loses its photos with the grant this request replaces.
+                    access.remember(PhotoAccess.key(sessionToken: token), userID: session.map.holder, since: mark)
+                }
+                if let sessions, let keptMark, let session { sessions.remember(session, since: keptMark) }
+            }
+        }
+        // A change this request makes may concern what its session holds (the region, the map's
+        // version, the map shown, the person's name): kept sessions of the person and of the map
+        // go here at once, after the change; other instances hear it by NOTIFY.
+        defer {
+            if let sessions, let session, stateChanging.contains(request.method) {
+                sessions.forget(people: [session.user.id, session.map.holder])
             }
         }
 

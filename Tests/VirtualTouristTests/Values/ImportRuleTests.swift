@@ -48,7 +48,7 @@ import Testing
         "AlbumWing/Operations": platform.union(["Domain", "Postgres"]),
         // VirtualTourist, the web: the only folders that speak HTTP to the browser.
         "VirtualTourist/App": platform.union(["AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
-        "VirtualTourist/Web": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log", "WebText"]),
+        "VirtualTourist/Web": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log", "WebText", "LRU"]),
         "VirtualTourist/Middleware": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log"]),
         // Pages and JSON are written from values: no database, no HTTP, no threads.
         "VirtualTourist/Views": ["Foundation", "WebText", "AlbumWing", "Domain"],
