@@ -115,13 +115,17 @@ public final class App: Sendable {
         self.storeCheck = storeCheck
         let mapPages = MapPageCache()
         self.mapPages = mapPages
-        web.addOperationsRoutes(pool: pool, migrations: settings.migrationsDirectory, storeCheck: storeCheck, provider: interactive,
-                                metrics: metrics, connections: connectionCount, token: settings.metricsToken,
-                                caches: { App.cacheLines(sessions: sessions, mapPages: mapPages) })
+        let counter = connectionCount
+        web.addOperationsRoutes(OperationsRoutes(pool: pool, migrations: settings.migrationsDirectory, storeCheck: storeCheck,
+                                                 provider: interactive, token: settings.metricsToken) {
+            try App.metricsResponse(pool: pool, metrics: metrics, openConnections: counter.read(), store: storeCheck,
+                                    caches: App.cacheLines(sessions: sessions, mapPages: mapPages))
+        })
         let mailSender = settings.mail.map { MailSender(pool: pool, client: SMTPClient($0), retryBase: settings.mailRetryBase, poll: settings.mailPoll) }
         self.mailSender = mailSender
-        web.addAccountRoutes(AccountRoutes(accounts: accounts, mode: settings.signUp, photoAccess: photoAccess, secure: settings.cookiesAreSecure))
-        web.addPasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, base: settings.publicBase)
+        web.addAccountRoutes(AccountRoutes(accounts: accounts, mode: settings.signUp, photoAccess: photoAccess, secure: web.secureCookies))
+        web.addPasswordResetRoutes(PasswordResetRoutes(resets: PasswordResets(pool: pool), mail: mailSender, base: settings.publicBase,
+                                                       secure: web.secureCookies))
         let tiles = TileSources.make(settings: settings)
         self.tiles = tiles
         web.addTileRoutes(source: tiles)
@@ -131,17 +135,17 @@ public final class App: Sendable {
                                    settings: settings, tiles: tiles?.info, mapPages: mapPages, photoAccess: photoAccess,
                                    sessions: sessions))
         web.addImportRoutes(ImportRoutes(imports: PinImportStore(pool: pool, quotas: settings.quotas), places: { PlaceIndex.shared(path: placesPath) },
-                                         secure: settings.cookiesAreSecure))
+                                         secure: web.secureCookies))
         web.addMapsRoutes(MapsRoutes(maps: SharedMaps(pool: pool, quotas: settings.quotas), base: settings.publicBase, mail: mailSender,
-                                     secure: settings.cookiesAreSecure))
+                                     secure: web.secureCookies))
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: .seconds(settings.pickerTimeout))
         web.addAlbumRoutes(AlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
-                                       downloads: downloadSlots, memberRecheck: settings.memberRecheck, secure: settings.cookiesAreSecure))
+                                       downloads: downloadSlots, memberRecheck: settings.memberRecheck, secure: web.secureCookies))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
                                        events: events, provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
-                                       places: { PlaceIndex.shared(path: placesPath) }, secure: settings.cookiesAreSecure))
+                                       places: { PlaceIndex.shared(path: placesPath) }, secure: web.secureCookies))
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes
         // Tiles come from our own origin (/tiles), so img-src names no tile server.
