@@ -58,15 +58,21 @@ public final class HTTPClient: Sendable {
     /// Closes the cached connections (when the app stops). Requests after this still work, each on
     /// a connection of its own.
     public func shutdown() {
-        let (handles, share) = pool.withLock { state -> ([Handle], SharedCaches?) in
+        // The idle handles count as lent until destroyed: curl_easy_cleanup detaches a handle from
+        // the share, so the share must outlive every cleanup, whoever ends last destroying it.
+        let handles = pool.withLock { state -> [Handle] in
             state.closed = true
             let handles = state.idle
             state.idle = []
-            guard state.lent == 0, let share = state.share else { return (handles, nil) }
-            state.share = nil
-            return (handles, share)
+            state.lent += handles.count
+            return handles
         }
-        for handle in handles { handle.destroy() }
+        for handle in handles { giveBack(handle, reusable: false) }
+        let share = pool.withLock { state -> SharedCaches? in
+            guard state.lent == 0, let share = state.share else { return nil }
+            state.share = nil
+            return share
+        }
         if let share { vt_curl_share_destroy(share.pointer) }
     }
 
@@ -293,15 +299,22 @@ public final class HTTPClient: Sendable {
     }
 
     private func giveBack(_ handle: Handle?, reusable: Bool) {
-        let (keep, orphanedShare) = pool.withLock { state -> (Bool, SharedCaches?) in
+        let kept = pool.withLock { state -> Bool in
+            guard reusable, let handle, state.share != nil, !state.closed else { return false }
+            state.idle.append(handle)
             state.lent -= 1
-            let keep = reusable && state.share != nil && !state.closed
-            if keep, let handle { state.idle.append(handle) }
-            guard state.closed, state.lent == 0, let share = state.share else { return (keep, nil) }
-            state.share = nil
-            return (keep, share)
+            return true
         }
-        if !keep { handle?.destroy() }
+        if kept { return }
+        // Destroyed while still counted as lent, so a shutdown or another handle's return cannot
+        // destroy the share under this cleanup (it hung a test run: a freed mutex, locked).
+        handle?.destroy()
+        let orphanedShare = pool.withLock { state -> SharedCaches? in
+            state.lent -= 1
+            guard state.closed, state.lent == 0, let share = state.share else { return nil }
+            state.share = nil
+            return share
+        }
         if let orphanedShare { vt_curl_share_destroy(orphanedShare.pointer) }
     }
 }
