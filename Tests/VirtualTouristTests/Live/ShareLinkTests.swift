@@ -73,6 +73,12 @@ import TestSupport
         return String(url[try #require(url.range(of: "/s/")).lowerBound...])
     }
 
+    /// A page's text with its random tokens (the link's, a cookie's: 43 characters of base64url)
+    /// taken out: four of them hold "Rue" by chance in about one run in 1,600, which is no leak.
+    static func withoutTokens(_ text: String) -> String {
+        text.replacing(/[A-Za-z0-9_-]{40,}/, with: "<token>")
+    }
+
     static func isImage(_ page: Browser.Page) -> Bool {
         page.header("Content-Type")?.hasPrefix("image/") == true || Array(page.body.utf8.prefix(2)) == [0xFF, 0xD8]
             || page.body.contains("JFIF") || page.body.contains("Exif")
@@ -250,7 +256,7 @@ import TestSupport
         #expect(page.contains("og:title\" content=\"France\""))
         for (url, text) in texts {
             for secret in Self.coordinateTexts + ["Lyon", "Auvergne"] {
-                #expect(!text.contains(secret), "\(url) shows \(secret)")
+                #expect(!Self.withoutTokens(text).contains(secret), "\(url) shows \(secret)")
             }
         }
         // The image bytes: every width and the preview, without the metadata segments, and still a
@@ -314,7 +320,7 @@ import TestSupport
         for url in urls {
             let page = try visitor.get(url)
             #expect(page.status == 200, "\(url)")
-            let text = page.body + page.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+            let text = Self.withoutTokens(page.body + page.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n"))
             for secret in ["Grandma", "Mercière", "Merci&#232;re", "Rue", "house"] + Self.coordinateTexts {
                 #expect(!text.contains(secret), "\(url) shows \(secret)")
             }
