@@ -208,27 +208,42 @@ public final class PhotoFixture: Sendable {
         let place = Self.placeNumber(lat: lat, lon: lon)
         // Image addresses on the host the client used, so they work behind Docker's names too.
         let origin = request.headers["Host"].map { "http://\($0)" } ?? baseURL
-        var photos: [String] = []
-        if page <= pages {
-            for index in 0..<shown {
-                let id = place * 1_000_000 + page * 1000 + (options.repeatsAPhoto && index == 5 && shown > 5 ? 1 : index)
-                let image = "\(origin)/photos/\(id)"
-                if let port = options.hostileCanaryPort, index < Self.hostileAddresses(canaryPort: port, origin: origin, id: id).count {
-                    photos.append(hostilePhoto(id: id, index: index, page: page, canaryPort: port, origin: origin))
-                    continue
-                }
-                // Flickr's own quirks: numbers as strings, some extras missing.
-                photos.append("""
-                    {"id":"\(id)","owner":"\(10_000 + id % 97)@N0\(id % 7)","secret":"f1x","server":"65535","farm":66,\
-                    "title":"Fixture photo \(page)-\(index + 1)","ispublic":1,"isfriend":0,"isfamily":0,\
-                    "license":"\(id % 18)","ownername":"Fixture Photographer \(id % 13)",\
-                    "datetaken":"2019-0\(1 + id % 9)-1\(id % 10) 12:00:00","datetakengranularity":"0",\
-                    "url_q":"\(image)_q.jpg","height_q":150,"width_q":"150",\
-                    "url_m":"\(image)_m.jpg"\(index % 3 == 0 ? "" : ",\"url_z\":\"\(image)_z.jpg\"")}
-                    """)
+        // Which photos of the place this page shows: (page, index) of the unfiltered list, so a
+        // photo keeps its id (and date) whatever the question.
+        var entries: [(page: Int, index: Int)] = page <= pages ? (0..<shown).map { (page, $0) } : []
+        var total = pages == 1 ? shown : pages * perPage
+        let minTaken = FixtureDate.bound(request.queryValue("min_taken_date")), maxTaken = FixtureDate.bound(request.queryValue("max_taken_date"))
+        if minTaken != nil || maxTaken != nil {
+            // Flickr compares datetaken, at whatever granularity: a date it does not know is the
+            // upload time there, and is matched as such.
+            let all = pages == 0 ? [] : (1...min(pages, ProviderRules.flickrResultWindow / perPage)).flatMap { p in (0..<shown).map { (page: p, index: $0) } }
+            let matching = all.filter { entry in
+                let date = FixtureDate.of(id: place * 1_000_000 + entry.page * 1000 + entry.index).datetaken
+                return (minTaken.map { date >= $0 } ?? true) && (maxTaken.map { date <= $0 } ?? true)
             }
+            total = matching.count
+            pages = (matching.count + perPage - 1) / perPage
+            entries = Array(matching.dropFirst((page - 1) * perPage).prefix(perPage))
         }
-        let total = pages == 1 ? shown : pages * perPage
+        var photos: [String] = []
+        for (page, index) in entries {
+            let id = place * 1_000_000 + page * 1000 + (options.repeatsAPhoto && index == 5 && shown > 5 ? 1 : index)
+            let image = "\(origin)/photos/\(id)"
+            if let port = options.hostileCanaryPort, index < Self.hostileAddresses(canaryPort: port, origin: origin, id: id).count {
+                photos.append(hostilePhoto(id: id, index: index, page: page, canaryPort: port, origin: origin))
+                continue
+            }
+            // Flickr's own quirks: numbers as strings, some extras missing.
+            let taken = FixtureDate.of(id: id)
+            photos.append("""
+                {"id":"\(id)","owner":"\(10_000 + id % 97)@N0\(id % 7)","secret":"f1x","server":"65535","farm":66,\
+                "title":"Fixture photo \(page)-\(index + 1)","ispublic":1,"isfriend":0,"isfamily":0,\
+                "license":"\(id % 18)","ownername":"Fixture Photographer \(id % 13)",\
+                "datetaken":"\(taken.datetaken)","datetakengranularity":"\(taken.granularity)"\(taken.unknown ? ",\"datetakenunknown\":\"1\"" : ""),\
+                "url_q":"\(image)_q.jpg","height_q":150,"width_q":"150",\
+                "url_m":"\(image)_m.jpg"\(index % 3 == 0 ? "" : ",\"url_z\":\"\(image)_z.jpg\"")}
+                """)
+        }
         return .json("""
             {"photos":{"page":\(askedPage),"pages":"\(pages)","perpage":\(perPage),"total":"\(total == 0 ? "" : String(total))","photo":[\(photos.joined(separator: ","))]},"stat":"ok"}
             """)
@@ -236,7 +251,7 @@ public final class PhotoFixture: Sendable {
 
     /// A stable number for a place (two decimals, about a kilometre), so the same pin sees the
     /// same photos and different pins see different ones.
-    static func placeNumber(lat: Double, lon: Double) -> Int {
+    public static func placeNumber(lat: Double, lon: Double) -> Int {
         let a = Int(((lat + 90) * 100).rounded()), b = Int(((lon + 180) * 100).rounded())
         return (a * 36_001 + b) % 9_000 + 1000
     }

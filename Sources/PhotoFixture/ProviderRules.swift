@@ -178,11 +178,17 @@ extension PhotoFixture {
         let asked = request.queryValue("iiurlwidth").flatMap(Int.init)
         let step = asked.map { width in ProviderRules.thumbnailSteps.first { $0 >= width } ?? 3840 }
         let titles = (request.queryValue("titles") ?? "").split(separator: "|").map(String.init)
+        // The API takes at most 50 titles a request (500 for bots), and refuses more.
+        if titles.count > 50 {
+            return .json(#"{"error":{"code":"toomanyvalues","info":"Too many values supplied for parameter \"titles\". The limit is 50.","parameter":"titles","limit":50}}"#)
+        }
         let pages = titles.compactMap { title -> String? in
             let digits = title.split(separator: " ").last?.split(separator: ".").first?.split(separator: "-")
             guard let digits, digits.count == 2, let place = Int(digits[0]), let index = Int(digits[1]) else { return nil }
             let id = place * 1000 + index - 1
             let escaped = title.replacingOccurrences(of: "\"", with: "\\\"")
+            // DateTimeOriginal as a file page's {{Information}} gives it, in several precisions.
+            let dateTime = FixtureDate.of(id: id).commonsText.map { #","DateTimeOriginal":{"value":"\#($0)"}"# } ?? ""
             let file = "Fixture_\(place)-\(index).jpg"
             let original = "\(origin)/wikipedia/commons/\(Self.hashPath(index))/\(file)"
             let large = rules.commonsNoThumbEvery > 0 && index % rules.commonsNoThumbEvery == 0
@@ -195,7 +201,7 @@ extension PhotoFixture {
                 {"pageid":\(id),"ns":6,"title":"\(escaped)","imagerepository":"local","imageinfo":[{\(info)\
                 "url":"\(original)","descriptionurl":"https://commons.wikimedia.org/wiki/\(escaped.replacingOccurrences(of: " ", with: "_"))",\
                 "mime":"image/jpeg","extmetadata":{"Artist":{"value":"<a href=\\"https://commons.wikimedia.org/wiki/User:Fixture\\">Fixture &amp; Friends</a>"},\
-                "LicenseShortName":{"value":"CC BY-SA 4.0"},"ObjectName":{"value":"Commons fixture \(index)"}}}]}
+                "LicenseShortName":{"value":"CC BY-SA 4.0"},"ObjectName":{"value":"Commons fixture \(index)"}\(dateTime)}}]}
                 """
         }
         return .json(#"{"batchcomplete":true,"query":{"pages":[\#(pages.joined(separator: ","))]}}"#)

@@ -105,7 +105,8 @@ extension AlbumWorkers {
                     runOnSlot { [provider] in
                         do {
                             let result = try provider.search(lat: search.lat, lon: search.lon,
-                                                             page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages))
+                                                             page: Self.choosePage(totalPages: search.totalPages, shown: search.shownPages),
+                                                             era: search.era)
                                 .keepingImages(from: provider.imageHosts, provider: provider.name)
                             inbox.post(.searched(result, result.photos.map(\.imageURL)))
                         } catch {

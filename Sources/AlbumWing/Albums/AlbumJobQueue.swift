@@ -110,11 +110,12 @@ public struct AlbumJobQueue: Sendable {
         package let placeholders: Int
         package let totalPages: Int?
         package let shownPages: [Int]
+        package let era: Era?
     }
 
     package func searchState(_ job: AlbumJob) throws -> SearchState? {
         let rows = try pool.query("""
-            SELECT lat, lon, generation = $3 AS current, total_pages, array_to_string(shown_pages, ',') AS shown,
+            SELECT lat, lon, generation = $3 AS current, total_pages, array_to_string(shown_pages, ',') AS shown, era_from, era_to,
                    (SELECT count(*) FROM photos WHERE pin_id = $1 AND generation = $3) AS placeholders
             FROM pins WHERE id = $1 AND user_id = $2
             """, [job.pinID, job.userID, job.generation])
@@ -122,7 +123,7 @@ public struct AlbumJobQueue: Sendable {
         let shown: String = try row.decode("shown")
         return SearchState(lat: try row.decode("lat"), lon: try row.decode("lon"), current: try row.decode("current"),
                            placeholders: try row.decode("placeholders"), totalPages: try row.decode("total_pages"),
-                           shownPages: shown.split(separator: ",").compactMap { Int($0) })
+                           shownPages: shown.split(separator: ",").compactMap { Int($0) }, era: try AlbumStore.era(row))
     }
 
     /// Writes the search result: placeholders (their ids by position, from 0), or status empty.

@@ -35,6 +35,8 @@ public struct Album: Sendable {
     /// once their account is gone.
     public var droppedBy: String? = nil
     public var collectedBy: String? = nil
+    /// The years its photos were taken in (nil: any time), kept on the pin.
+    public var era: Era? = nil
 
     /// The album as a share link that hides the location shows it: no photo titles (a title often
     /// names the place), no links to the photos' pages and no provider ids (the provider's page
@@ -94,7 +96,7 @@ public struct AlbumStore: Sendable {
         let mark = access?.mark()
         let rows = try pool.query("""
             SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
-                   ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
+                   p.era_from, p.era_to, ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
                    \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id,
                    \(Self.accessColumns), dropper.display_name AS dropped_by, collector.display_name AS collected_by
             FROM pins p
@@ -129,7 +131,7 @@ public struct AlbumStore: Sendable {
         return Album(pin: pin, generation: generation, error: try first.decode("error"), page: try first.decode("page"),
                      totalPages: try first.decode("total_pages"), photos: photos, waiting: try first.decode("waiting"),
                      retryable: try first.decode("retryable"), droppedBy: try first.decode("dropped_by"),
-                     collectedBy: try first.decode("collected_by"))
+                     collectedBy: try first.decode("collected_by"), era: try Self.era(first))
     }
 
     /// A pin and its ready photos for the zip download, in the album's order; nil when the pin is
@@ -269,6 +271,20 @@ public struct AlbumStore: Sendable {
 
     // MARK: Starting work
 
+    /// What a collection does with the pin's era.
+    public enum EraChange: Sendable, Equatable {
+        case keep
+        /// nil: any time.
+        case change(to: Era?)
+    }
+
+    /// The era on a row with `era_from` and `era_to` (nil: any time, or years the row should not
+    /// hold, which the table's check refuses anyway).
+    package static func era(_ row: PostgresRow) throws -> Era? {
+        guard let from = try row.decode("era_from", as: Int?.self), let to = try row.decode("era_to", as: Int?.self) else { return nil }
+        return Era(from: from, to: to, thisYear: max(to, Era.thisYear))
+    }
+
     public enum Start: Equatable {
         case started
         /// A collection is already downloading (New Collection is disabled meanwhile).
@@ -285,13 +301,23 @@ public struct AlbumStore: Sendable {
     /// album; otherwise it is New Collection or Retry. Concurrent calls serialize on the pin's row
     /// lock, so two New Collection presses make exactly one collection.
     /// `person`: who asked (the fair queue takes turns by them; the album shows them).
-    public func startCollection(pinID: Int64, userID: Int64, by person: Int64? = nil, onlyIfNew: Bool = false) throws -> Start {
+    /// `era`: `.keep` (New Collection, Retry, the first album) or the album's new era, kept on
+    /// the pin; a new era forgets the pages shown, which belonged to the old question.
+    public func startCollection(pinID: Int64, userID: Int64, by person: Int64? = nil, onlyIfNew: Bool = false,
+                                era: EraChange = .keep) throws -> Start {
         try pool.transaction { db in
-            let rows = try db.query("SELECT status, dropped_by FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE", [pinID, userID])
+            let rows = try db.query("SELECT status, dropped_by, era_from, era_to FROM pins WHERE id = $1 AND user_id = $2 FOR UPDATE",
+                                    [pinID, userID])
             guard let row = rows.first else { return .notFound }
             let status: PinStatus = try row.decode("status")
             if onlyIfNew && status != .new { return .unchanged }
             if status == .downloading { return .busy }
+            if case .change(let new) = era, new != (try Self.era(row)) {
+                try db.query("""
+                    UPDATE pins SET era_from = $3, era_to = $4, total_pages = NULL, total_photos = NULL, shown_pages = '{}'
+                    WHERE id = $1 AND user_id = $2
+                    """, [pinID, userID, new?.from, new?.to])
+            }
             // The automatic first album (a pin opened that has none yet: its dropper was past their
             // storage then) is the dropper's, whoever opens it: a look charges nobody.
             let asker = onlyIfNew ? (try row.decode("dropped_by", as: Int64?.self) ?? person) : person

@@ -1,4 +1,5 @@
 import Foundation
+import Domain
 import WebText
 import HTTPClient
 import Log
@@ -44,7 +45,13 @@ public struct CommonsProvider: PhotoProvider {
         return origin(of: apiURL).map { [$0] } ?? []
     }
 
-    public func search(lat: Double, lon: Double, page requested: Int) throws -> PhotoSearchPage {
+    /// Commons cannot be asked for a date: with an era, each page reads the dates of a window
+    /// of this many nearby files, 50 a request (the API's limit of titles), and keeps those taken
+    /// in the era, stopping when the page is full: at most 1 + 4 calls a page (docs/providers.md).
+    package static let eraWindow = 200
+    package static let titlesPerRequest = 50
+
+    public func search(lat: Double, lon: Double, page requested: Int, era: Era?) throws -> PhotoSearchPage {
         // Clamped here too, not only in the route: `(page - 1) * photosPerPage` below must not trap.
         let page = min(max(requested, 1), lastPage)
         // 1. The files near the point, nearest first.
@@ -59,18 +66,38 @@ public struct CommonsProvider: PhotoProvider {
         // Each file once (a repeat would shift every later page and fill a slot twice).
         var seen = Set<String>()
         let titles = found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }
+        if let era { return try eraPage(titles, page: page, era: era) }
         let pages = (titles.count + photosPerPage - 1) / photosPerPage
         let slice = titles.dropFirst((page - 1) * photosPerPage).prefix(photosPerPage)
         guard !slice.isEmpty else { return PhotoSearchPage(photos: [], page: page, pages: pages, total: titles.count) }
 
         // 2. Their image URLs and credits.
+        let photos = try imageInfo(Array(slice))
+        return PhotoSearchPage(photos: photos, page: page, pages: pages, total: titles.count)
+    }
+
+    /// An era's page: the window of candidates for `page`, read 50 at a time until a page of
+    /// photos taken in the era is found or the window ends.
+    private func eraPage(_ titles: [String], page asked: Int, era: Era) throws -> PhotoSearchPage {
+        let pages = (titles.count + Self.eraWindow - 1) / Self.eraWindow
+        let page = min(asked, max(pages, 1))
+        var window = titles.dropFirst((page - 1) * Self.eraWindow).prefix(Self.eraWindow)
+        var kept: [RemotePhoto] = []
+        while kept.count < photosPerPage, !window.isEmpty {
+            let batch = Array(window.prefix(Self.titlesPerRequest))
+            window = window.dropFirst(batch.count)
+            kept += try imageInfo(batch).filter { TakenDate.belongs($0.takenYears, in: era) }
+        }
+        return PhotoSearchPage(photos: Array(kept.removingRepeats().prefix(photosPerPage)), page: page, pages: pages, total: titles.count)
+    }
+
+    private func imageInfo(_ titles: [String]) throws -> [RemotePhoto] {
         let info = try get([
-            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("titles", slice.joined(separator: "|")),
+            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("titles", titles.joined(separator: "|")),
             ("prop", "imageinfo"), ("iiprop", "url|size|mime|extmetadata"), ("iiurlwidth", String(Self.fullViewWidth)),
             ("iiextmetadatafilter", "Artist|LicenseShortName|DateTimeOriginal|ObjectName"),
         ])
-        let photos = Self.photos(in: info, order: Array(slice), originalCap: originalCap)
-        return PhotoSearchPage(photos: photos, page: page, pages: pages, total: titles.count)
+        return Self.photos(in: info, order: titles, originalCap: originalCap)
     }
 
     /// The files of an imageinfo answer that can be shown, in `order` (the search's distance order).
@@ -89,12 +116,13 @@ public struct CommonsProvider: PhotoProvider {
                 ((meta[key] as? [String: Any])?["value"] as? String).map(Self.plainText).flatMap { $0.isEmpty ? nil : $0 }
             }
             let name = title.hasPrefix("File:") ? String(title.dropFirst(5)) : title
+            let taken = value("DateTimeOriginal").map(TakenDate.commons)
             byTitle[title] = RemotePhoto(
                 provider: "commons", remoteID: Self.remoteID(pageID: lenientInt(item["pageid"]), title: title),
                 title: value("ObjectName") ?? (name as NSString).deletingPathExtension,
                 ownerName: value("Artist") ?? "", license: value("LicenseShortName") ?? "see the file page",
                 pageURL: image["descriptionurl"] as? String, imageURL: url, thumbnailURL: tile,
-                dateTaken: value("DateTimeOriginal"))
+                dateTaken: taken?.label, takenYears: taken?.years)
         }
         return order.compactMap { byTitle[$0] }.removingRepeats()
     }

@@ -31,6 +31,14 @@ package enum FlickrCredits {
         }
     }
 
+    /// The year it was taken, for an era (granularity does not widen it: Flickr files "circa
+    /// 1962" and "1962" under 1962 alike); nil when Flickr does not know the date.
+    package static func takenYears(_ raw: Any?, unknown: Any?) -> ClosedRange<Int>? {
+        if lenientInt(unknown) == 1 { return nil }
+        guard let text = lenientString(raw), text.count >= 4, let year = Int(text.prefix(4)), (1000...9999).contains(year) else { return nil }
+        return year...year
+    }
+
     package static let monthNames = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
                              "October", "November", "December"]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import Domain
 
 /// A photo found near a pin, before it is downloaded.
 public struct RemotePhoto: Sendable, Codable, Equatable {
@@ -14,12 +15,15 @@ public struct RemotePhoto: Sendable, Codable, Equatable {
     public let imageURL: String
     /// A small square for the picker.
     public let thumbnailURL: String
+    /// When it was taken, as the provider says it, at its precision ("1962", "circa 1920s").
     public let dateTaken: String?
     /// The licence deed, from the provider's licence list (LicenseStore.swift); nil when unknown.
     public var licenseURL: String? = nil
     /// The provider's own id for the licence (Flickr's "license" field), resolved to `license` and
     /// `licenseURL` through the provider's licence list; nil when the answer carried none.
     public var licenseCode: String? = nil
+    /// The years it can have been taken in (TakenDates.swift); nil when the provider does not know.
+    public var takenYears: ClosedRange<Int>? = nil
 }
 
 extension Array where Element == RemotePhoto {
@@ -49,7 +53,9 @@ public protocol PhotoProvider: Sendable {
     /// The last page `search` can answer (the service's result window / photosPerPage): the bound
     /// every page number from a request is clamped to before any arithmetic.
     var lastPage: Int { get }
-    func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage
+    /// `era`: only photos taken in those years (TakenDate.belongs), as far as the provider can
+    /// be asked (docs/providers.md); nil: any time.
+    func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage
     /// Images of one album downloaded at once, when the provider asks for restraint.
     var downloadConcurrency: Int? { get }
     /// The call budget its API calls draw from (ProviderBudget.swift).
@@ -61,6 +67,9 @@ public protocol PhotoProvider: Sendable {
 }
 
 extension PhotoProvider {
+    public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
+        try search(lat: lat, lon: lon, page: page, era: nil)
+    }
     public var downloadConcurrency: Int? { nil }
     public var budget: ProviderBudget? { nil }
 }
@@ -142,8 +151,10 @@ public struct FlickrProvider: PhotoProvider {
     }
 
     /// The query of one search (docs/providers.md lists it with the reason for each parameter).
-    package func searchParameters(lat: Double, lon: Double, page: Int) -> [(String, String)] {
-        [
+    package func searchParameters(lat: Double, lon: Double, page: Int, era: Era? = nil) -> [(String, String)] {
+        // An era: Flickr's taken-date bounds, both included ("a mysql datetime").
+        let taken = era.map { [("min_taken_date", "\($0.from)-01-01 00:00:00"), ("max_taken_date", "\($0.to)-12-31 23:59:59")] } ?? []
+        return [
             ("method", "flickr.photos.search"), ("api_key", apiKey),
             ("lat", String(format: "%.6f", lat)), ("lon", String(format: "%.6f", lon)),
             ("radius", String(min(radiusKilometres, Self.maxRadiusKilometres))), ("radius_units", "km"),
@@ -152,15 +163,21 @@ public struct FlickrProvider: PhotoProvider {
             ("extras", "url_q,url_z,url_m,owner_name,license,date_taken"),
             ("safe_search", "1"), ("content_type", "1"), ("media", "photos"),
             ("format", "json"), ("nojsoncallback", "1"),
-        ]
+        ] + taken
     }
 
-    public func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
+    public func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage {
         var components = URLComponents(string: apiURL)
-        components?.queryItems = searchParameters(lat: lat, lon: lon, page: page).map { URLQueryItem(name: $0.0, value: $0.1) }
+        components?.queryItems = searchParameters(lat: lat, lon: lon, page: page, era: era).map { URLQueryItem(name: $0.0, value: $0.1) }
         guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
-        let page = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage,
+        var page = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: photosPerPage,
                                   asked: min(max(page, 1), Self.lastPage(perPage: photosPerPage)))
+        if era != nil {
+            // Flickr matches a date it does not know by the upload time it puts there instead, and
+            // its answer is not taken on trust: each photo's own date decides.
+            page = PhotoSearchPage(photos: page.photos.filter { TakenDate.belongs($0.takenYears, in: era) },
+                                   page: page.page, pages: page.pages, total: page.total)
+        }
         return licenses.map { $0.credit(page) } ?? page
     }
 
@@ -201,7 +218,8 @@ public struct FlickrProvider: PhotoProvider {
                 thumbnailURL: lenientString(item["url_q"]) ?? image,
                 dateTaken: FlickrCredits.taken(item["datetaken"], granularity: item["datetakengranularity"],
                                                unknown: item["datetakenunknown"]),
-                licenseCode: lenientString(item["license"]))
+                licenseCode: lenientString(item["license"]),
+                takenYears: FlickrCredits.takenYears(item["datetaken"], unknown: item["datetakenunknown"]))
         }.removingRepeats().prefix(perPage).map { $0 }
         return PhotoSearchPage(photos: found, page: page, pages: max(pages, found.isEmpty ? 0 : 1), total: total)
     }

@@ -85,6 +85,7 @@ enum AlbumPages {
             <button type="submit" class="button primary" id="new-collection"\(downloading ? " disabled" : "")>New Collection</button>
             </form>
             \(share)
+            \(eraForm(album, csrf: csrf))
             <button type="button" class="button" id="edit-toggle" aria-pressed="false" hidden>Edit</button>
             <a class="button" href="/pins/\(id)/picker">Choose photos</a>
             <a class="button" href="/pins/\(id)/album.zip" download>Download album (zip)</a>
@@ -113,8 +114,39 @@ enum AlbumPages {
     }
 
     static func pageInfo(_ album: Album) -> String {
-        guard let page = album.page, let pages = album.totalPages, pages > 1 else { return "" }
-        return " · collection \(page) of \(pages)"
+        let era = album.era.map { " · taken in \($0)" } ?? ""
+        guard let page = album.page, let pages = album.totalPages, pages > 1 else { return era }
+        return "\(era) · collection \(page) of \(pages)"
+    }
+
+    /// When the album's photos were taken: any time, a decade or a range of years. A POST with
+    /// the CSRF token, as New Collection is: the choice replaces the album's photos (a GET that did
+    /// so would be a change anyone's link or prefetcher could make). Works without JavaScript.
+    static func eraForm(_ album: Album, csrf: String) -> HTML {
+        let id = album.pin.id, era = album.era, thisYear = Era.thisYear
+        let chosen = era.map { $0.isDecade ? $0.formValue : "years" } ?? "any"
+        func option(_ value: String, _ label: String) -> HTML {
+            "<option value=\"\(text: value)\"\(value == chosen ? " selected" : "")>\(text: label)</option>"
+        }
+        let decades = Era.decades(thisYear: thisYear).reversed().map { option($0.formValue, "\($0.from)s") }
+        let range: (String, String) = era.flatMap { $0.isDecade ? nil : (String($0.from), String($0.to)) } ?? ("", "")
+        return """
+            <form method="post" action="/pins/\(id)/collection" class="album-era" id="era-form">
+            \(Layout.csrfField(csrf))
+            <label for="era-when">When</label>
+            <select id="era-when" name="when" aria-describedby="era-help">
+            \(option("any", "Any time"))\(decades)\(option("years", "Years…"))
+            </select>
+            <span class="era-years">
+            <label for="era-from">from</label>
+            <input type="number" id="era-from" name="from" min="\(Era.earliest)" max="\(thisYear)" inputmode="numeric" value="\(text: range.0)">
+            <label for="era-to">to</label>
+            <input type="number" id="era-to" name="to" min="\(Era.earliest)" max="\(thisYear)" inputmode="numeric" value="\(text: range.1)">
+            </span>
+            <button type="submit" class="button" id="era-show"\(album.pin.status == .downloading ? " disabled" : "")>Show</button>
+            <p class="muted" id="era-help">A new collection of photos taken then; the years are used with "Years…".</p>
+            </form>
+            """
     }
 
     static func statusBanner(_ album: Album, csrf: String, readOnly: Bool = false) -> HTML {
@@ -141,6 +173,10 @@ enum AlbumPages {
                 \(retry)</div>
                 """
         default:
+            if album.photos.isEmpty, let era = album.era {
+                return readOnly ? "<p class=\"banner empty\">No photos taken in \(text: era.description) here.</p>"
+                    : "<p class=\"banner empty\">No photos taken in \(text: era.description) were found here. Choose another time above.</p>"
+            }
             if album.photos.isEmpty {
                 return readOnly ? "<p class=\"banner empty\">This album is empty.</p>"
                     : "<p class=\"banner empty\">This album is empty. Press New Collection for more photos.</p>"

@@ -69,6 +69,8 @@ struct AlbumJSON: Codable {
         let license: String
         let width: Int?
         let height: Int?
+        /// When it was taken, at the provider's precision ("1962", "circa 1920s"); nil: unknown.
+        let taken: String?
     }
 
     init(_ album: Album) {
@@ -79,7 +81,7 @@ struct AlbumJSON: Codable {
         page = album.page
         totalPages = album.totalPages
         photos = album.photos.map { Photo(id: $0.id, status: $0.status, title: $0.title, owner: $0.ownerName, license: $0.license,
-                                           width: $0.width, height: $0.height) }
+                                           width: $0.width, height: $0.height, taken: $0.dateTaken) }
     }
 }
 
@@ -231,7 +233,19 @@ struct AlbumRoutes: Sendable {
     func startCollection(_ context: SignedInContext) throws -> HTTPResponse {
         guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
         let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
-        let result = try albums.startCollection(pinID: id, userID: holder, by: context.user.id)
+        // The era form sends `when` (AlbumPages.eraForm); New Collection and Retry keep the era.
+        var era = AlbumStore.EraChange.keep
+        if let when = context.request.formValue("when") {
+            switch Era.parse(when: when, from: context.request.formValue("from"), to: context.request.formValue("to")) {
+            case .success(let chosen): era = .change(to: chosen)
+            case .failure(let refusal):
+                if context.request.headers["Accept"]?.contains("application/json") ?? false {
+                    return .jsonValue(QuotaJSON(started: false, error: refusal.description), status: HTTPStatus(422))
+                }
+                return .redirect(to: "/pins/\(id)", flash: refusal.description, secure: secure)
+            }
+        }
+        let result = try albums.startCollection(pinID: id, userID: holder, by: context.user.id, era: era)
         if result == .notFound { throw HTTPError.notFound }
         if case .quotaReached(let reached) = result {
             if context.request.headers["Accept"]?.contains("application/json") ?? false {

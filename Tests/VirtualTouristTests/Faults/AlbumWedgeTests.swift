@@ -184,8 +184,8 @@ private struct Repeating: PhotoProvider {
     var budget: ProviderBudget? { base.budget }
     var imageHosts: HostPolicy { base.imageHosts }
     var warmUpOrigin: String? { base.warmUpOrigin }
-    func search(lat: Double, lon: Double, page: Int) throws -> PhotoSearchPage {
-        let found = try base.search(lat: lat, lon: lon, page: page)
+    func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage {
+        let found = try base.search(lat: lat, lon: lon, page: page, era: era)
         return PhotoSearchPage(photos: found.photos + found.photos.prefix(1), page: found.page, pages: found.pages, total: found.total)
     }
 }

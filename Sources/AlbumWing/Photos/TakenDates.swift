@@ -1,0 +1,45 @@
+import Domain
+
+/// When a photo was taken, read from what a provider writes, without stating more than it says:
+/// the words shown ("1962", "circa 1920s", "May 1975") and the years it can be in, which decide
+/// whether it belongs in an era album. A date that cannot be read has no years: it is shown as
+/// written and never counted in an era.
+package struct TakenDate: Equatable, Sendable {
+    package let label: String
+    package let years: ClosedRange<Int>?
+
+    /// A Commons file's DateTimeOriginal (its plain text): "2012-05-03 14:22:10", "2012-05-03",
+    /// "1975-05", "1962", "1920s", "circa 1930", "c. 1900", "between 1950 and 1955", "1950–1955".
+    package static func commons(_ text: String) -> TakenDate {
+        let words = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let lower = words.lowercased()
+        func year(_ s: Substring) -> Int? { Int(s).flatMap { (1000...9999).contains($0) ? $0 : nil } }
+        if let m = lower.wholeMatch(of: /(\d{4})-(\d{2})-(\d{2})([ t]\d{2}:\d{2}(:\d{2})?)?/), let y = year(m.1),
+           let month = Int(m.2), (1...12).contains(month), let day = Int(m.3), (1...31).contains(day) {
+            return TakenDate(label: words, years: y...y)
+        }
+        if let m = lower.wholeMatch(of: /(\d{4})-(\d{2})/), let y = year(m.1), let month = Int(m.2), (1...12).contains(month) {
+            return TakenDate(label: "\(FlickrCredits.monthNames[month - 1]) \(y)", years: y...y)
+        }
+        if let m = lower.wholeMatch(of: /(circa|ca\.?|c\.|about|around)?\s*(\d{4})(s)?/), let y = year(m.2) {
+            let circa = m.1 != nil ? "circa " : ""
+            if m.3 != nil {
+                guard y % 10 == 0 else { return TakenDate(label: words, years: nil) }
+                return TakenDate(label: "\(circa)\(y)s", years: m.1 == nil ? y...(y + 9) : nil)
+            }
+            return TakenDate(label: "\(circa)\(y)", years: y...y)
+        }
+        if let m = lower.wholeMatch(of: /(?:between\s+)?(\d{4})\s*(?:and|-|–|—|to)\s*(\d{4})/), let a = year(m.1), let b = year(m.2), a <= b {
+            return TakenDate(label: "\(a)–\(b)", years: a...b)
+        }
+        return TakenDate(label: words, years: nil)
+    }
+
+    /// Whether a photo taken in `years` belongs in `era`: all of its possible years inside it (a
+    /// photo of "1948–1952" is not one of the 1950s). Unknown years never belong to an era.
+    package static func belongs(_ years: ClosedRange<Int>?, in era: Era?) -> Bool {
+        guard let era else { return true }
+        guard let years else { return false }
+        return era.from <= years.lowerBound && years.upperBound <= era.to
+    }
+}
