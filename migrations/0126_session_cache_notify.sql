@@ -6,7 +6,8 @@
 -- holders whose version moved: their kept sessions forget the version), s:hashes (sessions by
 -- token hash, hex), * (everything: a TRUNCATE). A deleted session or person is already announced
 -- on photo_access (migrations 0115, 0116, 0120), which the cache hears too.
-CREATE OR REPLACE FUNCTION session_cache_notify(kind text, ids text[]) RETURNS void LANGUAGE plpgsql AS $$
+-- One chunking loop for both caches' notifications (photo_access since 0115, session_cache here).
+CREATE OR REPLACE FUNCTION notify_ids(channel text, kind text, ids text[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     chunk text;
 BEGIN
@@ -15,9 +16,19 @@ BEGIN
         SELECT string_agg(id, ',') FROM (SELECT id, (row_number() OVER () - 1) / 90 AS n
                                          FROM (SELECT DISTINCT id FROM unnest(ids) AS id) d) c GROUP BY n
     LOOP
-        PERFORM pg_notify('session_cache', kind || ':' || chunk);
+        PERFORM pg_notify(channel, kind || ':' || chunk);
     END LOOP;
 END
+$$;
+COMMENT ON FUNCTION notify_ids(text, text, text[]) IS 'Sends NOTIFY CHANNEL KIND:id,id,… in chunks of 90 distinct ids.';
+
+CREATE OR REPLACE FUNCTION photo_access_notify(kind text, ids text[]) RETURNS void LANGUAGE sql AS $$
+    SELECT notify_ids('photo_access', kind, ids)
+$$;
+COMMENT ON FUNCTION photo_access_notify(text, text[]) IS 'Sends NOTIFY photo_access KIND:id,id,… in chunks of 90 distinct ids (the photo cache of every instance drops them).';
+
+CREATE OR REPLACE FUNCTION session_cache_notify(kind text, ids text[]) RETURNS void LANGUAGE sql AS $$
+    SELECT notify_ids('session_cache', kind, ids)
 $$;
 COMMENT ON FUNCTION session_cache_notify(text, text[]) IS 'Sends NOTIFY session_cache KIND:id,id,… in chunks of 90 distinct ids (every instance drops the sessions it keeps for them).';
 

@@ -12,6 +12,7 @@ const base = album.dataset.base || `/pins/${pinID}`;
 const grid = document.getElementById("photo-grid");
 const statusBox = document.getElementById("album-status");
 const newCollection = document.getElementById("new-collection");
+const eraShow = document.getElementById("era-show");
 const editToggle = document.getElementById("edit-toggle");
 
 // ----- patching the page with the server's fragment -----
@@ -53,6 +54,7 @@ function patch(markup) {
   const pageInfo = document.getElementById("album-page-info");
   if (pageInfo && freshStatus.dataset.pageInfo !== undefined) pageInfo.textContent = freshStatus.dataset.pageInfo;
   if (newCollection) newCollection.disabled = album.dataset.status === "downloading";
+  if (eraShow) eraShow.disabled = album.dataset.status === "downloading";
   album.dataset.ready = "true";
   smallMapWhenFree();
   return true;
@@ -236,3 +238,37 @@ grid.addEventListener("submit", async (event) => {
     showError("The photo could not be removed. Please try again.");
   }
 });
+
+// ----- When: the years are asked for only with "Years…" (without this script they are always shown) -----
+{
+  const when = document.getElementById("era-when");
+  const years = document.querySelector("#era-form .era-years");
+  if (when && years) {
+    const sync = () => { years.hidden = when.value !== "years"; };
+    when.addEventListener("change", sync);
+    sync();
+  }
+}
+
+// ----- the strip of decades: counted on the first look (…/decades?fragment=1), kept after -----
+// Without this script the strip's link opens the same counts on a page of their own.
+{
+  const fetchStrip = async (tries) => {
+    const strip = document.querySelector("#decades[data-count]");
+    if (!strip) return;
+    try {
+      const answer = await fetch(strip.dataset.count, { headers: { Accept: "text/html" } });
+      if (!answer.ok) return;
+      const template = document.createElement("template");
+      template.innerHTML = (await answer.text()).trim();
+      const fresh = template.content.querySelector("#decades");
+      if (!fresh) return;
+      strip.replaceWith(fresh);
+      // Still counting (the provider is slow): look again a few times.
+      if (fresh.dataset.count && tries > 1) setTimeout(() => fetchStrip(tries - 1), 4000);
+    } catch {
+      // Offline or the server busy: the link still works.
+    }
+  };
+  fetchStrip(3);
+}

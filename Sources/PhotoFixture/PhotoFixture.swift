@@ -216,7 +216,9 @@ public final class PhotoFixture: Sendable {
         if minTaken != nil || maxTaken != nil {
             // Flickr compares datetaken, at whatever granularity: a date it does not know is the
             // upload time there, and is matched as such.
-            let all = pages == 0 ? [] : (1...min(pages, ProviderRules.flickrResultWindow / perPage)).flatMap { p in (0..<shown).map { (page: p, index: $0) } }
+            // The place's photos are its pages of 30 (the app's page size), whatever this request's
+            // per_page: a count asked with per_page=1 counts the same photos.
+            let all = pages == 0 ? [] : (1...min(pages, ProviderRules.flickrResultWindow / 30)).flatMap { p in (0..<30).map { (page: p, index: $0) } }
             let matching = all.filter { entry in
                 let date = FixtureDate.of(id: place * 1_000_000 + entry.page * 1000 + entry.index).datetaken
                 return (minTaken.map { date >= $0 } ?? true) && (maxTaken.map { date <= $0 } ?? true)

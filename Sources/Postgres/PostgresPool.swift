@@ -28,9 +28,11 @@ public final class PostgresPool: Sendable {
     private typealias Machine = PoolStateMachine<PostgresConnection>
     private struct State: Sendable {
         var machine: Machine
-        /// Waiters in line the machine has answered (a connection, a place, or the pool closed):
-        /// each waiter sleeps until its id is here.
-        var woken: Set<Machine.WaiterID> = []
+        /// Each waiter in line sleeps on a bell of its own, rung when the machine answers it (a
+        /// connection, a place, or the pool closed): a release wakes the one thread it serves,
+        /// never the whole line (at saturation every release hands off, and a shared condition
+        /// woke every waiter each time).
+        var bells: [Machine.WaiterID: Waitable<Bool>] = [:]
     }
     private let state: Waitable<State>
 
@@ -83,24 +85,31 @@ public final class PostgresPool: Sendable {
     /// Closes idle connections, sends away everyone waiting and refuses new borrowers; lent
     /// connections close when returned.
     public func close() {
-        let toClose = state.change { s -> [PostgresConnection] in
+        let (toClose, bells) = state.withLock { s -> ([PostgresConnection], [Waitable<Bool>]) in
             let (closing, woken) = s.machine.close()
-            s.woken.formUnion(woken)
-            return closing
+            return (closing, woken.compactMap { s.bells[$0] })
         }
+        bells.forEach { $0.change { $0 = true } }
         toClose.forEach { $0.close() }
     }
 
     private func acquire() throws -> PostgresConnection {
-        let answer = state.withLock { $0.machine.acquire(now: .now, timeout: .seconds(acquireTimeout)) }
+        // The bell is hung under the same lock as the answer, so no hand-off can come in between.
+        let (answer, bell) = state.withLock { s -> (Machine.Acquire, Waitable<Bool>?) in
+            let answer = s.machine.acquire(now: .now, timeout: .seconds(acquireTimeout))
+            guard case .wait(let id, _) = answer else { return (answer, nil) }
+            let bell = Waitable(false)
+            s.bells[id] = bell
+            return (answer, bell)
+        }
         switch answer {
         case .closed: throw PostgresError.poolClosed
         case .use(let connection): return try checked(connection)
         case .connect: return try connect()
         case .wait(let id, let deadline):
-            _ = state.wait(for: { $0.woken.contains(id) ? true : nil }, timeout: deadline - .now)
+            _ = bell?.wait(for: { $0 ? true : nil }, timeout: deadline - .now)
             let grant = state.withLock { s in
-                s.woken.remove(id)
+                s.bells[id] = nil
                 return s.machine.waitEnded(id)
             }
             switch grant {
@@ -144,15 +153,13 @@ public final class PostgresPool: Sendable {
 
     /// Tells the machine under the lock; wakes and closes what it answers outside it.
     private func handOff(_ event: (inout Machine) -> Machine.Handoff) {
-        // Most releases hand nothing to a waiter: only those that do wake the line (every waiter
-        // then looks for its own id; the line is at most the handler slots). The id is in `woken`
-        // before the lock is let go, so a waiter that checks in between sees it.
-        let (closing, handed) = state.withLock { s -> (PostgresConnection?, Bool) in
+        // Only the waiter served is woken, by its own bell; a bell rung before its waiter sleeps
+        // is seen by the waiter's first check.
+        let (closing, bell) = state.withLock { s -> (PostgresConnection?, Waitable<Bool>?) in
             let handoff = event(&s.machine)
-            if let woken = handoff.wake { s.woken.insert(woken) }
-            return (handoff.close, handoff.wake != nil)
+            return (handoff.close, handoff.wake.flatMap { s.bells[$0] })
         }
-        if handed { state.change { _ in } }
+        bell?.change(wake: .one) { $0 = true }
         closing?.close()
     }
 }

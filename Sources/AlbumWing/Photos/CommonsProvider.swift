@@ -76,6 +76,30 @@ public struct CommonsProvider: PhotoProvider {
         return PhotoSearchPage(photos: photos, page: page, pages: pages, total: titles.count)
     }
 
+    /// The strip's counts: Commons cannot count by date, so the dates of all the nearest files
+    /// (500 at most) are read, 50 a call: 1 + 10 calls for every decade at once.
+    public func decadeCounts(lat: Double, lon: Double, decades: [Era]) throws -> [Int: Int] {
+        let list = try get([
+            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("list", "geosearch"),
+            ("gscoord", String(format: "%.6f|%.6f", lat, lon)), ("gsradius", String(radiusMetres)),
+            ("gsnamespace", "6"), ("gslimit", String(Self.resultCap)),
+        ])
+        guard let query = list["query"] as? [String: Any], let found = query["geosearch"] as? [[String: Any]] else {
+            throw PhotoProviderError.malformed("no geosearch in the answer")
+        }
+        var seen = Set<String>()
+        var titles = found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }[...]
+        var counts = Dictionary(uniqueKeysWithValues: decades.map { ($0.from, 0) })
+        while !titles.isEmpty {
+            let batch = Array(titles.prefix(Self.titlesPerRequest))
+            titles = titles.dropFirst(batch.count)
+            for photo in try imageInfo(batch) {
+                if let decade = decades.first(where: { TakenDate.belongs(photo.takenYears, in: $0) }) { counts[decade.from, default: 0] += 1 }
+            }
+        }
+        return counts
+    }
+
     /// An era's page: the window of candidates for `page`, read 50 at a time until a page of
     /// photos taken in the era is found or the window ends.
     private func eraPage(_ titles: [String], page asked: Int, era: Era) throws -> PhotoSearchPage {

@@ -56,6 +56,10 @@ public protocol PhotoProvider: Sendable {
     /// `era`: only photos taken in those years (TakenDate.belongs), as far as the provider can
     /// be asked (docs/providers.md); nil: any time.
     func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage
+    /// How many photos the provider holds around a point, for each decade (its first year → count):
+    /// the album page's strip. Each call costs provider calls (docs/providers.md), so the answer
+    /// is kept per pin (DecadeStore).
+    func decadeCounts(lat: Double, lon: Double, decades: [Era]) throws -> [Int: Int]
     /// Images of one album downloaded at once, when the provider asks for restraint.
     var downloadConcurrency: Int? { get }
     /// The call budget its API calls draw from (ProviderBudget.swift).
@@ -151,7 +155,7 @@ public struct FlickrProvider: PhotoProvider {
     }
 
     /// The query of one search (docs/providers.md lists it with the reason for each parameter).
-    package func searchParameters(lat: Double, lon: Double, page: Int, era: Era? = nil) -> [(String, String)] {
+    package func searchParameters(lat: Double, lon: Double, page: Int, era: Era? = nil, perPage: Int? = nil) -> [(String, String)] {
         // An era: Flickr's taken-date bounds, both included ("a mysql datetime").
         let taken = era.map { [("min_taken_date", "\($0.from)-01-01 00:00:00"), ("max_taken_date", "\($0.to)-12-31 23:59:59")] } ?? []
         return [
@@ -159,11 +163,25 @@ public struct FlickrProvider: PhotoProvider {
             ("lat", String(format: "%.6f", lat)), ("lon", String(format: "%.6f", lon)),
             ("radius", String(min(radiusKilometres, Self.maxRadiusKilometres))), ("radius_units", "km"),
             ("min_upload_date", Self.minUploadDate), ("sort", Self.sort),
-            ("per_page", String(photosPerPage)), ("page", String(min(max(page, 1), Self.lastPage(perPage: photosPerPage)))),
+            ("per_page", String(perPage ?? photosPerPage)), ("page", String(min(max(page, 1), Self.lastPage(perPage: photosPerPage)))),
             ("extras", "url_q,url_z,url_m,owner_name,license,date_taken"),
             ("safe_search", "1"), ("content_type", "1"), ("media", "photos"),
             ("format", "json"), ("nojsoncallback", "1"),
         ] + taken
+    }
+
+    /// One light search a decade: a page of one photo, for the answer's `total` (which counts
+    /// a photo of unknown date by its upload time, as Flickr does: recent decades a little high).
+    public func decadeCounts(lat: Double, lon: Double, decades: [Era]) throws -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for decade in decades {
+            var components = URLComponents(string: apiURL)
+            components?.queryItems = searchParameters(lat: lat, lon: lon, page: 1, era: decade, perPage: 1)
+                .map { URLQueryItem(name: $0.0, value: $0.1) }
+            guard let url = components?.url?.absoluteString else { throw PhotoProviderError.malformed("bad FLICKR_API_URL") }
+            counts[decade.from] = try Self.parse(try ProviderCall(client: client, budget: budget).get(url).body, perPage: 1).total
+        }
+        return counts
     }
 
     public func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage {

@@ -38,6 +38,7 @@ enum AlbumPages {
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
+            \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) : HTML.empty)
             \(fragment(album, csrf: csrf, view: view))
             </section>
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.

@@ -22,6 +22,8 @@ struct AlbumView: Sendable {
     var back: (href: String, label: String)? = ("/", "← Your map")
     /// What a link that hides the location calls a place (`WebPipeline.visitorView`).
     var hiddenName: @Sendable (Pin) -> String = { _ in AlbumView.unnamedPlace }
+    /// The strip of decades and then and now (members only: a share link shows the album alone).
+    var throughTime: Bool { base.hasPrefix("/pins/") }
     /// A hidden place with no label and no country to go by.
     static let unnamedPlace = "A shared album"
 

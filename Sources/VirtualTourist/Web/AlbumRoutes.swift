@@ -6,6 +6,7 @@ import AlbumWing
 import Domain
 
 private let photoServingLogger = Logger(label: "photo-store")
+private let providerLogger = Logger(label: "photos")
 
 /// Album, photo and picker pages; photo bytes; live album updates.
 extension WebPipeline {
@@ -27,6 +28,8 @@ extension WebPipeline {
         signedIn("GET", "/photos/:id/view", routes.photoPage)
         signedIn("DELETE", "/photos/:id", routes.deletePhoto)
         signedIn("POST", "/photos/:id/delete", routes.deletePhotoForm)
+        signedIn("GET", "/pins/:id/decades", routes.decades)
+        signedIn("GET", "/pins/:id/then-and-now", routes.thenAndNow)
         signedIn("GET", "/pins/:id/picker", routes.picker)
         signedIn("POST", "/pins/:id/picker", routes.addPicked)
     }
@@ -34,9 +37,9 @@ extension WebPipeline {
     /// A picker page's provider search, on the picker's own slots, keeping only images from the
     /// provider's hosts. The provider's failure becomes its problem page; busy and slow answer
     /// for themselves (DomainErrors).
-    static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int) throws -> PhotoSearchPage {
+    static func pickerSearch(_ searches: PickerSearches, _ provider: any PhotoProvider, pin: Pin, page: Int, era: Era? = nil) throws -> PhotoSearchPage {
         do {
-            return try searches.search(provider, lat: pin.lat, lon: pin.lon, page: page)
+            return try searches.search(provider, lat: pin.lat, lon: pin.lon, page: page, era: era)
                 .keepingImages(from: provider.imageHosts, provider: provider.name)
         } catch let error as PhotoProviderError {
             throw providerPage(error, provider: provider)
@@ -428,6 +431,64 @@ struct AlbumRoutes: Sendable {
     }
 
     /// The photo picker: a page of the provider's photos near the pin, to add by hand.
+    var decadeStore: DecadeStore { DecadeStore(pool: albums.pool) }
+
+    /// The strip of decades: the kept counts while fresh, else counted now on a picker slot (a
+    /// count that outlasts the page's wait goes on and is kept for the next look). A page of its
+    /// own (without JavaScript), or with `fragment=1` the strip alone, which album.js puts in the
+    /// album page (so the album page itself costs no more).
+    func decades(_ context: SignedInContext) throws -> HTTPResponse {
+        let holder = context.map.forReading
+        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: holder) else {
+            throw HTTPError.notFound
+        }
+        let store = decadeStore, provider = provider, pin = album.pin
+        var strip = TimePages.Strip(counts: try store.counts(pinID: id, userID: holder), canChoose: context.map.role >= .editor)
+        if strip.counts == nil {
+            do {
+                strip = TimePages.Strip(counts: try searches.run {
+                    try store.save(pinID: id, userID: holder, try provider.decadeCounts(lat: pin.lat, lon: pin.lon, decades: Era.decades()))
+                    return try store.counts(pinID: id, userID: holder)
+                }, canChoose: strip.canChoose)
+            } catch is PickerSearches.TimedOut {
+                strip.note = "Still counting the photos of each decade; look again in a moment."
+            } catch is PickerSearches.Busy {
+                strip.note = "The photo service is busy; look again in a moment."
+            } catch let error as PhotoProviderError {
+                // Troubleshooting: counting decades: ERROR
+                providerLogger.warning("counting decades: \(error)")
+                strip.note = "The photo service could not count the decades now; look again later."
+            }
+        }
+        if context.request.queryValue("fragment") == "1" {
+            var response = HTTPResponse.page(TimePages.strip(album, strip, csrf: context.csrfToken))
+            response.headers.set("Cache-Control", "private, no-cache")
+            return response
+        }
+        return .page(Layout.page(title: "Through time: \(album.pin.title)", chrome: context.chrome, bodyClass: "decades-page", main: """
+            <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/pins/\(id)">← \(text: album.pin.title)</a></nav>
+            <h1>\(text: album.pin.title) through time</h1>
+            \(TimePages.strip(album, strip, csrf: context.csrfToken))
+            """))
+    }
+
+    /// Then and now: a decade's photos beside this decade's, from the provider as the picker
+    /// shows them. `then` is a decade before this one; anything else is the album's era, else the 1950s.
+    func thenAndNow(_ context: SignedInContext) throws -> HTTPResponse {
+        let holder = context.map.forReading
+        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: holder),
+              let now = Era.decades().last else {
+            throw HTTPError.notFound
+        }
+        let asked = (try? Era.parse(when: context.request.queryValue("then")).get()) ?? nil
+        let candidates = [asked, album.era.flatMap { Era.decade($0.from / 10 * 10) }, Era.decade(1950)]
+        guard let then = candidates.compactMap({ $0 }).first(where: { $0.isDecade && $0.from < now.from }) else { throw HTTPError.notFound }
+        let thenPage = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: 1, era: then)
+        let nowPage = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: 1, era: now)
+        return .page(TimePages.thenAndNow(pin: album.pin, then: then, now: now, thenPhotos: thenPage.photos, nowPhotos: nowPage.photos,
+                                         chrome: context.chrome))
+    }
+
     func picker(_ context: SignedInContext) throws -> HTTPResponse {
         guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
         let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }

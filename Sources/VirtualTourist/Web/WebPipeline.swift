@@ -142,6 +142,13 @@ struct WebPipeline: Sendable {
     /// Server-Timing of an answer from memory, the one the photo route gives every time: built once.
     private static let noRoundTrips = "db;desc=\"round trips\";dur=0"
 
+    /// What every signed-in answer carries, from memory or not: never from a shared cache (pages
+    /// show a person's data), and, when asked, its round trips.
+    private static func finish(_ response: inout HTTPResponse, report: Bool, roundTrips: Int) {
+        if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
+        if report { response.headers.add("Server-Timing", roundTrips == 0 ? noRoundTrips : "db;desc=\"round trips\";dur=\(roundTrips)") }
+    }
+
     /// A signed-in GET that may be answered from PhotoAccess without the session's round trip:
     /// `cached` gets the grant the session cookie holds there and answers, or says nil; then (and
     /// without a cached grant) the request runs as a `signedIn` route does. `cached` is first asked
@@ -185,8 +192,7 @@ struct WebPipeline: Sendable {
                   Cookies.value(Cookies.flash, in: request, secure: secure) == nil,
                   let session = sessions.session(token: token), Self.controlCharacterField(in: request) == nil,
                   var response = kept(request, session) else { return nil }
-            if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
-            if report { response.headers.add("Server-Timing", Self.noRoundTrips) }
+            Self.finish(&response, report: report, roundTrips: 0)
             return response
         }))
     }
@@ -267,9 +273,7 @@ struct WebPipeline: Sendable {
             setCookies.append(Cookies.clear(Cookies.flash, secure: secure))
         }
         for line in setCookies { response.headers.add("Set-Cookie", line) }
-        // Pages show a person's data: never from a shared cache.
-        if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
-        if report { response.headers.add("Server-Timing", "db;desc=\"round trips\";dur=\(RoundTrips.onThisThread - roundTripsBefore)") }
+        finish(&response, report: report, roundTrips: RoundTrips.onThisThread - roundTripsBefore)
         return response
     }
 

@@ -184,6 +184,7 @@ private struct Repeating: PhotoProvider {
     var budget: ProviderBudget? { base.budget }
     var imageHosts: HostPolicy { base.imageHosts }
     var warmUpOrigin: String? { base.warmUpOrigin }
+    func decadeCounts(lat: Double, lon: Double, decades: [Era]) throws -> [Int: Int] { try base.decadeCounts(lat: lat, lon: lon, decades: decades) }
     func search(lat: Double, lon: Double, page: Int, era: Era?) throws -> PhotoSearchPage {
         let found = try base.search(lat: lat, lon: lon, page: page, era: era)
         return PhotoSearchPage(photos: found.photos + found.photos.prefix(1), page: found.page, pages: found.pages, total: found.total)

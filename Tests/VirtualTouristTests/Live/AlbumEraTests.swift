@@ -152,4 +152,102 @@ import TestSupport
         #expect(try commons.search(lat: Self.lat, lon: Self.lon, page: 1, era: nil).photos.count == 30)
         #expect(fixture.searchCount - anyCalls == 2)
     }
+
+    /// The fixture's count of a decade as Flickr's search gives it: every photo of the place
+    /// whose datetaken falls in the decade (one of unknown date by its upload time).
+    static func flickrCount(_ decade: Era, pages: Int = PhotoFixture.Options().pages) -> Int {
+        let place = PhotoFixture.placeNumber(lat: lat, lon: lon)
+        let low = "\(decade.from)-01-01 00:00:00", high = "\(decade.to)-12-31 23:59:59"
+        return (1...pages).flatMap { p in (0..<30).map { place * 1_000_000 + p * 1000 + $0 } }
+            .filter { low <= FixtureDate.of(id: $0).datetaken && FixtureDate.of(id: $0).datetaken <= high }.count
+    }
+
+    /// The strip's decades as the page shows them: name → count.
+    static func strip(_ html: String) -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for match in html.matches(of: /<span class="decade-name">(\d{4})s<\/span><span class="decade-count">([\d,]+) photos?<\/span>/) {
+            counts[Int(match.1)!] = Int(match.2.replacingOccurrences(of: ",", with: ""))
+        }
+        return counts
+    }
+
+    static func budgetTokens(_ app: TestApp) throws -> Double {
+        try app.pool.query("""
+            SELECT least(capacity, tokens + refill_per_second * extract(epoch FROM clock_timestamp() - refilled_at))::float8 AS t
+            FROM provider_budgets
+            """)[0].decode("t")
+    }
+
+    @Test func theStripOfDecadesCountsWhatTheProviderHoldsOnceAMonthWithinTheBudget() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
+        // The album page costs nothing more: the strip is a link until album.js (or a person) asks.
+        let album = try browser.get("/pins/\(pin)")
+        #expect(album.body.contains("data-count=\"/pins/\(pin)/decades?fragment=1\"") && album.body.contains("href=\"/pins/\(pin)/decades\""))
+        let calls = app.fixture.searchCount
+        let fragment = try browser.get("/pins/\(pin)/decades?fragment=1")
+        #expect(fragment.status == 200)
+        let decades = Era.decades()
+        #expect(app.fixture.searchCount - calls == decades.count, "one light search a decade")
+        let shown = Self.strip(fragment.body)
+        #expect(shown.count == decades.count)
+        for decade in decades { #expect(shown[decade.from] == Self.flickrCount(decade), "\(decade)") }
+        // Kept: the next look asks the provider nothing; the page without JavaScript shows the same.
+        let page = try browser.get("/pins/\(pin)/decades")
+        #expect(page.status == 200 && Self.strip(page.body) == shown && app.fixture.searchCount - calls == decades.count)
+        // Each decade with photos is a button that loads it, read as "1950s 12 photos".
+        #expect(page.body.contains("<input type=\"hidden\" name=\"when\" value=\"1950s\">"))
+        #expect(page.body.contains("<button type=\"submit\"><span class=\"decade-name\">1950s</span><span class=\"decade-count\">\(Self.flickrCount(Era.decade(1950)!)) photos</span></button>"))
+        // After 30 days the count is made again, drawn from the provider's budget like any call.
+        try app.pool.query("UPDATE pin_decades SET counted_at = now() - interval '31 days'")
+        let before = try Self.budgetTokens(app)
+        _ = try browser.get("/pins/\(pin)/decades?fragment=1")
+        let spent = before - (try Self.budgetTokens(app))
+        #expect(app.fixture.searchCount - calls == 2 * decades.count)
+        #expect(spent > Double(decades.count) - 1 && spent <= Double(decades.count) + 0.01, "\(spent) calls drawn from the budget")
+        #expect(try app.count("SELECT count(*) FROM pin_decades WHERE counted_at > now() - interval '1 minute'") == decades.count)
+    }
+
+    @Test func aViewerSeesTheCountsAndTheCurrentDecadeIsMarked() throws {
+        let app = try TestApp(workers: true)
+        let owner = try app.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
+        let viewerEmail = "vic-\(UUID().uuidString.prefix(6))@example.org"
+        let viewer = try app.signedUp(email: viewerEmail, name: "Vic")
+        _ = try SharedMapTests.makeMap(owner, name: "Club", member: viewer, email: viewerEmail, role: "viewer")
+        let dropped = try SharedMapTests.drop(owner, lat: Self.lat, lon: Self.lon)
+        let pin = try #require(dropped.body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        _ = try AlbumTests.settled(owner, pin: pin)
+        let token = try #require(try owner.get("/pins/\(pin)").csrfToken)
+        #expect(try owner.post("/pins/\(pin)/collection", form: [("_csrf", token), ("when", "1950s")]).status == 303)
+        _ = try AlbumTests.settled(owner, pin: pin)
+        let theirs = try owner.get("/pins/\(pin)/decades?fragment=1").body
+        #expect(theirs.contains("<button type=\"submit\" aria-current=\"true\"><span class=\"decade-name\">1950s</span>"))
+        let vics = try viewer.get("/pins/\(pin)/decades?fragment=1")
+        #expect(vics.status == 200 && Self.strip(vics.body) == Self.strip(theirs))
+        #expect(!vics.body.contains("<button") && !vics.body.contains("name=\"when\""), "a viewer cannot choose")
+        #expect(vics.body.contains("<li class=\"decade bar-"), "but sees every decade")
+    }
+
+    @Test func thenAndNowPairsADecadesPhotosWithThisDecadesAtTwoCalls() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
+        let calls = app.fixture.searchCount
+        let page = try browser.get("/pins/\(pin)/then-and-now?then=1920s")
+        #expect(page.status == 200)
+        #expect(app.fixture.searchCount - calls == 2, "one search for then, one for now")
+        let thens = page.body.matches(of: /<figure class="then">/).count, nows = page.body.matches(of: /<figure class="now">/).count
+        let expected = min(12, Self.flickrPage(1, era: Era.decade(1920)!).count, Self.flickrPage(1, era: Era.decades().last!).count)
+        #expect(thens == expected && nows == expected && expected > 0)
+        for match in page.body.matches(of: /<strong>Then<\/strong> · ([^<]*)<br>/) { #expect(match.1.contains("192"), "\(match.1)") }
+        for match in page.body.matches(of: /<strong>Now<\/strong> · ([^<]*)<br>/) { #expect(match.1.contains("202"), "\(match.1)") }
+        #expect(page.body.contains("<option value=\"1920s\" selected>1920s</option>"))
+        // A choice that is no earlier decade falls back to the 1950s, never an error page.
+        for odd in ["2020s", "1840s", "x", "1950-1960", "99999999999999999999s"] {
+            let fallback = try browser.get("/pins/\(pin)/then-and-now?then=\(odd)")
+            #expect(fallback.status == 200 && fallback.body.contains("<option value=\"1950s\" selected>1950s</option>"), "\(odd)")
+        }
+        #expect(try browser.get("/pins/999999/then-and-now").status == 404)
+    }
 }

@@ -178,6 +178,8 @@ import TestSupport
             "POST /pins/:id/retry": "/pins/\(try newPin())/retry",
             "GET /pins/:id/picker": "/pins/\(try newPin())/picker",
             "POST /pins/:id/picker": "/pins/\(try newPin())/picker",
+            "GET /pins/:id/decades": "/pins/\(try newPin())/decades",
+            "GET /pins/:id/then-and-now": "/pins/\(try newPin())/then-and-now",
             "GET /photos/:id": "/photos/\(try newPhoto())",
             "GET /photos/:id/view": "/photos/\(try newPhoto())/view",
             "DELETE /photos/:id": "/photos/\(try newPhoto())",

@@ -77,13 +77,8 @@ import TestSupport
     /// An editor made a viewer in SQL: their writes from a kept session on either instance are
     /// refused within the bound.
     @Test func aDemotedEditorCannotWriteFromAKeptSessionPastTheBound() throws {
-        let (first, second) = try T.twoInstances()
-        let owner = try first.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
-        let edEmail = "ed-\(UUID().uuidString.prefix(6))@example.org"
-        let ed = try first.signedUp(email: edEmail, name: "Ed")
-        let map = try SharedMapTests.makeMap(owner, name: "Club", member: ed, email: edEmail)
-        #expect(try SharedMapTests.drop(owner).status == 201)
-        let edElsewhere = PhotoAccessTests.copy(ed, port: second.port)
+        let club = try T.sharedClub()
+        let (first, ed, edElsewhere, map) = (club.first, club.ed, club.edElsewhere, club.map)
         try T.keptView(edElsewhere)
         try T.keptView(ed)
         let csrf = try #require(try edElsewhere.get("/").csrfToken)

@@ -137,14 +137,27 @@ import TestSupport
     }
 
     /// A shared map's members on two instances: another member's pin, a removal, a rename.
-    @Test func aSharedMapsChangesReachTheOtherInstanceWithinTheBound() throws {
-        let (first, second) = try Self.twoInstances()
+    /// Two instances; Olga's shared map "Club" with one pin, Ed its editor, signed in on the first
+    /// and (the same cookie) on the second.
+    struct SharedClub {
+        let first: TestApp, second: TestApp
+        let owner: Browser, ed: Browser, edElsewhere: Browser
+        let map: Int64
+    }
+
+    static func sharedClub() throws -> SharedClub {
+        let (first, second) = try twoInstances()
         let owner = try first.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
         let edEmail = "ed-\(UUID().uuidString.prefix(6))@example.org"
         let ed = try first.signedUp(email: edEmail, name: "Ed")
         let map = try SharedMapTests.makeMap(owner, name: "Club", member: ed, email: edEmail)
         #expect(try SharedMapTests.drop(owner).status == 201)
-        let edElsewhere = PhotoAccessTests.copy(ed, port: second.port)
+        return SharedClub(first: first, second: second, owner: owner, ed: ed, edElsewhere: PhotoAccessTests.copy(ed, port: second.port), map: map)
+    }
+
+    @Test func aSharedMapsChangesReachTheOtherInstanceWithinTheBound() throws {
+        let club = try Self.sharedClub()
+        let (first, owner, ed, edElsewhere, map) = (club.first, club.owner, club.ed, club.edElsewhere, club.map)
         #expect(try Self.keptView(edElsewhere).body.contains(">Club</option>"))
 
         // Another member's pin, dropped on the first instance.

@@ -52,6 +52,8 @@ import TestSupport
         "POST /pins/:id/retry": .editor,
         "GET /pins/:id/picker": .editor,
         "POST /pins/:id/picker": .editor,
+        "GET /pins/:id/decades": .viewer,
+        "GET /pins/:id/then-and-now": .viewer,
         "DELETE /photos/:id": .editor,
         "POST /photos/:id/delete": .editor,
         "GET /import/:id": .editor,
