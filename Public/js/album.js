@@ -264,6 +264,9 @@ grid.addEventListener("submit", async (event) => {
       const fresh = template.content.querySelector("#decades");
       if (!fresh) return;
       strip.replaceWith(fresh);
+      const live = document.getElementById("decades-status");
+      const note = fresh.querySelector(".decades-note");
+      if (live) live.textContent = note ? note.textContent : "";
       // Still counting (the provider is slow): look again a few times.
       if (fresh.dataset.count && tries > 1) setTimeout(() => fetchStrip(tries - 1), 4000);
     } catch {

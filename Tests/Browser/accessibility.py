@@ -335,6 +335,39 @@ def keyboard_journey(driver):
         j.wait_album_ready(driver)
     step("New Collection (focus to the status it announces)", new_collection)
 
+    def through_time():
+        # The strip, which album.js fetches after the page is drawn; the 1950s (the 11th decade
+        # from the 1850s) has photos at the fixture's every place.
+        fifties = ".decade-strip li:nth-child(11) button"
+        j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, fifties), timeout=30, message="the strip of decades")
+        name = driver.find_element(By.CSS_SELECTOR, fifties).get_attribute("textContent")
+        assert name.startswith("1950s") and "photo" in name, "the button reads %r" % name
+        # Below the photos: after Edit, Tab goes to the photos first, the strip after them.
+        tab_to(driver, fifties)
+        ring_visible(driver, "the 1950s")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: "taken in the 1950s" in driver.find_element(By.ID, "album-page-info").get_attribute("textContent"),
+               message="an album of the 1950s")
+        j.wait_album_ready(driver)
+        j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".decade-strip li.current button[aria-current=true]"),
+               timeout=30, message="the 1950s marked current")
+        tab_to(driver, "#then-and-now-link")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: "/then-and-now" in driver.current_url, message="then and now")
+        assert driver.find_elements(By.CSS_SELECTOR, ".pair figure.then figcaption strong"), "pairs, each side named in its caption"
+        assert all(i.get_attribute("alt") for i in driver.find_elements(By.CSS_SELECTOR, ".pair img")), "every photo has an alt text"
+        tab_to(driver, "#then-era")
+        keys(driver, Keys.ARROW_DOWN)
+        tab_to(driver, ".then-now-form button")
+        ring_visible(driver, "Show")
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: "then=19" in driver.current_url, message="then and now of another decade")
+        tab_to(driver, ".breadcrumbs a", backwards=True)
+        keys(driver, Keys.ENTER)
+        j.wait(driver, lambda: driver.find_elements(By.ID, "album"), message="back to the album")
+        j.wait_album_ready(driver)
+    step("choose the 1950s from the strip, then and now, back (keys only)", through_time)
+
     def full_screen():
         tab_to(driver, ".photo a")
         ring_visible(driver, "photo tile")
@@ -363,9 +396,9 @@ def keyboard_journey(driver):
         j.wait(driver, lambda: driver.find_element(By.ID, "pin-list-title").get_attribute("textContent") == "Your pins (0)",
                message="the pin list in step")
     step("delete the pin (Tab, Delete, Enter)", delete_pin)
-    print("    keyboard journey steps passed: %d of 8" % len(steps))
-    if len(steps) < 8:
-        failures.append("keyboard journey: %d of 8 steps passed" % len(steps))
+    print("    keyboard journey steps passed: %d of 9" % len(steps))
+    if len(steps) < 9:
+        failures.append("keyboard journey: %d of 9 steps passed" % len(steps))
         failures.extend(j.failures)
 
 
@@ -530,6 +563,10 @@ def main():
             ("album failed", "/pins/%d" % failed_id, None),
             ("album with a long place name", "/pins/%d" % ids[0], None),
             ("picker", "/pins/%d/picker" % ready_id, None),
+            ("album with its strip of decades", "/pins/%d" % ready_id,
+             lambda d: d.find_elements(By.CSS_SELECTOR, ".decade-strip") and status(ready_id)(d)),
+            ("decades, a page of their own", "/pins/%d/decades" % ready_id, None),
+            ("then and now", "/pins/%d/then-and-now?then=1950s" % ready_id, None),
             ("photo (300-char title)", "/photos/%s/view" % photo, None),
             ("error page, signed in", "/no-such-page", None),
         ]
@@ -545,6 +582,13 @@ def main():
             ("shared map (visitor)", whole_map, lambda d: d.find_element(By.ID, "share-map").get_attribute("data-ready")),
         ]
         check_all_states(driver, pages)
+        # For the record: the strip, an album of an era and then and now, as a person sees them.
+        theme(driver, "light")
+        driver.get(BASE + "/pins/%d/then-and-now?then=1950s" % ready_id)
+        j.shot(driver, "then-and-now")
+        driver.get(BASE + "/pins/%d" % ready_id)
+        j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".decade-strip"), message="the strip")
+        j.shot(driver, "album-strip-of-decades")
         share_keyboard(shared)
         print("  reflow:")
         reflow(driver, pages + signed_out[:2])

@@ -1,5 +1,6 @@
 import Foundation
 import Zlib
+import Domain
 
 /// One ready photo of an album as the zip download lists it: what names the entry and credits it,
 /// and where its bytes are (the blob's hash, or none while they are still in the row).
@@ -12,6 +13,8 @@ public struct ArchivedPhoto: Sendable {
     public let license: String
     public let licenseURL: String?
     public let pageURL: String?
+    /// When it was taken, at the provider's precision (the credits say it); nil: unknown.
+    public var dateTaken: String? = nil
 }
 
 /// The album as a zip (GET /pins/:id/album.zip): each ready photo's original bytes as
@@ -25,12 +28,12 @@ package enum AlbumArchive {
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: now)
         var archive = ZipWriter(modified: (parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!), sink: sink)
         let names = fileNames(photos)
-        var credits = "file,title,author,license,license_url,source_page\r\n"
+        var credits = "file,title,author,license,license_url,source_page,taken\r\n"
         for (photo, name) in zip(photos, names) {
             guard archive.isOpen else { return false }
             guard let original = try bytes(photo) else { continue }
             try archive.add(name: name, bytes: original)
-            credits += [name, photo.title, photo.ownerName, photo.license, photo.licenseURL ?? "", photo.pageURL ?? ""]
+            credits += [name, photo.title, photo.ownerName, photo.license, photo.licenseURL ?? "", photo.pageURL ?? "", photo.dateTaken ?? "date unknown"]
                 .map(csvField).joined(separator: ",") + "\r\n"
         }
         try archive.add(name: "credits.csv", bytes: Array(credits.utf8))
@@ -96,11 +99,12 @@ package enum AlbumArchive {
 
     /// Content-Disposition for the download (RFC 6266): an ASCII name for old clients and the
     /// place's name in `filename*` (RFC 8187).
-    package static func contentDisposition(pinID: Int64, placeName: String?) -> String {
-        let ascii = "attachment; filename=\"album-\(pinID).zip\""
+    /// The file's name: the place's, and the album's era when it has one ("Kyoto 1950s.zip").
+    package static func contentDisposition(pinID: Int64, placeName: String?, era: Era? = nil) -> String {
+        let ascii = "attachment; filename=\"album-\(pinID)\(era.map { "-" + $0.formValue } ?? "").zip\""
         // A pin without a place is named by its coordinates, which make a poor file name.
         guard let placeName, !placeName.isEmpty else { return ascii }
-        let safe = safeTitle(placeName)
+        let safe = safeTitle(placeName + (era.map { " " + $0.formValue } ?? ""))
         var encoded = ""
         for byte in (safe + ".zip").utf8 {
             if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "-._".utf8.contains(byte) {

@@ -137,11 +137,11 @@ public struct AlbumStore: Sendable {
     /// A pin and its ready photos for the zip download, in the album's order; nil when the pin is
     /// not the person's. Names and credits only: the bytes are read one photo at a time
     /// (`originalBytes`).
-    public func archive(pinID: Int64, userID: Int64) throws -> (pin: Pin, photos: [ArchivedPhoto])? {
+    public func archive(pinID: Int64, userID: Int64) throws -> (pin: Pin, era: Era?, photos: [ArchivedPhoto])? {
         let rows = try pool.query("""
-            SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
+            SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.era_from, p.era_to,
                    ph.id AS photo_id, encode(ph.hash, 'hex') AS hash, ph.content_type, ph.title, ph.owner_name,
-                   \(Self.licenseColumns), ph.page_url
+                   \(Self.licenseColumns), ph.page_url, ph.date_taken
             FROM pins p
             LEFT JOIN photos ph ON ph.pin_id = p.id AND ph.user_id = p.user_id AND ph.generation = p.generation
                                 AND ph.status = \(PhotoStatus.ready.sql)
@@ -156,10 +156,10 @@ public struct AlbumStore: Sendable {
             photos.append(ArchivedPhoto(
                 id: try row.decode("photo_id"), hash: try row.decode("hash"), contentType: try row.decode("content_type"),
                 title: try row.decode("title"), ownerName: try row.decode("owner_name"), license: try row.decode("license"),
-                licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url")))
+                licenseURL: try row.decode("license_url"), pageURL: try row.decode("page_url"), dateTaken: try row.decode("date_taken")))
         }
         let pin = try PinStore.pin(first, photoCount: photos.count)
-        return (pin, photos)
+        return (pin, try Self.era(first), photos)
     }
 
     /// One archived photo's original bytes: from the store, or from the row while they are still
@@ -312,17 +312,18 @@ public struct AlbumStore: Sendable {
             let status: PinStatus = try row.decode("status")
             if onlyIfNew && status != .new { return .unchanged }
             if status == .downloading { return .busy }
-            if case .change(let new) = era, new != (try Self.era(row)) {
-                try db.query("""
-                    UPDATE pins SET era_from = $3, era_to = $4, total_pages = NULL, total_photos = NULL, shown_pages = '{}'
-                    WHERE id = $1 AND user_id = $2
-                    """, [pinID, userID, new?.from, new?.to])
-            }
             // The automatic first album (a pin opened that has none yet: its dropper was past their
             // storage then) is the dropper's, whoever opens it: a look charges nobody.
             let asker = onlyIfNew ? (try row.decode("dropped_by", as: Int64?.self) ?? person) : person
             if let reached = try AlbumStart.quotaReached(db, pinID: pinID, userID: userID, person: asker, quotas: quotas, newCollection: !onlyIfNew) {
                 return .quotaReached(asker == person ? reached : .droppersStorage)
+            }
+            // Only a collection that starts changes the era (a refused one leaves the album as it was).
+            if case .change(let new) = era, new != (try Self.era(row)) {
+                try db.query("""
+                    UPDATE pins SET era_from = $3, era_to = $4, total_pages = NULL, total_photos = NULL, shown_pages = '{}'
+                    WHERE id = $1 AND user_id = $2
+                    """, [pinID, userID, new?.from, new?.to])
             }
             try AlbumStart.collections(db, pinIDs: [pinID], userID: userID, askedBy: asker, announce: true)
             return .started

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Postgres
 import Domain
 
@@ -40,6 +41,14 @@ public struct DecadeStore: Sendable {
         let kept = photos.filter { $0.key >= Era.earliest && $0.key <= 2100 && $0.key % 10 == 0 }
         guard !kept.isEmpty else { return }
         let decades = kept.keys.sorted()
+        do {
+            try write(pinID: pinID, userID: userID, decades: decades, kept)
+        } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
+            // The pin was deleted between the count and its write: nothing to keep.
+        }
+    }
+
+    private func write(pinID: Int64, userID: Int64, decades: [Int], _ kept: [Int: Int]) throws {
         try pool.query("""
             INSERT INTO pin_decades (pin_id, user_id, decade, photos)
             SELECT p.id, p.user_id, d.decade, d.photos
@@ -48,5 +57,46 @@ public struct DecadeStore: Sendable {
             ON CONFLICT (pin_id, decade) DO UPDATE SET photos = EXCLUDED.photos, counted_at = now()
             """, [pinID, userID, "{" + decades.map(String.init).joined(separator: ",") + "}",
                   "{" + decades.map { String(min(max(kept[$0] ?? 0, 0), Int(Int32.max))) }.joined(separator: ",") + "}"])
+    }
+}
+
+/// At most one count of a pin's decades at a time, shared by every page that asks (album.js asks
+/// again while a slow provider counts), and a count that failed is not tried again for `rest`:
+/// without this, every look at an uncounted album would spend a whole count of provider calls.
+public final class DecadeCountGate: Sendable {
+    public enum Admission: Equatable { case start, running, resting }
+
+    public let rest: Duration
+    /// Failures remembered at most (the oldest forgotten first when full).
+    public let limit: Int
+    private let state = Mutex<(running: Set<Int64>, failed: [Int64: ContinuousClock.Instant])>(([], [:]))
+
+    public init(rest: Duration = .seconds(600), limit: Int = 10_000) {
+        self.rest = rest
+        self.limit = limit
+    }
+
+    /// `.start`: the caller counts, and must call `finished`; otherwise someone already is, or
+    /// the last count failed less than `rest` ago.
+    public func admit(_ pin: Int64, now: ContinuousClock.Instant = .now) -> Admission {
+        state.withLock { state in
+            if state.running.contains(pin) { return .running }
+            if let failed = state.failed[pin], now - failed < rest { return .resting }
+            state.failed[pin] = nil
+            state.running.insert(pin)
+            return .start
+        }
+    }
+
+    public func finished(_ pin: Int64, failed: Bool, now: ContinuousClock.Instant = .now) {
+        state.withLock { state in
+            state.running.remove(pin)
+            guard failed else { return }
+            if state.failed.count >= limit {
+                state.failed = state.failed.filter { now - $0.value < rest }
+                if state.failed.count >= limit, let oldest = state.failed.min(by: { $0.value < $1.value }) { state.failed[oldest.key] = nil }
+            }
+            state.failed[pin] = now
+        }
     }
 }

@@ -140,7 +140,11 @@ public struct CommonsProvider: PhotoProvider {
                 ((meta[key] as? [String: Any])?["value"] as? String).map(Self.plainText).flatMap { $0.isEmpty ? nil : $0 }
             }
             let name = title.hasPrefix("File:") ? String(title.dropFirst(5)) : title
-            let taken = value("DateTimeOriginal").map(TakenDate.commons)
+            // The date as a machine wrote it, where the file page's template gives one
+            // (<time datetime="2012-05-03">), before the words around it.
+            let machine = ((meta["DateTimeOriginal"] as? [String: Any])?["value"] as? String)
+                .flatMap { $0.prefix(4096).firstMatch(of: /datetime="(\d{4}(?:-\d{2}(?:-\d{2})?)?)"/).map { String($0.1) } }
+            let taken = (machine ?? value("DateTimeOriginal")).map(TakenDate.commons)
             byTitle[title] = RemotePhoto(
                 provider: "commons", remoteID: Self.remoteID(pageID: lenientInt(item["pageid"]), title: title),
                 title: value("ObjectName") ?? (name as NSString).deletingPathExtension,

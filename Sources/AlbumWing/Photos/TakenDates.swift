@@ -32,8 +32,15 @@ package struct TakenDate: Equatable, Sendable {
         if let m = lower.wholeMatch(of: /(?:between\s+)?(\d{4})\s*(?:and|-|–|—|to)\s*(\d{4})/), let a = year(m.1), let b = year(m.2), a <= b {
             return TakenDate(label: "\(a)–\(b)", years: a...b)
         }
+        // As people write them: "19 July 2014", "July 2014", "July 19, 2014", "14:22, 3 May 2012".
+        if let m = lower.wholeMatch(of: /(?:\d{1,2}:\d{2}(?::\d{2})?,?\s+)?(?:\d{1,2}\s+)?([a-z]+)\.?\s+(?:\d{1,2},?\s+)?(\d{4})/),
+           Self.months.contains(where: { $0.hasPrefix(String(m.1)) && m.1.count >= 3 }), let y = year(m.2) {
+            return TakenDate(label: words, years: y...y)
+        }
         return TakenDate(label: words, years: nil)
     }
+
+    static let months = FlickrCredits.monthNames.map { $0.lowercased() }
 
     /// Whether a photo taken in `years` belongs in `era`: all of its possible years inside it (a
     /// photo of "1948–1952" is not one of the 1950s). Unknown years never belong to an era.

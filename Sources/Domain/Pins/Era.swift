@@ -13,17 +13,19 @@ public struct Era: Sendable, Hashable, CustomStringConvertible {
     /// The current year (UTC): the last an era can reach.
     public static var thisYear: Int { Calendar(identifier: .gregorian).component(.year, from: Date()) }
 
-    /// Nil when the years are outside 1850…this year or the wrong way round.
+    /// Nil when the years are outside 1850…this year or the wrong way round. A decade is always
+    /// its ten years, this one too (so an album of the 2020s stays one after New Year).
     public init?(from: Int, to: Int, thisYear: Int = Era.thisYear) {
-        guard Self.earliest <= from, from <= to, to <= thisYear else { return nil }
+        let wholeDecade = from % 10 == 0 && to == from + 9
+        guard Self.earliest <= from, from <= to, from <= thisYear, to <= thisYear || wholeDecade else { return nil }
         self.from = from
         self.to = to
     }
 
-    /// The decade starting at `start` (1950: 1950–1959; this decade ends this year).
+    /// The decade starting at `start` (1950: 1950–1959).
     public static func decade(_ start: Int, thisYear: Int = Era.thisYear) -> Era? {
         guard start % 10 == 0 else { return nil }
-        return Era(from: start, to: min(start + 9, thisYear), thisYear: thisYear)
+        return Era(from: start, to: start + 9, thisYear: thisYear)
     }
 
     /// Every decade offered, oldest first.
@@ -31,7 +33,7 @@ public struct Era: Sendable, Hashable, CustomStringConvertible {
         stride(from: earliest, through: thisYear, by: 10).compactMap { decade($0, thisYear: thisYear) }
     }
 
-    public var isDecade: Bool { from % 10 == 0 && (to == from + 9 || (to == Self.thisYear && to / 10 == from / 10)) }
+    public var isDecade: Bool { from % 10 == 0 && to == from + 9 }
 
     /// As people say it: "the 1950s", "1962", "1950–1965".
     public var description: String {

@@ -11,6 +11,11 @@ public struct Pin: Sendable, Codable, Equatable {
     /// Photos downloaded and kept.
     public let photoCount: Int
     public let createdAt: Date
+    /// The years its album's photos were taken in (nil: any time); the exports name it.
+    public var era: Era? = nil
+
+    /// Pins as JSON keep the fields they always had (the map page's data).
+    private enum CodingKeys: String, CodingKey { case id, lat, lon, placeName, status, photoCount, createdAt }
 
     /// "Kyoto, Japan", or the coordinates when no place is near.
     public var title: String { placeName ?? coordinates }

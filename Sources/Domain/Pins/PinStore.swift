@@ -15,7 +15,7 @@ public struct PinStore: Sendable {
     }
 
     private static let columns = """
-        p.id, p.lat, p.lon, p.place_name, p.status, p.created_at,
+        p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.era_from, p.era_to,
         \(photoCount) AS photo_count
         """
 
@@ -380,8 +380,11 @@ public struct PinStore: Sendable {
     /// A pin from a row of `pins` columns, with a photo count the caller has (the album reads count
     /// the photos they hold).
     package static func pin(_ row: PostgresRow, photoCount: Int) throws -> Pin {
-        Pin(id: try row.decode("id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
-            placeName: try row.decode("place_name"), status: try row.decode("status"),
-            photoCount: photoCount, createdAt: try row.decode("created_at"))
+        // The era where the row has it (a new pin's RETURNING has none: it has no era yet).
+        let from = try? row.decode("era_from", as: Int?.self), to = try? row.decode("era_to", as: Int?.self)
+        return Pin(id: try row.decode("id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
+                   placeName: try row.decode("place_name"), status: try row.decode("status"),
+                   photoCount: photoCount, createdAt: try row.decode("created_at"),
+                   era: from.flatMap { from in to.flatMap { Era(from: from, to: $0, thisYear: max($0, Era.thisYear)) } })
     }
 }

@@ -38,9 +38,9 @@ enum AlbumPages {
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
-            \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) : HTML.empty)
             \(fragment(album, csrf: csrf, view: view))
             </section>
+            \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) + TimePages.liveRegion : HTML.empty)
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
             \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
@@ -125,12 +125,14 @@ enum AlbumPages {
     /// so would be a change anyone's link or prefetcher could make). Works without JavaScript.
     static func eraForm(_ album: Album, csrf: String) -> HTML {
         let id = album.pin.id, era = album.era, thisYear = Era.thisYear
-        let chosen = era.map { $0.isDecade ? $0.formValue : "years" } ?? "any"
+        let offered = Era.decades(thisYear: thisYear)
+        // An era the select does not offer (one an administrator wrote) shows as its years.
+        let chosen = era.map { offered.contains($0) ? $0.formValue : "years" } ?? "any"
         func option(_ value: String, _ label: String) -> HTML {
             "<option value=\"\(text: value)\"\(value == chosen ? " selected" : "")>\(text: label)</option>"
         }
-        let decades = Era.decades(thisYear: thisYear).reversed().map { option($0.formValue, "\($0.from)s") }
-        let range: (String, String) = era.flatMap { $0.isDecade ? nil : (String($0.from), String($0.to)) } ?? ("", "")
+        let decades = offered.reversed().map { option($0.formValue, "\($0.from)s") }
+        let range: (String, String) = era.flatMap { offered.contains($0) ? nil : (String($0.from), String($0.to)) } ?? ("", "")
         return """
             <form method="post" action="/pins/\(id)/collection" class="album-era" id="era-form">
             \(Layout.csrfField(csrf))
@@ -176,7 +178,7 @@ enum AlbumPages {
         default:
             if album.photos.isEmpty, let era = album.era {
                 return readOnly ? "<p class=\"banner empty\">No photos taken in \(text: era.description) here.</p>"
-                    : "<p class=\"banner empty\">No photos taken in \(text: era.description) were found here. Choose another time above.</p>"
+                    : "<p class=\"banner empty\">No photos taken in \(text: era.description) were found in this collection. New Collection looks further; or choose another time above.</p>"
             }
             if album.photos.isEmpty {
                 return readOnly ? "<p class=\"banner empty\">This album is empty.</p>"
@@ -238,7 +240,7 @@ enum AlbumPages {
             """
         let source: HTML = ProviderLinks.safe(photo.pageURL).map { "<a href=\"\(text: $0)\" rel=\"noopener noreferrer\">View on \(providerName == "flickr" ? "Flickr" : "the source site" as HTML)</a>" } ?? .empty
         let owner: HTML = photo.ownerName.isEmpty ? .empty : "<dt>By</dt><dd>\(text: photo.ownerName)</dd>"
-        let taken: HTML = photo.dateTaken.map { "<dt>Taken</dt><dd>\(text: $0)</dd>" } ?? .empty
+        let taken: HTML = "<dt>Taken</dt><dd>\(text: photo.dateTaken ?? "date unknown")</dd>"
         // The deed, as the provider's licence list links it (rel=license, HTML's link type for it).
         let license: HTML = ProviderLinks.safe(photo.licenseURL).map { "<a href=\"\(text: $0)\" rel=\"license noopener noreferrer\">\(text: photo.license)</a>" }
             ?? "\(text: photo.license)"

@@ -76,6 +76,10 @@ enum PinExport: String, CaseIterable, Sendable {
                 JSONWriter.string(Self.rfc3339(pin.createdAt), to: &out)
                 JSONWriter.raw(#","photos":"#, to: &out)
                 JSONWriter.integer(pin.photoCount, to: &out)
+                if let era = pin.era {
+                    JSONWriter.raw(#","era":"#, to: &out)
+                    JSONWriter.string(era.formValue, to: &out)
+                }
                 JSONWriter.raw(#","url":"#, to: &out)
                 JSONWriter.string(url, to: &out)
                 JSONWriter.raw("}}\n", to: &out)
@@ -90,7 +94,7 @@ enum PinExport: String, CaseIterable, Sendable {
                 Self.raw("</time><name>", to: &out)
                 Self.xml(pin.title, to: &out)
                 Self.raw("</name><desc>", to: &out)
-                Self.append(Self.photos(pin.photoCount), to: &out)
+                Self.xml(Self.photos(pin.photoCount) + Self.taken(pin.era), to: &out)
                 Self.raw("</desc><link href=\"", to: &out)
                 Self.xml(url, to: &out)
                 Self.raw("\"><text>Album</text></link></wpt>\n", to: &out)
@@ -103,7 +107,7 @@ enum PinExport: String, CaseIterable, Sendable {
                 Self.raw("</name><atom:link href=\"", to: &out)
                 Self.xml(url, to: &out)
                 Self.raw("\"/><description>", to: &out)
-                Self.xml(Self.photos(pin.photoCount) + ". Album: " + url, to: &out)
+                Self.xml(Self.photos(pin.photoCount) + Self.taken(pin.era) + ". Album: " + url, to: &out)
                 Self.raw("</description><TimeStamp><when>", to: &out)
                 Self.append(Self.rfc3339(pin.createdAt), to: &out)
                 Self.raw("</when></TimeStamp><Point><coordinates>", to: &out)
@@ -124,6 +128,9 @@ enum PinExport: String, CaseIterable, Sendable {
     }
 
     static func photos(_ count: Int) -> String { count == 1 ? "1 photo" : "\(count) photos" }
+
+    /// ", taken in the 1950s" for a pin whose album has an era; nothing otherwise.
+    static func taken(_ era: Era?) -> String { era.map { ", taken in \($0)" } ?? "" }
 
     /// GPX's longitude is [-180, 180) and GeoJSON and KML take any: 180 is written as -180.
     static func longitude(_ lon: Double) -> Double { lon >= 180 ? lon - 360 : lon }

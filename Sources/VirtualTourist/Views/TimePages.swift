@@ -7,7 +7,7 @@ enum TimePages {
     /// The strip as the album page shows it: the counts (nil: not counted yet) and whether the
     /// person may choose a decade (an editor or the owner; a viewer sees the counts only).
     struct Strip: Sendable {
-        let counts: DecadeCounts?
+        var counts: DecadeCounts?
         let canChoose: Bool
         /// Set when a count is under way or could not be made (the provider busy or failing).
         var note: String? = nil
@@ -26,12 +26,17 @@ enum TimePages {
     /// The strip: a list of decades, each a button that loads it (a POST, as New Collection is)
     /// with its count beside it; read as "1950s, 12 photos" by a screen reader, the album's
     /// decade marked current. Without counts yet: a link that counts (album.js follows it itself).
+    /// Where album.js says how the count goes (a still-counting or failed note), kept outside the
+    /// strip it replaces so that a screen reader hears it.
+    static let liveRegion: HTML = "<p id=\"decades-status\" class=\"visually-hidden\" role=\"status\" aria-live=\"polite\"></p>"
+
     static func strip(_ album: Album, _ strip: Strip, csrf: String) -> HTML {
         let id = album.pin.id
         let heading: HTML = "<h2 id=\"decades-title\" class=\"decades-title\">This place through time</h2>"
         let thenAndNow: HTML = "<a class=\"button\" href=\"/pins/\(id)/then-and-now\" id=\"then-and-now-link\">Then and now</a>"
         guard let counts = strip.counts else {
-            let note: HTML = strip.note.map { "<p class=\"muted\" role=\"status\">\(text: $0)</p>" } ?? .empty
+            // Said by the page's live region (#decades-status, outside the strip album.js replaces).
+            let note: HTML = strip.note.map { "<p class=\"muted decades-note\">\(text: $0)</p>" } ?? .empty
             return """
                 <section class="decades" id="decades" aria-labelledby="decades-title" data-count="/pins/\(id)/decades?fragment=1">
                 \(heading)
@@ -45,7 +50,8 @@ enum TimePages {
             let current = album.era == decade
             let label: HTML = "<span class=\"decade-name\">\(decade.from)s</span><span class=\"decade-count\">\(text: photos(count))</span>"
             guard strip.canChoose, count > 0 else {
-                return "<li class=\"decade bar-\(level(count))\(current ? " current" : HTML.empty)\">\(label)</li>"
+                let marked: HTML = current ? " aria-current=\"true\"" : .empty
+                return "<li class=\"decade bar-\(level(count))\(current ? " current" : HTML.empty)\"\(marked)>\(label)</li>"
             }
             return """
                 <li class="decade bar-\(level(count))\(current ? " current" : HTML.empty)">
@@ -105,7 +111,7 @@ enum TimePages {
         let author: HTML = photo.ownerName.isEmpty ? .empty : " · \(text: photo.ownerName)"
         return """
             <figure class="\(text: side.lowercased())">
-            <img src="\(text: ProviderLinks.safe(photo.thumbnailURL) ?? "")" alt="\(text: side): \(text: title), \(text: taken)" loading="lazy">
+            <img src="\(text: ProviderLinks.safe(photo.thumbnailURL) ?? "")" alt="\(text: title)" loading="lazy">
             <figcaption><strong>\(text: side)</strong> · \(text: taken)<br>\(link)\(author) · \(text: photo.license)</figcaption>
             </figure>
             """

@@ -313,7 +313,7 @@ struct AlbumRoutes: Sendable {
     /// is a 404.
     func albumZip(_ context: SignedInContext) throws -> HTTPResponse {
         let user = context.user.id, holder = context.map.forReading
-        guard let id = WebPipeline.pinID(context.request), let (pin, photos) = try albums.archive(pinID: id, userID: holder) else {
+        guard let id = WebPipeline.pinID(context.request), let (pin, era, photos) = try albums.archive(pinID: id, userID: holder) else {
             throw HTTPError.notFound
         }
         let ticket: DownloadSlots.Ticket
@@ -327,7 +327,7 @@ struct AlbumRoutes: Sendable {
         }
         return HTTPResponse(status: .ok, headers: [
             "Content-Type": "application/zip",
-            "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName),
+            "Content-Disposition": AlbumArchive.contentDisposition(pinID: id, placeName: pin.placeName, era: era),
             "Cache-Control": "private, no-store",
         ], body: .stream(heartbeat: nil) { stream in
             // The slot is held until the writer is done (and given back if it never starts).
@@ -432,6 +432,8 @@ struct AlbumRoutes: Sendable {
 
     /// The photo picker: a page of the provider's photos near the pin, to add by hand.
     var decadeStore: DecadeStore { DecadeStore(pool: albums.pool) }
+    /// One count per pin at a time, for every page of this instance.
+    let decadeGate = DecadeCountGate()
 
     /// The strip of decades: the kept counts while fresh, else counted now on a picker slot (a
     /// count that outlasts the page's wait goes on and is kept for the next look). A page of its
@@ -442,22 +444,40 @@ struct AlbumRoutes: Sendable {
         guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: holder) else {
             throw HTTPError.notFound
         }
-        let store = decadeStore, provider = provider, pin = album.pin
-        var strip = TimePages.Strip(counts: try store.counts(pinID: id, userID: holder), canChoose: context.map.role >= .editor)
+        let store = decadeStore, provider = provider, pin = album.pin, gate = decadeGate
+        let editor = context.map.role >= .editor
+        var strip = TimePages.Strip(counts: try store.counts(pinID: id, userID: holder), canChoose: editor)
+        // A count costs provider calls: editors and owners start one (a viewer sees kept counts),
+        // one at a time per pin, and not again soon after one failed.
         if strip.counts == nil {
-            do {
-                strip = TimePages.Strip(counts: try searches.run {
-                    try store.save(pinID: id, userID: holder, try provider.decadeCounts(lat: pin.lat, lon: pin.lon, decades: Era.decades()))
-                    return try store.counts(pinID: id, userID: holder)
-                }, canChoose: strip.canChoose)
-            } catch is PickerSearches.TimedOut {
+            switch editor ? gate.admit(id) : .resting {
+            case .running:
                 strip.note = "Still counting the photos of each decade; look again in a moment."
-            } catch is PickerSearches.Busy {
-                strip.note = "The photo service is busy; look again in a moment."
-            } catch let error as PhotoProviderError {
-                // Troubleshooting: counting decades: ERROR
-                providerLogger.warning("counting decades: \(error)")
-                strip.note = "The photo service could not count the decades now; look again later."
+            case .resting:
+                strip.note = editor ? "The photo service could not count the decades a moment ago; look again later."
+                    : "Not counted yet: the counts come with an editor's first look."
+            case .start:
+                do {
+                    strip.counts = try searches.run {
+                        do {
+                            try store.save(pinID: id, userID: holder, try provider.decadeCounts(lat: pin.lat, lon: pin.lon, decades: Era.decades()))
+                            gate.finished(id, failed: false)
+                        } catch {
+                            gate.finished(id, failed: true)
+                            throw error
+                        }
+                        return try store.counts(pinID: id, userID: holder)
+                    }
+                } catch is PickerSearches.TimedOut {
+                    strip.note = "Still counting the photos of each decade; look again in a moment."
+                } catch is PickerSearches.Busy {
+                    gate.finished(id, failed: false)
+                    strip.note = "The photo service is busy; look again in a moment."
+                } catch let error as PhotoProviderError {
+                    // Troubleshooting: counting decades: ERROR
+                    providerLogger.warning("counting decades: \(error)")
+                    strip.note = "The photo service could not count the decades now; look again later."
+                }
             }
         }
         if context.request.queryValue("fragment") == "1" {
@@ -499,7 +519,7 @@ struct AlbumRoutes: Sendable {
         let page = context.request.queryValue("page") == nil
             ? min(shown == 1 ? 2 : 1, provider.lastPage)
             : InputNumber.page(context.request.queryValue("page"), last: provider.lastPage)
-        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page)
+        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page, era: album.era)
         let saved = try albums.savedRemoteIDs(pinID: id, userID: holder)
         return .page(AlbumPages.picker(pin: album.pin, result: result, saved: saved, chrome: context.chrome, providerName: provider.name))
     }
@@ -515,7 +535,7 @@ struct AlbumRoutes: Sendable {
             return .redirect(to: "/pins/\(id)/picker?page=\(page)", flash: "Tick the photos to add first.", secure: secure)
         }
         // Details come from the provider again, never from the form: only real results are saved.
-        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page)
+        let result = try WebPipeline.pickerSearch(searches, provider, pin: album.pin, page: page, era: album.era)
         let photos = result.photos.filter { chosen.contains($0.remoteID) }
         let added: Int
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPClient
 import PhotoFixture
 import Postgres
@@ -249,5 +250,80 @@ import TestSupport
             #expect(fallback.status == 200 && fallback.body.contains("<option value=\"1950s\" selected>1950s</option>"), "\(odd)")
         }
         #expect(try browser.get("/pins/999999/then-and-now").status == 404)
+    }
+
+    /// A review found a count started for every look while one ran, and started again at once
+    /// after one failed: one count per pin at a time, shared; a failed one rests; a viewer starts none.
+    @Test func aPinIsCountedOnceAtATimeAFailureRestsAndAViewerStartsNone() throws {
+        var options = PhotoFixture.Options()
+        options.latency = 0.05  // 18 calls: about a second a count
+        let app = try TestApp(fixture: options)
+        let owner = try app.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
+        let viewerEmail = "vic-\(UUID().uuidString.prefix(6))@example.org"
+        let viewer = try app.signedUp(email: viewerEmail, name: "Vic")
+        _ = try SharedMapTests.makeMap(owner, name: "Club", member: viewer, email: viewerEmail, role: "viewer")
+        let dropped = try SharedMapTests.drop(owner, lat: Self.lat, lon: Self.lon)
+        let pin = try #require(dropped.body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let calls = app.fixture.searchCount
+
+        // A viewer's look spends nothing.
+        let seen = try viewer.get("/pins/\(pin)/decades?fragment=1")
+        #expect(seen.status == 200 && seen.body.contains("Not counted yet") && app.fixture.searchCount == calls)
+
+        // Three looks at once (tabs, album.js asking again): one count.
+        let answers = Mutex<[String]>([])
+        // A browser each (a Browser is one person's cookies, not shared between threads).
+        nonisolated(unsafe) let tabs = (0..<3).map { _ in PhotoAccessTests.copy(owner, port: app.port) }
+        DispatchQueue.concurrentPerform(iterations: 3) { index in
+            let body = (try? tabs[index].get("/pins/\(pin)/decades?fragment=1").body) ?? ""
+            answers.withLock { $0.append(body) }
+        }
+        #expect(app.fixture.searchCount - calls == Era.decades().count, "one count for three looks")
+        #expect(answers.withLock { $0.filter { $0.contains("Still counting") }.count } >= 1)
+        #expect(Self.strip(try owner.get("/pins/\(pin)/decades?fragment=1").body).count == Era.decades().count)
+
+        // A failed count rests: the next look does not ask again at once.
+        try app.pool.query("DELETE FROM pin_decades")
+        app.fixture.setSearchFault(.invalidKey)
+        let before = app.fixture.searchCount
+        #expect(try owner.get("/pins/\(pin)/decades?fragment=1").body.contains("could not count"))
+        let afterFailure = app.fixture.searchCount
+        #expect(afterFailure - before >= 1)
+        #expect(try owner.get("/pins/\(pin)/decades?fragment=1").body.contains("a moment ago"))
+        #expect(app.fixture.searchCount == afterFailure, "no call while the failure rests")
+    }
+
+    /// A review found the era changed by a New Collection the quota refused.
+    @Test func aRefusedCollectionLeavesTheEraAsItWas() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
+        _ = try AlbumTests.settled(browser, pin: pin)
+        let before = try Self.shown(app, pin: pin)
+        try app.pool.query("UPDATE users SET max_collections_per_hour = 0")
+        let token = try #require(try browser.get("/pins/\(pin)").csrfToken)
+        #expect(try browser.post("/pins/\(pin)/collection", form: [("_csrf", token), ("when", "1950s")]).status == 303)
+        let page = try browser.get("/pins/\(pin)").body
+        #expect(page.contains("new collections in the past hour, your limit"), "the quota's message")
+        let after = try Self.shown(app, pin: pin)
+        #expect(after.era == [nil, nil] && after.ids == before.ids && !page.contains("taken in the 1950s"))
+    }
+
+    /// The exports and the zip name an album's era; a pin without one says nothing of it.
+    @Test func exportsAndTheZipNameTheEra() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp()
+        let dated = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
+        let plain = try AlbumTests.dropPin(browser, lat: 48.85, lon: 2.35)
+        try app.pool.query("UPDATE pins SET era_from = 1950, era_to = 1959, place_name = 'Kyoto' WHERE id = $1", [dated])
+        let geojson = try browser.get("/pins.geojson").body
+        #expect(geojson.components(separatedBy: #""era":"1950s""#).count == 2, "one pin has an era")
+        #expect(try browser.get("/pins.gpx").body.contains("<desc>0 photos, taken in the 1950s</desc>"))
+        #expect(try browser.get("/pins.kml").body.contains("0 photos, taken in the 1950s. Album:"))
+        #expect(try browser.get("/pins/\(dated)/album.zip").header("Content-Disposition")?.contains("filename*=UTF-8''Kyoto%201950s.zip") == true)
+        let plainName = try browser.get("/pins/\(plain)/album.zip").header("Content-Disposition") ?? ""
+        #expect(plainName.hasPrefix("attachment; filename=\"album-\(plain).zip\"") && !plainName.contains("s.zip"), "\(plainName)")
+        // The map's own data keeps its fields.
+        #expect(!(try browser.get("/pins.json").body.contains("era")))
     }
 }

@@ -143,13 +143,13 @@ import Glibc
 
         // The credits: a header, then one row per photo in order, naming its file.
         let credits = try #require(result["credits"] as? [[String]])
-        #expect(credits.first == ["file", "title", "author", "license", "license_url", "source_page"])
+        #expect(credits.first == ["file", "title", "author", "license", "license_url", "source_page", "taken"])
         #expect(credits.count == Self.hostileTitles.count + 1)
         for (index, row) in credits.dropFirst().enumerated() {
             let title = Self.hostileTitles[index]
             let spreadsheetSafe = "=+-@\t\r".contains(where: { title.hasPrefix(String($0)) }) ? "'" + title : title
             #expect(row == [names[index], spreadsheetSafe, "Owner \(index) <b>", "CC BY 2.0", "https://creativecommons.org/licenses/by/2.0/",
-                            "https://www.flickr.com/photos/x/\(index)"], "\(row)")
+                            "https://www.flickr.com/photos/x/\(index)", "date unknown"], "\(row)")
         }
     }
 

@@ -17,7 +17,9 @@ import Testing
         #expect(parse("any") == "any" && parse(nil) == "any" && parse("") == "any")
         #expect(parse("1950s") == "1950-1959")
         #expect(parse(" 1850S ") == "1850-1859")
-        #expect(parse("2020s") == "2020-2026", "this decade ends this year")
+        #expect(parse("2020s") == "2020-2029", "a decade is its ten years, this one too")
+        #expect(parse("years", "2020", "2027") == "refused", "a range past this year")
+        #expect(Era(from: 2020, to: 2029, thisYear: 2027)?.isDecade == true, "an album of the 2020s stays one after New Year")
         #expect(parse("years", "1950", "1965") == "1950-1965")
         #expect(parse("1950-1965") == "1950-1965")
         #expect(parse("years", "1962", "1962") == "1962-1962")
@@ -57,6 +59,12 @@ import Testing
             ("1925s", "1925s", nil),
             ("taken during a summer", "taken during a summer", nil),
             ("1960 and 1950", "1960 and 1950", nil),
+            ("19 July 2014", "19 July 2014", 2014...2014),
+            ("July 2014", "July 2014", 2014...2014),
+            ("July 19, 2014", "July 19, 2014", 2014...2014),
+            ("14:22, 3 May 2012", "14:22, 3 May 2012", 2012...2012),
+            ("3 Maybe 2012", "3 Maybe 2012", nil),
+            ("summer 2012", "summer 2012", nil),
         ]
         for (text, label, years) in cases {
             let date = TakenDate.commons(text)
