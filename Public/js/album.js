@@ -13,6 +13,9 @@ const grid = document.getElementById("photo-grid");
 const statusBox = document.getElementById("album-status");
 const newCollection = document.getElementById("new-collection");
 const eraShow = document.getElementById("era-show");
+// Ordered by date taken (?sort=taken): the grid is fetched in that order, never taken from a
+// stream's fragment, which is in the album's own order.
+const order = new URLSearchParams(location.search).get("sort") === "taken" ? "?sort=taken" : "";
 const editToggle = document.getElementById("edit-toggle");
 
 // ----- patching the page with the server's fragment -----
@@ -74,7 +77,7 @@ async function refresh() {
   refreshing = true;
   held = null;  // what it fetches is newer
   try {
-    const response = await fetch(`${base}/album.html`, { credentials: "same-origin" });
+    const response = await fetch(`${base}/album.html${order}`, { credentials: "same-origin" });
     if (response.ok) patch(await response.text());
   } catch { /* the next event or poll tries again */ }
   refreshing = false;
@@ -122,7 +125,7 @@ function patchHeld() {
 // round trip. A change without it (a share link's stream, a server that could not read the album)
 // is fetched.
 function changed(event) {
-  const fragment = event.data.startsWith("<");
+  const fragment = !order && event.data.startsWith("<");
   if (fragment && firstWatched && !firstShown) {
     held = event.data;
     return;

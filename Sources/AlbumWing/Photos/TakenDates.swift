@@ -42,11 +42,39 @@ package struct TakenDate: Equatable, Sendable {
 
     static let months = FlickrCredits.monthNames.map { $0.lowercased() }
 
+    /// Where a photo goes when an album is ordered by date taken: by its first possible year, then
+    /// its month where the words give one, then its words; a photo of unknown date goes last.
+    package static func sortKey(_ label: String?) -> (year: Int, month: Int, text: String) {
+        guard let label, !label.isEmpty else { return (Int.max, 0, "") }
+        let lower = label.lowercased()
+        let year = commons(label).years?.lowerBound
+            ?? lower.firstMatch(of: /(\d{4})/).flatMap { Int($0.1) }
+            ?? Int.max
+        // Undated: all alike, so they keep the album's order among themselves.
+        if year == Int.max { return (Int.max, 0, "") }
+        var month = 0
+        if let iso = lower.firstMatch(of: /^\d{4}-(\d{2})/), let m = Int(iso.1) { month = m }
+        else if let index = months.firstIndex(where: { lower.contains($0) }) { month = index + 1 }
+        return (year, month, lower)
+    }
+
     /// Whether a photo taken in `years` belongs in `era`: all of its possible years inside it (a
     /// photo of "1948–1952" is not one of the 1950s). Unknown years never belong to an era.
     package static func belongs(_ years: ClosedRange<Int>?, in era: Era?) -> Bool {
         guard let era else { return true }
         guard let years else { return false }
         return era.from <= years.lowerBound && years.upperBound <= era.to
+    }
+}
+
+extension Album {
+    /// The album with its photos ordered by when they were taken, oldest first; photos of unknown
+    /// date last, each group in the album's own order.
+    public func sortedByTaken() -> Album {
+        var album = self
+        album.photos = photos.enumerated().map { (key: TakenDate.sortKey($0.element.dateTaken), index: $0.offset, photo: $0.element) }
+            .sorted { $0.key != $1.key ? $0.key < $1.key : $0.index < $1.index }
+            .map(\.photo)
+        return album
     }
 }

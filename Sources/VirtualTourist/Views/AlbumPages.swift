@@ -8,7 +8,8 @@ enum AlbumPages {
 
     /// `view`: the owner's page unless a share link's visitor's (AlbumView); `extraHead` is added
     /// to the head (the visitor's noindex and preview tags).
-    static func album(_ album: Album, chrome: Layout.Chrome, providerName: String, view: AlbumView? = nil, extraHead: HTML = .empty) -> HTML {
+    static func album(_ album: Album, chrome: Layout.Chrome, providerName: String, view: AlbumView? = nil, extraHead: HTML = .empty,
+                      sortedByTaken: Bool = false) -> HTML {
         let pin = album.pin
         let id = pin.id
         let view = view ?? .owner(id)
@@ -38,6 +39,7 @@ enum AlbumPages {
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
+            \(view.throughTime ? order(id, sortedByTaken: sortedByTaken) : HTML.empty)
             \(fragment(album, csrf: csrf, view: view))
             </section>
             \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) + TimePages.liveRegion : HTML.empty)
@@ -112,6 +114,15 @@ enum AlbumPages {
              data-page-info="\(text: pageInfo(album))">\(statusBanner(album, csrf: csrf, readOnly: view.readOnly))</div>
         <ul class="photo-grid" id="photo-grid">\(HTML.each(album.photos) { photoItem($0, csrf: csrf, view: view) })</ul>
         """
+    }
+
+    /// The album's two orders: as collected (the provider's order) and by date taken. Links, so
+    /// an order can be bookmarked; album.js keeps it while the album downloads.
+    static func order(_ id: Int64, sortedByTaken: Bool) -> HTML {
+        let collected: HTML = sortedByTaken ? "<a href=\"/pins/\(id)\">as collected</a>" : "<a href=\"/pins/\(id)\" aria-current=\"page\">as collected</a>"
+        let taken: HTML = sortedByTaken ? "<a href=\"/pins/\(id)?sort=taken\" aria-current=\"page\">by date taken</a>"
+            : "<a href=\"/pins/\(id)?sort=taken\">by date taken</a>"
+        return "<nav class=\"album-order\" aria-label=\"Order of the photos\"><span class=\"muted\">Order:</span> \(collected) · \(taken)</nav>"
     }
 
     static func pageInfo(_ album: Album) -> String {

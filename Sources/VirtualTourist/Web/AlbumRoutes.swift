@@ -281,7 +281,9 @@ struct AlbumRoutes: Sendable {
             if case .quotaReached(let reached) = start { chrome.flash = reached.description }
             album = started
         }
-        return .page(AlbumPages.album(album, chrome: chrome, providerName: provider.name, view: .member(id, map: context.map)))
+        let byTaken = context.request.queryValue("sort") == "taken"
+        return .page(AlbumPages.album(byTaken ? album.sortedByTaken() : album, chrome: chrome, providerName: provider.name,
+                                      view: .member(id, map: context.map), sortedByTaken: byTaken))
     }
 
     /// The album as data, for the page's script to redraw the grid after a change.
@@ -297,9 +299,10 @@ struct AlbumRoutes: Sendable {
     /// The banner and the grid as the page draws them, for album.js to patch the page with:
     /// the grid has one renderer, the server's (AlbumPages.fragment).
     func albumFragment(_ context: SignedInContext) throws -> HTTPResponse {
-        guard let id = WebPipeline.pinID(context.request), let album = try albums.album(pinID: id, userID: context.map.forReading) else {
+        guard let id = WebPipeline.pinID(context.request), var album = try albums.album(pinID: id, userID: context.map.forReading) else {
             throw HTTPError.notFound
         }
+        if context.request.queryValue("sort") == "taken" { album = album.sortedByTaken() }
         var response = HTTPResponse.page(AlbumPages.fragment(album, csrf: context.csrfToken, view: .member(id, map: context.map)))
         response.headers.set("Cache-Control", "private, no-cache")
         return ETag.conditional(context.request, response)

@@ -326,4 +326,27 @@ import TestSupport
         // The map's own data keeps its fields.
         #expect(!(try browser.get("/pins.json").body.contains("era")))
     }
+
+    @Test func anAlbumOrdersByDateTakenOnTheServerWithOrWithoutJavaScript() throws {
+        let app = try TestApp(workers: true)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
+        #expect(try AlbumTests.settled(browser, pin: pin).status == "ready")
+        let rows = try app.pool.query("""
+            SELECT ph.id, ph.date_taken FROM photos ph JOIN pins p ON p.id = ph.pin_id AND p.generation = ph.generation
+            WHERE p.id = $1 ORDER BY ph.position
+            """, [pin])
+        let photos: [(id: Int64, taken: String?)] = try rows.map { (try $0.decode("id"), try $0.decode("date_taken")) }
+        let expected = photos.enumerated().sorted {
+            let a = TakenDate.sortKey($0.element.taken), b = TakenDate.sortKey($1.element.taken)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map { String($0.element.id) }
+        #expect(expected != photos.map { String($0.id) }, "the fixture's order is not already by date (so this could fail)")
+        func grid(_ html: String) -> [String] { html.matches(of: /<li class="photo[^"]*" data-id="(\d+)"/).map { String($0.1) } }
+        let page = try browser.get("/pins/\(pin)?sort=taken").body
+        #expect(grid(page) == expected)
+        #expect(page.contains("<a href=\"/pins/\(pin)?sort=taken\" aria-current=\"page\">by date taken</a>"))
+        #expect(grid(try browser.get("/pins/\(pin)/album.html?sort=taken").body) == expected, "album.js fetches the same order")
+        #expect(grid(try browser.get("/pins/\(pin)").body) == photos.map { String($0.id) }, "as collected without it")
+    }
 }

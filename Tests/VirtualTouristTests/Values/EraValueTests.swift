@@ -92,4 +92,15 @@ import Testing
         #expect(FlickrCredits.takenYears("2015-06-01 10:00:00", unknown: "1") == nil, "the upload time in the date's place")
         #expect(FlickrCredits.takenYears("abcd", unknown: nil) == nil && FlickrCredits.takenYears("0999-01-01", unknown: nil) == nil)
     }
+
+    @Test func photosOrderByWhenTheyWereTakenUnknownLast() {
+        let labels: [String?] = ["2019-01-11 12:00:00", nil, "May 1975", "circa 1920s", "1962", "2019-01-02 08:00:00", "March 1975",
+                                 "taken one summer", "1920s", "circa 1961"]
+        let ordered = labels.enumerated().sorted {
+            let a = TakenDate.sortKey($0.element), b = TakenDate.sortKey($1.element)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+        #expect(ordered == ["1920s", "circa 1920s", "circa 1961", "1962", "March 1975", "May 1975", "2019-01-02 08:00:00",
+                            "2019-01-11 12:00:00", nil, "taken one summer"], "undated last, in the album's order")
+    }
 }
