@@ -351,6 +351,8 @@ def keyboard_journey(driver):
         j.wait_album_ready(driver)
         j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".decade-strip li.current button[aria-current=true]"),
                timeout=30, message="the 1950s marked current")
+        j.shot(driver, "era-album-1950s-" + driver.execute_script(
+            "return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'"))
         tab_to(driver, "#then-and-now-link")
         keys(driver, Keys.ENTER)
         j.wait(driver, lambda: "/then-and-now" in driver.current_url, message="then and now")
