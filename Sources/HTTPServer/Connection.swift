@@ -100,7 +100,12 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
 
     func streamFinish() { perform(machine.streamFinished(now: .now)) }
 
-    func checkTimeouts(now: ContinuousClock.Instant) { perform(machine.timerFired(now: now)) }
+    func checkTimeouts(now: ContinuousClock.Instant) {
+        // Bytes waiting unread are a request arriving, not a silent client: read them before the
+        // timer may call the connection one.
+        if interest & EPOLLIN.rawValue != 0 && machine.closesUnreadOnTimer(now: now) { readable() }
+        perform(machine.timerFired(now: now))
+    }
 
     /// Server shutdown: finish the request in hand, close when idle.
     func drain() { perform(machine.shutdown(now: .now)) }

@@ -423,6 +423,15 @@ struct ConnectionStateMachine {
     }
 
     /// The server's sweep timer: request read (slowloris → 408), idle keep-alive and write stall.
+    /// Whether the read timeout would close this connection as one that never sent a byte: the
+    /// driver reads the socket first, since a loop that was busy may not have read what is waiting
+    /// there (a request closed unanswered was seen under a full test run's load).
+    func closesUnreadOnTimer(now: ContinuousClock.Instant) -> Bool {
+        guard !isClosed, case .idle = answering, pending.isEmpty, !hasUnsentOutput, let started = readStarted,
+              !parser.hasPartialRequest else { return false }
+        return (now > started ? now - started : .zero) > settings.requestReadTimeout
+    }
+
     mutating func timerFired(now: ContinuousClock.Instant) -> ConnectionActions {
         var actions = ConnectionActions()
         guard !isClosed else { return actions }

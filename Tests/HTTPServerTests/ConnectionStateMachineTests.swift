@@ -103,6 +103,28 @@ func statuses(_ text: String) -> [String] {
 }
 
 @Suite struct ConnectionStateMachineTests {
+    /// The driver reads the socket before a timer that would close a connection as silent
+    /// (Connection.checkTimeouts): the machine says exactly when that is, and a request that was
+    /// waiting unread is then answered, not closed.
+    @Test func aConnectionIsCalledSilentOnlyWhenItsReadTimeoutIsDueWithNothingRead() {
+        var wire = Wire()
+        #expect(!wire.machine.closesUnreadOnTimer(now: wire.now))
+        wire.now += .seconds(11)
+        #expect(wire.machine.closesUnreadOnTimer(now: wire.now), "10 s with no byte: due")
+        // What the driver does then: the waiting request is read before the timer acts.
+        wire.read(get("/late"))
+        #expect(!wire.machine.closesUnreadOnTimer(now: wire.now))
+        wire.timer(after: 0)
+        #expect(!wire.closed, "the request read, not the connection closed")
+        wire.respond("ok")
+        #expect(statuses(wire.take()) == ["200"])
+        // A partial request is the slow client's case (408), never this one.
+        var slow = Wire()
+        slow.read("GET / HTTP/1.1\r\nHo")
+        slow.now += .seconds(11)
+        #expect(!slow.machine.closesUnreadOnTimer(now: slow.now))
+    }
+
     @Test func pipelinedRequestsAreAnsweredInOrderOneAtATime() {
         var wire = Wire()
         wire.read(get("/a") + get("/b") + get("/c"))

@@ -44,7 +44,8 @@ import TestSupport
                        "DELETE FROM invitations", "FROM share_links s JOIN users", "THE-TOKEN-FROM-THE-LINK",
                        "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id",
                        "DELETE FROM pin_imports", "FROM users m JOIN map_members mm", "WITH heir AS",
-                       "DELETE FROM map_members", "DELETE FROM map_invitation_blocks"]
+                       "DELETE FROM map_members", "DELETE FROM map_invitation_blocks",
+                       "WHERE p.era_from IS NOT NULL", "AS pins_counted", "DELETE FROM pin_decades"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -331,6 +332,24 @@ import TestSupport
         #expect(album.status == "ready")
         #expect(album.count("ready") == 30)
         #expect(try app.pool.query(try Self.recipe(containing: "FROM admin_jobs")).isEmpty)
+    }
+
+    /// Eras and the strip's counts: listed, their cost seen, a pin's counts dropped for a recount.
+    @Test func erasAndDecadeCounts() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "person@example.org")
+        let pin = try AlbumTests.dropPin(browser)
+        try app.pool.query("UPDATE pins SET era_from = 1950, era_to = 1959 WHERE id = $1", [pin])
+        #expect(try browser.get("/pins/\(pin)/decades?fragment=1").status == 200)
+        let eras = try app.pool.query(try Self.recipe(containing: "WHERE p.era_from IS NOT NULL"))
+        let eraFrom = try eras[0].decode("era_from", as: Int.self), eraPin = try eras[0].decode("pin", as: Int.self)
+        #expect(eras.count == 1 && eraFrom == 1950 && eraPin == pin)
+        #expect(try app.pool.query(try Self.recipe(containing: "AS pins_counted"))[0].decode("pins_counted", as: Int64.self) == 1)
+        try run(app, try Self.recipe(containing: "DELETE FROM pin_decades").replacingOccurrences(of: "301", with: String(pin)))
+        #expect(try app.count("SELECT count(*) FROM pin_decades") == 0)
+        let calls = app.fixture.searchCount
+        #expect(try browser.get("/pins/\(pin)/decades?fragment=1").status == 200)
+        #expect(app.fixture.searchCount - calls == Era.decades().count, "counted again at the next look")
     }
 
     @Test func stoppingAPersonsAlbums() throws {
