@@ -34,12 +34,12 @@ enum AlbumPages {
             <div class="album-title">
             <h1>\(text: title)</h1>
             <p class="muted">\(coordinates)<span id="album-page-info">\(text: pageInfo(album))</span></p>
+            \(view.throughTime ? order(id, sortedByTaken: sortedByTaken) : HTML.empty)
             \(view.showsWho ? who(album) : .empty)
             \(view.readOnly ? HTML.empty : rename(album, csrf: csrf))
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
-            \(view.throughTime ? order(id, sortedByTaken: sortedByTaken) : HTML.empty)
             \(fragment(album, csrf: csrf, view: view))
             </section>
             \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) + TimePages.liveRegion : HTML.empty)
