@@ -586,10 +586,15 @@ def main():
         check_all_states(driver, pages)
         # For the record: the strip, an album of an era and then and now, as a person sees them.
         theme(driver, "light")
+        visible_loaded = ("return [...document.querySelectorAll(arguments[0])].filter(i => i.getBoundingClientRect().top < innerHeight)"
+                          ".every(i => i.complete && i.naturalWidth > 0)")
         driver.get(BASE + "/pins/%d/then-and-now?then=1950s" % ready_id)
+        j.wait(driver, lambda: driver.execute_script(visible_loaded, ".pair img"), message="then and now's photos")
         j.shot(driver, "then-and-now")
         driver.get(BASE + "/pins/%d" % ready_id)
         j.wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, ".decade-strip"), message="the strip")
+        driver.execute_script("document.getElementById('decades').scrollIntoView({block: 'end'})")
+        j.wait(driver, lambda: driver.execute_script(visible_loaded, "#photo-grid img"), message="the photos above the strip")
         j.shot(driver, "album-strip-of-decades")
         share_keyboard(shared)
         print("  reflow:")
