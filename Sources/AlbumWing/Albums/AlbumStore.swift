@@ -281,8 +281,7 @@ public struct AlbumStore: Sendable {
     /// The era on a row with `era_from` and `era_to` (nil: any time, or years the row should not
     /// hold, which the table's check refuses anyway).
     package static func era(_ row: PostgresRow) throws -> Era? {
-        guard let from = try row.decode("era_from", as: Int?.self), let to = try row.decode("era_to", as: Int?.self) else { return nil }
-        return Era(from: from, to: to, thisYear: max(to, Era.thisYear))
+        Era.stored(from: try row.decode("era_from", as: Int?.self), to: try row.decode("era_to", as: Int?.self))
     }
 
     public enum Start: Equatable {

@@ -55,17 +55,7 @@ public struct CommonsProvider: PhotoProvider {
         // Clamped here too, not only in the route: `(page - 1) * photosPerPage` below must not trap.
         let page = min(max(requested, 1), lastPage)
         // 1. The files near the point, nearest first.
-        let list = try get([
-            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("list", "geosearch"),
-            ("gscoord", String(format: "%.6f|%.6f", lat, lon)), ("gsradius", String(radiusMetres)),
-            ("gsnamespace", "6"), ("gslimit", String(Self.resultCap)),
-        ])
-        guard let query = list["query"] as? [String: Any], let found = query["geosearch"] as? [[String: Any]] else {
-            throw PhotoProviderError.malformed("no geosearch in the answer")
-        }
-        // Each file once (a repeat would shift every later page and fill a slot twice).
-        var seen = Set<String>()
-        let titles = found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }
+        let titles = try nearestTitles(lat: lat, lon: lon)
         if let era { return try eraPage(titles, page: page, era: era) }
         let pages = (titles.count + photosPerPage - 1) / photosPerPage
         let slice = titles.dropFirst((page - 1) * photosPerPage).prefix(photosPerPage)
@@ -79,16 +69,7 @@ public struct CommonsProvider: PhotoProvider {
     /// The strip's counts: Commons cannot count by date, so the dates of all the nearest files
     /// (500 at most) are read, 50 a call: 1 + 10 calls for every decade at once.
     public func decadeCounts(lat: Double, lon: Double, decades: [Era]) throws -> [Int: Int] {
-        let list = try get([
-            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("list", "geosearch"),
-            ("gscoord", String(format: "%.6f|%.6f", lat, lon)), ("gsradius", String(radiusMetres)),
-            ("gsnamespace", "6"), ("gslimit", String(Self.resultCap)),
-        ])
-        guard let query = list["query"] as? [String: Any], let found = query["geosearch"] as? [[String: Any]] else {
-            throw PhotoProviderError.malformed("no geosearch in the answer")
-        }
-        var seen = Set<String>()
-        var titles = found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }[...]
+        var titles = try nearestTitles(lat: lat, lon: lon)[...]
         var counts = Dictionary(uniqueKeysWithValues: decades.map { ($0.from, 0) })
         while !titles.isEmpty {
             let batch = Array(titles.prefix(Self.titlesPerRequest))
@@ -98,6 +79,21 @@ public struct CommonsProvider: PhotoProvider {
             }
         }
         return counts
+    }
+
+    /// The files within `radiusMetres`, nearest first (500 at most, GeoSearch's cap), each once: a
+    /// repeat would shift every later page and fill a slot twice.
+    private func nearestTitles(lat: Double, lon: Double) throws -> [String] {
+        let list = try get([
+            ("action", "query"), ("format", "json"), ("formatversion", "2"), ("list", "geosearch"),
+            ("gscoord", String(format: "%.6f|%.6f", lat, lon)), ("gsradius", String(radiusMetres)),
+            ("gsnamespace", "6"), ("gslimit", String(Self.resultCap)),
+        ])
+        guard let query = list["query"] as? [String: Any], let found = query["geosearch"] as? [[String: Any]] else {
+            throw PhotoProviderError.malformed("no geosearch in the answer")
+        }
+        var seen = Set<String>()
+        return found.compactMap { $0["title"] as? String }.filter { seen.insert($0).inserted }
     }
 
     /// An era's page: the window of candidates for `page`, read 50 at a time until a page of

@@ -22,6 +22,14 @@ public struct Era: Sendable, Hashable, CustomStringConvertible {
         self.to = to
     }
 
+    /// An era as a row holds it (`era_from`, `era_to`; the table's check keeps them 1850–2100): nil
+    /// unless both are there. Read without the clock (pins are read by the thousand), so one an
+    /// administrator set beyond this year still reads back.
+    public static func stored(from: Int?, to: Int?) -> Era? {
+        guard let from, let to else { return nil }
+        return Era(from: from, to: to, thisYear: to)
+    }
+
     /// The decade starting at `start` (1950: 1950–1959).
     public static func decade(_ start: Int, thisYear: Int = Era.thisYear) -> Era? {
         guard start % 10 == 0 else { return nil }

@@ -385,6 +385,6 @@ public struct PinStore: Sendable {
         return Pin(id: try row.decode("id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
                    placeName: try row.decode("place_name"), status: try row.decode("status"),
                    photoCount: photoCount, createdAt: try row.decode("created_at"),
-                   era: from.flatMap { from in to.flatMap { Era(from: from, to: $0, thisYear: max($0, Era.thisYear)) } })
+                   era: Era.stored(from: from, to: to))
     }
 }

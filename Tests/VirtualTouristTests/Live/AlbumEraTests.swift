@@ -210,14 +210,20 @@ import TestSupport
         #expect(try app.count("SELECT count(*) FROM pin_decades WHERE counted_at > now() - interval '1 minute'") == decades.count)
     }
 
-    @Test func aViewerSeesTheCountsAndTheCurrentDecadeIsMarked() throws {
-        let app = try TestApp(workers: true)
+    /// Olga's shared map "Club" with Vic its viewer, and a pin Olga dropped at the test's place.
+    static func clubWithAViewer(_ app: TestApp) throws -> (owner: Browser, viewer: Browser, pin: Int) {
         let owner = try app.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
         let viewerEmail = "vic-\(UUID().uuidString.prefix(6))@example.org"
         let viewer = try app.signedUp(email: viewerEmail, name: "Vic")
         _ = try SharedMapTests.makeMap(owner, name: "Club", member: viewer, email: viewerEmail, role: "viewer")
         let dropped = try SharedMapTests.drop(owner, lat: Self.lat, lon: Self.lon)
         let pin = try #require(dropped.body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        return (owner, viewer, pin)
+    }
+
+    @Test func aViewerSeesTheCountsAndTheCurrentDecadeIsMarked() throws {
+        let app = try TestApp(workers: true)
+        let (owner, viewer, pin) = try Self.clubWithAViewer(app)
         _ = try AlbumTests.settled(owner, pin: pin)
         let token = try #require(try owner.get("/pins/\(pin)").csrfToken)
         #expect(try owner.post("/pins/\(pin)/collection", form: [("_csrf", token), ("when", "1950s")]).status == 303)
@@ -258,12 +264,7 @@ import TestSupport
         var options = PhotoFixture.Options()
         options.latency = 0.05  // 18 calls: about a second a count
         let app = try TestApp(fixture: options)
-        let owner = try app.signedUp(email: "olga-\(UUID().uuidString.prefix(6))@example.org", name: "Olga")
-        let viewerEmail = "vic-\(UUID().uuidString.prefix(6))@example.org"
-        let viewer = try app.signedUp(email: viewerEmail, name: "Vic")
-        _ = try SharedMapTests.makeMap(owner, name: "Club", member: viewer, email: viewerEmail, role: "viewer")
-        let dropped = try SharedMapTests.drop(owner, lat: Self.lat, lon: Self.lon)
-        let pin = try #require(dropped.body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let (owner, viewer, pin) = try Self.clubWithAViewer(app)
         let calls = app.fixture.searchCount
 
         // A viewer's look spends nothing.
