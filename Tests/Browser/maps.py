@@ -391,7 +391,9 @@ def main():
             ann.get(BASE + "/maps/%s" % state["map"])
             ann.find_element(By.NAME, "editors_share").click()
             ann.find_element(By.CSS_SELECTOR, "form[action$='/sharing'] button[type=submit]").click()
-            j.wait(ann, lambda: ann.find_element(By.NAME, "editors_share").is_selected(), message="editors may share")
+            # The box is ticked by the click itself: wait for the answer's notice, or Bob may ask first.
+            j.wait(ann, lambda: "Editors can now make share links" in ann.page_source, message="editors may share")
+            assert ann.find_element(By.NAME, "editors_share").is_selected()
             for who, label in ((bob, "Bob's walk"), (ann, "For the newsletter")):
                 who.get(BASE + ("/pins/%s/shares" % state["pin"] if who is bob else "/shares"))
                 who.find_element(By.ID, "share-label").send_keys(label)
