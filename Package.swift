@@ -38,6 +38,11 @@ let package = Package(
             name: "CTurboJPEG",
             providers: [.apt(["libturbojpeg0-dev"])]
         ),
+        // A person's own photos: their tags, HEIC, PNG and WebP (docs/architecture.md, "Dependencies").
+        .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
         // epoll and eventfd for HTTPServer's event loops (Glibc's module leaves them out).
         .systemLibrary(name: "CEpoll"),
         .systemLibrary(
@@ -62,7 +67,10 @@ let package = Package(
         // compile error (docs/architecture.md, "Layers"): the domain (people, maps, pins, mail),
         // the album wing (albums, providers, the photo store) and the web (routes, views, the app).
         .target(name: "Domain", dependencies: ["Waiting", "Postgres", "HTTPClient", "Zlib", "CCrypt", "Log"]),
-        .target(name: "AlbumWing", dependencies: ["Domain", "Waiting", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
+        // Imaging: a person's photo in any of the formats phones write, out as versions without
+        // its location; no database, no HTTP.
+        .target(name: "Imaging", dependencies: ["CTurboJPEG", "CExif", "CHeif", "CPNG", "CWebP"]),
+        .target(name: "AlbumWing", dependencies: ["Imaging", "Domain", "Waiting", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "CTurboJPEG", "CLibCrypto", "Log", "LRU"]),
         .target(name: "VirtualTourist", dependencies: ["Waiting", "LRU", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Zlib", "WebText", "Log"]),
         // The Flickr-compatible fixture: a library so tests start it in-process, and an executable
         // for demos and benchmarks.
@@ -73,13 +81,14 @@ let package = Package(
         .testTarget(name: "WebTextTests", dependencies: ["WebText"]),
         .testTarget(name: "LRUTests", dependencies: ["LRU"]),
         .testTarget(name: "ZlibTests", dependencies: ["Zlib"]),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CTurboJPEG", "TestSupport"], resources: [.copy("Photos")]),
         .testTarget(name: "WaitingTests", dependencies: ["Waiting"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "CCurl"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Shared by the test targets: throwaway databases and clusters, processes, polling.
         .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport", "CTurboJPEG"]),
+        .testTarget(name: "VirtualTouristTests", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "PhotoFixture", "TestSupport", "CTurboJPEG", "Imaging"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,8 +15,8 @@ public struct HTTPLimits: Sendable {
     /// Chunked framing (size lines, extensions, CRLFs, trailers) allowed beyond the body's own
     /// size. Past it: 413, so framing can never cost more than about twice the body.
     public var maxChunkFramingBytes = 64 * 1024
-    /// Routes that take a larger body than `maxBodyBytes` (a file upload form), by method and exact
-    /// path. Past their own limit the client reads their `refusal`, refused as soon as the
+    /// Routes that take a larger body than `maxBodyBytes` (a file upload form), by method and path
+    /// (exact, or with `:name` segments that match any one segment, as the router's). Past their own limit the client reads their `refusal`, refused as soon as the
     /// Content-Length says so, before a byte of the body is read.
     public var uploads: [Upload] = []
 
@@ -35,7 +35,15 @@ public struct HTTPLimits: Sendable {
 
     /// The upload route this request's head names, if any (nil: `maxBodyBytes` applies).
     func upload(method: String, path: String) -> Upload? {
-        uploads.isEmpty ? nil : uploads.first { $0.method == method && $0.path == path }
+        uploads.isEmpty ? nil : uploads.first { $0.method == method && Self.matches($0.path, path) }
+    }
+
+    /// "/pins/:id/own-photos" matches "/pins/12/own-photos", not "/pins//own-photos" or "/pins/1/2/own-photos".
+    static func matches(_ pattern: String, _ path: String) -> Bool {
+        guard pattern.contains(":") else { return pattern == path }
+        let wanted = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        let given = path.split(separator: "/", omittingEmptySubsequences: false)
+        return wanted.count == given.count && zip(wanted, given).allSatisfy { $0.hasPrefix(":") ? !$1.isEmpty : $0 == $1 }
     }
 
     /// Past the body limit: the upload's sentence, or the default one.

@@ -90,11 +90,12 @@ enum Admin {
         Command(name: "list", summary: "everyone, with their pins, photos and stored bytes, then the shared maps", options: []) { context, _ in
             let people = try context.people.list()
             guard !people.isEmpty else { print("nobody has an account yet"); return }
-            // BYTES: their own map's; CHARGED: what their photo quota counts, on every map.
-            var rows = [["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "CREATED", "LAST SEEN", "STATUS"]]
+            // BYTES: their own map's; CHARGED: what their photo quota counts, on every map; OWN: the
+            // photos they brought in themselves, on every map (in CHARGED too).
+            var rows = [["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "OWN", "CREATED", "LAST SEEN", "STATUS"]]
             for p in people {
                 rows.append([String(p.id), printable(p.email), printable(p.displayName), String(p.pins), String(p.photos),
-                             String(p.photoBytes), String(p.chargedBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
+                             String(p.photoBytes), String(p.chargedBytes), String(p.ownPhotoBytes), p.created, p.lastSeen ?? "-", p.disabled ? "disabled" : "active"])
             }
             printTable(rows)
             let maps = try MapsAdmin(pool: context.pool).list()

@@ -25,6 +25,15 @@ import Testing
         }
     }
 
+    /// A route with a `:name` segment (a pin's photos) matches one whole segment there, nothing else.
+    @Test func aPatternSegmentMatchesOneSegment() {
+        #expect(HTTPLimits.matches("/pins/:id/own-photos", "/pins/12/own-photos"))
+        for other in ["/pins//own-photos", "/pins/1/2/own-photos", "/pins/12/own-photos/", "/pins/12/photos", "/pins/own-photos", "/PINS/12/own-photos"] {
+            #expect(!HTTPLimits.matches("/pins/:id/own-photos", other), "\(other)")
+        }
+        #expect(HTTPLimits.matches("/import", "/import") && !HTTPLimits.matches("/import", "/import/1"))
+    }
+
     @Test func theUploadRouteTakesItsOwnLimitAndNoOtherDoes() throws {
         let body = String(repeating: "x", count: 20)
         #expect(try outcome("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(body)").get() == 20)

@@ -104,7 +104,10 @@ public struct PhotoCollector: Sendable {
             SELECT encode(hash, 'hex') AS hash FROM (
                 SELECT hash FROM photos WHERE hash IS NOT NULL
                 UNION SELECT thumb_256 FROM photos WHERE thumb_256 IS NOT NULL
-                UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL) AS named
+                UNION SELECT thumb_512 FROM photos WHERE thumb_512 IS NOT NULL
+                UNION SELECT original FROM own_photos UNION SELECT display FROM own_photos
+                UNION SELECT thumb_256 FROM own_photos WHERE thumb_256 IS NOT NULL
+                UNION SELECT thumb_512 FROM own_photos WHERE thumb_512 IS NOT NULL) AS named
             """).map { try $0.decode("hash", as: String.self) })
         let cutoff = started.addingTimeInterval(-grace)
         let firstSeen = sightings.update(unreferenced: Set(blobs.map(\.hash)).subtracting(named), at: started)

@@ -22,6 +22,8 @@ public struct PeopleAdmin: Sendable {
         public let photoBytes: Int64
         /// What their photo quota counts: every map's photos charged to them (migration 0124).
         public let chargedBytes: Int64
+        /// Bytes of the photos they brought in themselves (migration 0128), in chargedBytes too.
+        public let ownPhotoBytes: Int64
         /// YYYY-MM-DD in UTC, or nil when no session was ever used.
         public let lastSeen: String?
     }
@@ -41,13 +43,13 @@ public struct PeopleAdmin: Sendable {
         try pool.query("""
             SELECT id, email, display_name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS created,
                    disabled_at IS NOT NULL AS disabled, pins::int AS pins, photos::int AS photos, photo_bytes::bigint AS photo_bytes,
-                   charged_bytes::bigint AS charged_bytes, to_char(last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS last_seen
+                   charged_bytes::bigint AS charged_bytes, own_photo_bytes, to_char(last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS last_seen
             FROM admin_users ORDER BY created_at, id
             """).map { row in
             Person(id: try row.decode("id"), email: try row.decode("email"), displayName: try row.decode("display_name"),
                    created: try row.decode("created"), disabled: try row.decode("disabled"), pins: try row.decode("pins"),
                    photos: try row.decode("photos"), photoBytes: try row.decode("photo_bytes"), chargedBytes: try row.decode("charged_bytes"),
-                   lastSeen: try row.decode("last_seen"))
+                   ownPhotoBytes: try row.decode("own_photo_bytes"), lastSeen: try row.decode("last_seen"))
         }
     }
 

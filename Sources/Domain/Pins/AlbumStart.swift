@@ -53,9 +53,7 @@ package enum AlbumStart {
         let row = try db.query("""
             SELECT coalesce(u.max_photo_bytes, $3) AS byte_limit,
                    coalesce(u.max_collections_per_hour, $4) AS collection_limit,
-                   ((SELECT coalesce(sum(ph.byte_size), 0) FROM pins p JOIN photos ph ON ph.pin_id = p.id
-                     WHERE \(Self.chargedTo("p")) = $1 AND ph.added_by IS NULL AND p.id <> $2)
-                    + (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE added_by = $1 AND pin_id <> $2))::bigint AS bytes,
+                   \(Self.chargedBytes(person: "$1", exceptPin: "$2")) AS bytes,
                    (SELECT count(*) FROM album_jobs WHERE coalesce(asked_by, user_id) = $1 AND kind = 'collection' AND generation > 1
                         AND created_at > now() - interval '1 hour') AS collections
             FROM users u WHERE u.id = $1
@@ -65,6 +63,19 @@ package enum AlbumStart {
         let collectionLimit: Int = try row.decode("collection_limit")
         if newCollection, try row.decode("collections", as: Int.self) >= collectionLimit { return .collections(collectionLimit) }
         return nil
+    }
+
+    /// The photo bytes charged to `person` (an SQL parameter) on every map, as the quota counts
+    /// them: the provider's photos of pins charged to them, those they picked, their own photos;
+    /// with `exceptPin`, without that pin's provider photos (a new collection replaces them).
+    package static func chargedBytes(person: String, exceptPin: String? = nil) -> String {
+        let except = exceptPin.map { " AND p.id <> \($0)" } ?? "", exceptPicked = exceptPin.map { " AND pin_id <> \($0)" } ?? ""
+        return """
+            ((SELECT coalesce(sum(ph.byte_size), 0) FROM pins p JOIN photos ph ON ph.pin_id = p.id
+              WHERE \(chargedTo("p")) = \(person) AND ph.added_by IS NULL\(except))
+             + (SELECT coalesce(sum(byte_size), 0) FROM photos WHERE added_by = \(person)\(exceptPicked))
+             + (SELECT coalesce(sum(byte_size), 0) FROM own_photos WHERE added_by = \(person)))::bigint
+            """
     }
 
     /// The person a pin's photos are charged to, as SQL on the pins row `alias` (indexed by

@@ -7,6 +7,7 @@ import Dispatch
 import Foundation
 import AlbumWing
 import Domain
+import Imaging
 
 /// The whole web app as one HTTP handler (routes, static files, security headers, error pages),
 /// plus the background work behind it: album workers and the LISTEN connection that wakes them.
@@ -48,6 +49,8 @@ public final class App: Sendable {
     private let memoryTrim: MemoryTrim
     /// The store's state for /readyz and /metrics.
     private let storeCheck: StoreCheck
+    /// The own-photo upload route's body limit (attach).
+    private let ownPhotoMaxBytes: Int
     /// The photo store as every part of the app uses it (its `base` is the store itself).
     public let storeBreaker: StoreBreaker
 
@@ -141,8 +144,14 @@ public final class App: Sendable {
         streamQuota = StreamQuota(perPerson: settings.maxStreamsPerPerson)
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: .seconds(settings.pickerTimeout))
+        ownPhotoMaxBytes = settings.ownPhotoMaxBytes
+        let ownPhotos = OwnPhotoStore(pool: pool, store: photoStore, quotas: settings.quotas,
+                                      limits: PhotoVersions.Limits(maxPixels: settings.ownPhotoMaxPixels),
+                                      processing: PhotoProcessing(slots: ProcessInfo.processInfo.activeProcessorCount))
         web.addAlbumRoutes(AlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
-                                       downloads: downloadSlots, memberRecheck: settings.memberRecheck, secure: web.secureCookies))
+                                       downloads: downloadSlots, memberRecheck: settings.memberRecheck,
+                                       ownPhotos: ownPhotos, ownPhotoMaxBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
+        web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, albums: albums, maxFileBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
                                        events: events, provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
                                        places: { PlaceIndex.shared(path: placesPath) }, secure: web.secureCookies))
@@ -231,6 +240,7 @@ public final class App: Sendable {
         // nothing, or a client looping on it turns the refusals into the load (docs/architecture.md,
         // "The HTTP server": refused event streams).
         configuration.limits.uploads.append(WebPipeline.importUpload)
+        configuration.limits.uploads.append(WebPipeline.ownPhotoUpload(maxBytes: ownPhotoMaxBytes))
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?

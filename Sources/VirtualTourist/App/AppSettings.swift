@@ -92,6 +92,10 @@ public struct AppSettings: Sendable {
     /// with open sign-up gives every stranger who finds it a photo quota and a share of the
     /// operator's provider budget (docs/admin.md, "Who may sign up").
     public var signUp = SignUpMode.invite
+    /// A person's own photo: the largest file (UPLOAD_MAX_MB) and the most pixels its header may
+    /// claim (UPLOAD_MAX_MEGAPIXELS), checked before anything is decoded.
+    public var ownPhotoMaxBytes = 40 * 1024 * 1024
+    public var ownPhotoMaxPixels = 100_000_000
     /// Rates of share-link visits (SHARE_REQUESTS_PER_MINUTE).
     public var shareLimits = ShareRateLimit.Limits()
 

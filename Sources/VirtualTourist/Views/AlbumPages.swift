@@ -9,7 +9,7 @@ enum AlbumPages {
     /// `view`: the owner's page unless a share link's visitor's (AlbumView); `extraHead` is added
     /// to the head (the visitor's noindex and preview tags).
     static func album(_ album: Album, chrome: Layout.Chrome, providerName: String, view: AlbumView? = nil, extraHead: HTML = .empty,
-                      sortedByTaken: Bool = false) -> HTML {
+                      sortedByTaken: Bool = false, own: HTML = .empty) -> HTML {
         let pin = album.pin
         let id = pin.id
         let view = view ?? .owner(id)
@@ -19,6 +19,7 @@ enum AlbumPages {
         let head: HTML = downloading
             ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
             : "<script type=\"module\" src=\"/js/album.js\"></script>"
+        let ownScript: HTML = own.isEmpty ? .empty : "<script type=\"module\" src=\"/js/own-photos.js\"></script>"
         let map: HTML = view.hideLocation ? .empty : """
             <canvas class="album-map" id="album-map" data-lat="\(decimal: pin.lat)" data-lon="\(decimal: pin.lon)" width="160" height="120"
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>
@@ -26,7 +27,7 @@ enum AlbumPages {
         let coordinates: HTML = view.hideLocation ? .empty : "\(text: pin.coordinates)"
         let back: HTML = view.back.map { "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumb\"><a href=\"\(text: $0.href)\">\(text: $0.label)</a></nav>" } ?? .empty
         let readOnly: HTML = view.readOnly ? " data-read-only=\"true\" data-base=\"\(text: view.base)\"" : .empty
-        return Layout.page(title: title, chrome: chrome, bodyClass: "album-page", head: head + extraHead, main: """
+        return Layout.page(title: title, chrome: chrome, bodyClass: "album-page", head: head + ownScript + extraHead, main: """
             \(back)
             <section class="album" id="album" data-pin="\(id)" data-status="\(text: pin.status.rawValue)" data-csrf="\(text: view.readOnly ? "" : csrf)"\(readOnly)>
             <header class="album-head">
@@ -42,6 +43,7 @@ enum AlbumPages {
             </header>
             \(fragment(album, csrf: csrf, view: view))
             </section>
+            \(own)
             \(view.throughTime ? TimePages.strip(album, TimePages.Strip(counts: nil, canChoose: !view.readOnly), csrf: csrf) + TimePages.liveRegion : HTML.empty)
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
             \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>

@@ -221,6 +221,9 @@ struct AlbumRoutes: Sendable {
     let downloads: DownloadSlots
     /// How often a shared map's live page asks whether its person is still a member.
     var memberRecheck: Duration = .seconds(60)
+    /// People's own photos, shown beside the provider's (nil: none, as in tests of the album alone).
+    var ownPhotos: OwnPhotoStore? = nil
+    var ownPhotoMaxBytes = 40 * 1024 * 1024
     let secure: Bool
 
     static let tooManyStreams = HTTPError(.tooManyRequests, "Too many album pages are open at once. Close a few tabs and reload.")
@@ -282,8 +285,16 @@ struct AlbumRoutes: Sendable {
             album = started
         }
         let byTaken = context.request.queryValue("sort") == "taken"
+        var own = HTML.empty
+        if let ownPhotos {
+            let photos = try ownPhotos.photos(pinID: id, holder: holder)
+            let person = context.user.id, owner = context.map.role == .owner
+            own = OwnPhotoPages.section(photos, pinID: id, csrf: context.csrfToken, canAdd: context.map.role >= .editor,
+                                        shared: context.map.sharedID != nil, mayRemove: { $0.addedBy == person || owner },
+                                        maxFileMB: ownPhotoMaxBytes / (1024 * 1024))
+        }
         return .page(AlbumPages.album(byTaken ? album.sortedByTaken() : album, chrome: chrome, providerName: provider.name,
-                                      view: .member(id, map: context.map), sortedByTaken: byTaken))
+                                      view: .member(id, map: context.map), sortedByTaken: byTaken, own: own))
     }
 
     /// The album as data, for the page's script to redraw the grid after a change.

@@ -162,17 +162,25 @@ import TestSupport
             SELECT p.id, p.user_id, 0, n, 'flickr', p.id || '-' || n, 'https://example.org/', 'ready', decode(repeat('b', 64), 'hex'), 'image/jpeg', 1000 + n
             FROM p, generate_series(1, 3) n
             """)
+        // One photo of their own, 5,000 bytes with its versions: OWN, and in CHARGED too.
+        try app.pool.query("""
+            INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, byte_size, width, height, placed)
+            SELECT p.id, p.user_id, p.user_id, 'IMG_0001.HEIC', 'heif', decode(repeat('c', 64), 'hex'), 4000, decode(repeat('d', 64), 'hex'), 5000, 4032, 3024, 'person'
+            FROM pins p JOIN users u ON u.id = p.user_id WHERE u.email = 'pat@example.org' LIMIT 1
+            """)
         let listed = try Self.admin(["list"], database: database)
         #expect(listed.status == 0, "\(listed)")
         let lines = listed.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
-        #expect(lines.first == ["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "CREATED", "LAST", "SEEN", "STATUS"])
+        #expect(lines.first == ["ID", "EMAIL", "NAME", "PINS", "PHOTOS", "BYTES", "CHARGED", "OWN", "CREATED", "LAST", "SEEN", "STATUS"])
         let pat = try #require(lines.first { $0.contains("pat@example.org") })
         // Six photos of 1001–1003 bytes, on two pins; the bell in the name is shown as "?".
         // Their own map's pins: charged to them too.
-        #expect(Array(pat[1...6]) == ["pat@example.org", "Pat?", "2", "6", "\(2 * (1001 + 1002 + 1003))", "\(2 * (1001 + 1002 + 1003))"])
+        let photoBytes = 2 * (1001 + 1002 + 1003)
+        let expected: [String] = ["pat@example.org", "Pat?", "2", "6", String(photoBytes), String(photoBytes + 5000), "5000"]
+        #expect(Array(pat[1...7]) == expected)
         #expect(pat.last == "active")
         let quinn = try #require(lines.first { $0.contains("quinn@example.org") })
-        #expect(Array(quinn[3...6]) == ["0", "0", "0", "0"])
+        #expect(Array(quinn[3...7]) == ["0", "0", "0", "0", "0"])
     }
 
     @Test func resetPasswordEndsTheirSessions() throws {

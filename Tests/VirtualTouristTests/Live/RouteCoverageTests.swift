@@ -180,6 +180,10 @@ import TestSupport
             "POST /pins/:id/picker": "/pins/\(try newPin())/picker",
             "GET /pins/:id/decades": "/pins/\(try newPin())/decades",
             "GET /pins/:id/then-and-now": "/pins/\(try newPin())/then-and-now",
+            "POST /pins/:id/own-photos": "/pins/\(try newPin())/own-photos",
+            "GET /own-photos/:id": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))",
+            "DELETE /own-photos/:id": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))",
+            "POST /own-photos/:id/delete": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))/delete",
             "GET /photos/:id": "/photos/\(try newPhoto())",
             "GET /photos/:id/view": "/photos/\(try newPhoto())/view",
             "DELETE /photos/:id": "/photos/\(try newPhoto())",
@@ -204,6 +208,11 @@ import TestSupport
 
     /// A request with the CSRF header, and `form` (with the token) as its body when given.
     static func send(_ browser: Browser, _ method: String, _ path: String, form: [(String, String)]?, token: String) throws -> Browser.Page {
+        if method == "POST" && path.hasSuffix("/own-photos") {
+            // A photo, as own-photos.js sends one.
+            let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg")))
+            return try browser.request(method, path, body: jpeg, headers: [("X-CSRF-Token", token), ("Content-Type", "image/jpeg"), ("Accept", "application/json")])
+        }
         guard let form else { return try browser.request(method, path, headers: [("X-CSRF-Token", token)]) }
         return try browser.request(method, path, body: Array(encode(form + [("_csrf", token)]).utf8),
                                    headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", token)])
@@ -217,6 +226,18 @@ import TestSupport
             SELECT id, user_id, generation, 0, 'fixture', 'r' || id, 'http://x/1.jpg', 'ready', 'image/jpeg', $2, 384, 303
             FROM pins WHERE id = $1 RETURNING id
             """, [pin, jpeg])[0].decode("id")
+    }
+
+    /// A photo of someone's own on a pin, added by `addedBy` (the pin's holder when nil), its
+    /// original and display version a stored blob (the photo fixture's coins).
+    static func ownPhoto(_ app: TestApp, onPin pin: Int64, addedBy: Int64? = nil) throws -> Int64 {
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg")))
+        let hash = try app.app.albums.photos.put(jpeg)
+        return try app.pool.query("""
+            INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, byte_size, width, height, placed)
+            SELECT id, user_id, coalesce($3, user_id), 'coins.jpg', 'jpeg', decode($2, 'hex'), $4, decode($2, 'hex'), $4, 384, 303, 'person'
+            FROM pins WHERE id = $1 RETURNING id
+            """, [pin, hash, addedBy, Int64(jpeg.count)])[0].decode("id")
     }
 
     /// The person a browser is signed in as (by its session cookie).

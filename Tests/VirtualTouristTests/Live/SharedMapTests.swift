@@ -54,6 +54,12 @@ import TestSupport
         "POST /pins/:id/picker": .editor,
         "GET /pins/:id/decades": .viewer,
         "GET /pins/:id/then-and-now": .viewer,
+        // Own photos: every member sees them; editors and owners add them; who added one removes
+        // it (the club's are added by the editor), owners remove any.
+        "POST /pins/:id/own-photos": .editor,
+        "GET /own-photos/:id": .viewer,
+        "DELETE /own-photos/:id": .editor,
+        "POST /own-photos/:id/delete": .editor,
         "DELETE /photos/:id": .editor,
         "POST /photos/:id/delete": .editor,
         "GET /import/:id": .editor,
@@ -610,7 +616,8 @@ import TestSupport
         let owner, editor, viewer, removed, outsider: Browser
         let map: Int64
         let ownerID: Int64
-        private var getPin: Int64 = 0, getPhoto: Int64 = 0
+        private var getPin: Int64 = 0, getPhoto: Int64 = 0, getOwnPhoto: Int64 = 0
+        private var sent = 0
         private var extra = 0
         /// The person the next POST /maps/:id/members adds.
         private var candidate = ""
@@ -643,6 +650,7 @@ import TestSupport
             ownerID = try RouteCoverageTests.personID(app: app, owner)
             getPin = try newPin()
             getPhoto = try newPhoto()
+            getOwnPhoto = try newOwnPhoto()
         }
 
         func csrf(_ browser: Browser) throws -> String { try SharedMapTests.csrf(browser) }
@@ -653,6 +661,11 @@ import TestSupport
             let id = try #require((try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any])?["id"] as? Int)
             try app.pool.query("UPDATE pins SET place_name = $2 WHERE id = $1 AND user_id = $3", [Int64(id), Self.marker, map])
             return Int64(id)
+        }
+
+        /// A photo of the editor's own on a new pin of the map (the editor may remove it, as may the owner).
+        func newOwnPhoto() throws -> Int64 {
+            try RouteCoverageTests.ownPhoto(app, onPin: try newPin(), addedBy: try RouteCoverageTests.personID(app: app, editor))
         }
 
         /// A ready photo with bytes on a new pin of the map.
@@ -711,6 +724,8 @@ import TestSupport
                 parameters["id"] = "\(fresh ? try newPin() : getPin)"
             } else if pattern.hasPrefix("/photos/:id") {
                 parameters["id"] = "\(fresh ? try newPhoto() : getPhoto)"
+            } else if pattern.hasPrefix("/own-photos/:id") {
+                parameters["id"] = "\(fresh ? try newOwnPhoto() : getOwnPhoto)"
             } else if pattern.hasPrefix("/shares/:id") {
                 parameters["id"] = "\(try newShareLink())"
             } else if pattern.hasPrefix("/import/:id") {
@@ -745,6 +760,12 @@ import TestSupport
             var form: [(String, String)] = [("_csrf", token)]
             var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", token)]
             switch key {
+            case "POST /pins/:id/own-photos":
+                // As own-photos.js sends a file: a new one each time (the same file twice is one photo).
+                sent += 1
+                let jpeg = try ExifTool.writing(["-Comment=matrix \(sent)"], to: Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))))
+                return try browser.request(method, path, body: jpeg, headers: [("X-CSRF-Token", token), ("Accept", "application/json"),
+                                                                                ("Content-Type", "image/jpeg"), ("X-File-Name", "coins.jpg")])
             case "POST /pins":
                 form += [("lat", "10"), ("lon", "20")]
                 headers.append(("Accept", "application/json"))

@@ -1,0 +1,172 @@
+import Foundation
+import Postgres
+import Domain
+import Imaging
+
+/// A photo a person brought in themselves, as its album shows it.
+public struct OwnPhoto: Sendable, Equatable {
+    public enum Placement: String, Sendable { case file, person, estimated }
+
+    public let id: Int64
+    public let pinID: Int64
+    public let addedBy: Int64
+    /// The display name of who added it ("" when they have none).
+    public let addedByName: String
+    public let fileName: String
+    public let format: ImageFormat
+    public let width: Int
+    public let height: Int
+    /// "YYYY-MM-DDTHH:MM:SS" on the camera's clock.
+    public let takenLocal: String?
+    public let takenOffset: Int?
+    public let latitude: Double?
+    public let longitude: Double?
+    public let camera: String?
+    public let placed: Placement
+    public let createdAt: Date
+    public let originalBytes: Int64
+    /// The blobs: the original (with its metadata), the display version, the thumbnails.
+    public let original: String
+    public let display: String
+    public let thumb256: String?
+    public let thumb512: String?
+}
+
+/// Own photos in PostgreSQL and their bytes in the photo store (docs/architecture.md, "Own
+/// photos"). Every statement filters by the pin's holder (`userID`: the person, or the shared
+/// map), which the caller takes from the session's MapAccess.
+public struct OwnPhotoStore: Sendable {
+    public let pool: PostgresPool
+    public let store: any PhotoStore
+    public let quotas: Quotas
+    public let limits: PhotoVersions.Limits
+    public let processing: PhotoProcessing
+
+    public init(pool: PostgresPool, store: any PhotoStore, quotas: Quotas, limits: PhotoVersions.Limits, processing: PhotoProcessing) {
+        (self.pool, self.store, self.quotas, self.limits, self.processing) = (pool, store, quotas, limits, processing)
+    }
+
+    public enum Added: Sendable, Equatable {
+        case added(Int64)
+        /// The same file is already in this pin's album.
+        case alreadyHere(Int64)
+        case refused(ImageRefusal)
+        case quotaReached(QuotaReached)
+        /// The pin is not the holder's (or was deleted meanwhile).
+        case noPin
+    }
+
+    /// Reads the file, makes its versions (on the processing queue), stores the blobs and adds the
+    /// row, in that order: a crash before the row leaves only blobs no row names, which the
+    /// collector removes; nothing half-made is ever shown.
+    public func add(_ bytes: [UInt8], fileName: String, pinID: Int64, holder: Int64, by person: Int64) throws -> Added {
+        let original = SHA256.hex(bytes)
+        if let existing = try pool.query("""
+            SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
+            """, [pinID, holder, original]).first {
+            return .alreadyHere(try existing.decode("id"))
+        }
+        let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
+            do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
+        }
+        let versions: PhotoVersions
+        switch made {
+        case .failure(let refusal): return .refused(refusal)
+        case .success(let found): versions = found
+        }
+        let size = Int64(bytes.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
+        if let reached = try quotaReached(person, adding: size) { return .quotaReached(reached) }
+        _ = try store.put(bytes)
+        let display = try store.put(versions.display)
+        let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
+        let thumb512 = try versions.thumbnails[512].map { try store.put($0) }
+        let tags = versions.tags
+        let rows = try pool.query("""
+            INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
+                                    byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
+            SELECT p.id, p.user_id, $3, $4, $5, decode($6, 'hex'), $7, decode($8, 'hex'), decode($9, 'hex'), decode($10, 'hex'),
+                   $11, $12, $13, $14::timestamp, $15, $16, $17, $18, 'person'
+            FROM pins p WHERE p.id = $1 AND p.user_id = $2
+            ON CONFLICT (pin_id, original) DO NOTHING
+            RETURNING id
+            """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, original, Int64(bytes.count), display,
+                  thumb256, thumb512, size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
+                  tags.latitude, tags.longitude, tags.camera.map { String($0.prefix(200)) }])
+        if let row = rows.first { return .added(try row.decode("id")) }
+        // Another request added the same file meanwhile, or the pin is gone.
+        if let existing = try pool.query("""
+            SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
+            """, [pinID, holder, original]).first {
+            return .alreadyHere(try existing.decode("id"))
+        }
+        return .noPin
+    }
+
+    /// Whether adding `bytes` would take the person past their photo quota.
+    func quotaReached(_ person: Int64, adding bytes: Int64) throws -> QuotaReached? {
+        let row = try pool.query("""
+            SELECT coalesce(u.max_photo_bytes, $2) AS byte_limit, \(AlbumStart.chargedBytes(person: "$1")) AS bytes
+            FROM users u WHERE u.id = $1
+            """, [person, quotas.photoBytes])[0]
+        let limit: Int64 = try row.decode("byte_limit")
+        return try row.decode("bytes", as: Int64.self) + bytes > limit ? .photoBytes(limit) : nil
+    }
+
+    static let columns = """
+        o.id, o.pin_id, o.added_by, coalesce(u.display_name, '') AS added_by_name, o.file_name, o.format, o.width, o.height,
+        to_char(o.taken_local, 'YYYY-MM-DD"T"HH24:MI:SS') AS taken_local, o.taken_offset, o.lat, o.lon, o.camera, o.placed,
+        o.created_at, o.original_bytes, encode(o.original, 'hex') AS original, encode(o.display, 'hex') AS display,
+        encode(o.thumb_256, 'hex') AS thumb_256, encode(o.thumb_512, 'hex') AS thumb_512
+        """
+
+    static func photo(_ row: PostgresRow) throws -> OwnPhoto {
+        OwnPhoto(id: try row.decode("id"), pinID: try row.decode("pin_id"), addedBy: try row.decode("added_by"),
+                 addedByName: try row.decode("added_by_name"), fileName: try row.decode("file_name"),
+                 format: ImageFormat(rawValue: try row.decode("format")) ?? .jpeg, width: try row.decode("width"), height: try row.decode("height"),
+                 takenLocal: try row.decode("taken_local"), takenOffset: try row.decode("taken_offset"),
+                 latitude: try row.decode("lat"), longitude: try row.decode("lon"), camera: try row.decode("camera"),
+                 placed: OwnPhoto.Placement(rawValue: try row.decode("placed")) ?? .person, createdAt: try row.decode("created_at"),
+                 originalBytes: try row.decode("original_bytes"), original: try row.decode("original"), display: try row.decode("display"),
+                 thumb256: try row.decode("thumb_256"), thumb512: try row.decode("thumb_512"))
+    }
+
+    /// A pin's own photos, by the time they were taken (those without a time last, then as added).
+    public func photos(pinID: Int64, holder: Int64) throws -> [OwnPhoto] {
+        try pool.query("""
+            SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by
+            WHERE o.pin_id = $1 AND o.user_id = $2 ORDER BY o.taken_local NULLS LAST, o.id
+            """, [pinID, holder]).map(Self.photo)
+    }
+
+    public func photo(_ id: Int64, holder: Int64) throws -> OwnPhoto? {
+        try pool.query("""
+            SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by WHERE o.id = $1 AND o.user_id = $2
+            """, [id, holder]).first.map(Self.photo)
+    }
+
+    /// Removes a photo when `person` added it, or `mayRemoveAny` (an owner of the map): the pin's
+    /// id, or nil when there is no such photo they may remove. Its blobs go with the collector.
+    public func remove(_ id: Int64, holder: Int64, by person: Int64, mayRemoveAny: Bool) throws -> Int64? {
+        try pool.query("""
+            DELETE FROM own_photos WHERE id = $1 AND user_id = $2 AND (added_by = $3 OR $4) RETURNING pin_id
+            """, [id, holder, person, mayRemoveAny]).first.map { try $0.decode("pin_id") }
+    }
+
+    /// The name as shown: the last path component, control characters out, at most 200 characters.
+    public static func cleanName(_ name: String) -> String {
+        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        let clean = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) && $0.value != 0x7F }))
+            .trimmingCharacters(in: .whitespaces)
+        return clean.isEmpty ? "photo" : String(clean.prefix(200))
+    }
+}
+
+extension OwnPhoto {
+    /// The blobs a request is served from, as the photo route's responder takes them: the display
+    /// version and its thumbnails, or (`original`) the file as it came and nothing smaller.
+    package func served(original: Bool, holder: Int64) -> PhotoAccess.Photo {
+        PhotoAccess.Photo(userID: holder, pinID: pinID, contentType: original ? format.contentType : "image/jpeg",
+                          original: original ? self.original : display,
+                          thumb256: original ? nil : thumb256, thumb512: original ? nil : thumb512)
+    }
+}

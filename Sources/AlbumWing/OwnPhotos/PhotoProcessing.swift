@@ -1,0 +1,66 @@
+import Waiting
+
+/// Where own photos are decoded and their versions made: at most `slots` at once (one per core:
+/// decoding is all CPU), at most one per person, and at most `waiting` more of a person's in line,
+/// so a member who drops 500 files takes one slot and everyone else's photo goes next. Work waits
+/// on a handler's thread, never on an event loop (Waitable, the one waiting primitive).
+public final class PhotoProcessing: @unchecked Sendable {
+    // @unchecked: all state is inside the Waitable, which locks it.
+    public struct Busy: Error, CustomStringConvertible {
+        public var description: String { "Your earlier photos are still being processed; this one will be sent again in a moment." }
+    }
+
+    struct State {
+        var running = 0
+        var runningPeople: Set<Int64> = []
+        /// Tickets in turn order: the first whose person is not running goes next; a person who
+        /// just had a turn goes to the back.
+        var line: [(ticket: UInt64, person: Int64)] = []
+        var next: UInt64 = 0
+    }
+
+    public let slots: Int
+    public let waiting: Int
+    private let state = Waitable(State())
+
+    public init(slots: Int, waiting: Int = 4) {
+        self.slots = max(1, slots)
+        self.waiting = max(0, waiting)
+    }
+
+    /// Runs `work` when a slot is free and it is this person's turn; Busy when they already have
+    /// `waiting` photos in line.
+    public func run<T>(for person: Int64, _ work: () throws -> T) throws -> T {
+        let ticket: UInt64? = state.change(wake: .none) { state in
+            guard state.line.lazy.filter({ $0.person == person }).count < waiting + 1 else { return nil }
+            state.next += 1
+            state.line.append((state.next, person))
+            return state.next
+        }
+        guard let ticket else { throw Busy() }
+        state.wait { state -> Bool? in
+            guard state.running < slots, !state.runningPeople.contains(person),
+                  state.line.first(where: { !state.runningPeople.contains($0.person) })?.ticket == ticket else { return nil }
+            state.line.removeAll { $0.ticket == ticket }
+            state.running += 1
+            state.runningPeople.insert(person)
+            return true
+        }
+        defer {
+            state.change(wake: .all) { state in
+                state.running -= 1
+                state.runningPeople.remove(person)
+                // Round robin: the person's next photos go behind everyone who waited meanwhile.
+                let theirs = state.line.filter { $0.person == person }
+                state.line.removeAll { $0.person == person }
+                state.line += theirs
+            }
+        }
+        return try work()
+    }
+
+    /// Photos being processed and waiting now (/metrics).
+    public var load: (running: Int, waiting: Int) {
+        state.withLock { ($0.running, $0.line.count) }
+    }
+}

@@ -1,0 +1,58 @@
+/// An ICC colour profile carried from a photo to the versions made of it, so an iPhone's Display
+/// P3 stays Display P3 (re-encoded pixels keep their values; without the profile a browser would
+/// read them as sRGB and the colours would fade). Nothing else of the original's metadata is
+/// carried: no EXIF, no XMP, so no location (docs/architecture.md, "Own photos").
+public enum ColourProfile {
+    static let jpegMarker: [UInt8] = Array("ICC_PROFILE".utf8) + [0]
+    /// Profiles larger than this are dropped (a real one is a few KB; Display P3's is 536 bytes).
+    public static let maxBytes = 1 << 20
+
+    /// The profile a JPEG carries in its APP2 segments (ICC.1 B.4: "ICC_PROFILE\0", the chunk's
+    /// number from 1, the count), or nil when absent, incomplete or inconsistent.
+    public static func inJPEG(_ jpeg: [UInt8]) -> [UInt8]? {
+        var chunks: [Int: ArraySlice<UInt8>] = [:]
+        var expected = 0
+        var at = 2
+        while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
+            let marker = jpeg[at + 1]
+            if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { at += 2; continue }
+            if marker == 0xFF { at += 1; continue }
+            if marker == 0xDA || marker == 0xD9 { break }  // the image data: no more headers
+            let length = Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3])
+            guard length >= 2, at + 2 + length <= jpeg.count else { break }
+            let body = jpeg[(at + 4)..<(at + 2 + length)]
+            if marker == 0xE2, body.count > jpegMarker.count + 2, body.starts(with: jpegMarker) {
+                let number = Int(body[body.startIndex + 12]), count = Int(body[body.startIndex + 13])
+                guard number >= 1, count >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else { return nil }
+                expected = count
+                chunks[number] = body.dropFirst(14)
+            }
+            at += 2 + length
+        }
+        guard expected > 0, chunks.count == expected else { return nil }
+        var profile: [UInt8] = []
+        for number in 1...expected { profile += chunks[number]! }
+        return profile.count <= maxBytes && profile.count >= 128 ? profile : nil
+    }
+
+    /// The JPEG with the profile in APP2 segments after its SOI and JFIF APP0 (JFIF wants APP0
+    /// first; TurboJPEG writes no profile of its own).
+    public static func embedding(_ profile: [UInt8]?, in jpeg: [UInt8]) -> [UInt8] {
+        guard let profile, !profile.isEmpty, profile.count <= maxBytes, jpeg.starts(with: [0xFF, 0xD8]) else { return jpeg }
+        let room = 65_533 - 14  // a segment's length field counts itself: 65,535 - 2 - 14 header bytes
+        let count = (profile.count + room - 1) / room
+        guard count <= 255 else { return jpeg }
+        var head = 2
+        if jpeg.count > 6, jpeg[2] == 0xFF, jpeg[3] == 0xE0 { head = min(jpeg.count, 4 + (Int(jpeg[4]) << 8 | Int(jpeg[5]))) }
+        var out = Array(jpeg[0..<head])
+        out.reserveCapacity(jpeg.count + profile.count + count * 18)
+        for number in 1...count {
+            let chunk = profile[((number - 1) * room)..<min(profile.count, number * room)]
+            let length = 2 + 14 + chunk.count
+            out += [0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)] + jpegMarker + [UInt8(number), UInt8(count)]
+            out += chunk
+        }
+        out += jpeg[head...]
+        return out
+    }
+}

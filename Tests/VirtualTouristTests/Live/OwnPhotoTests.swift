@@ -1,0 +1,244 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+import PhotoFixture
+import TestSupport
+import AlbumWing
+@testable import Imaging
+@testable import VirtualTourist
+
+/// People's own photos over loopback on a real database: added to an album, served without their
+/// location to everyone but who may download the original, kept out of New Collection's way,
+/// counted against the quota, removed by who may, and their blobs kept by the collector.
+@Suite(.serialized) struct OwnPhotoTests {
+    static let paris = (lat: 48.858_37, lon: 2.294_48)
+
+    /// A real photo with a position, a time with its offset, a camera and an XMP location.
+    static func taggedPhoto(comment: String = "") throws -> [UInt8] {
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        return try ExifTool.writing([
+            "-GPSLatitude=\(paris.lat)", "-GPSLatitudeRef=N", "-GPSLongitude=\(paris.lon)", "-GPSLongitudeRef=E",
+            "-XMP-exif:GPSLatitude=\(paris.lat)", "-XMP-exif:GPSLongitude=\(paris.lon)",
+            "-DateTimeOriginal=2024:05:03 14:22:10", "-OffsetTimeOriginal=+02:00", "-Make=Apple", "-Model=iPhone 12 mini",
+        ] + (comment.isEmpty ? [] : ["-Comment=\(comment)"]), to: jpeg)
+    }
+
+    /// As own-photos.js sends a file: the bytes as the body, the name percent-encoded.
+    static func send(_ browser: Browser, pin: Int, _ bytes: [UInt8], name: String, token: String) throws -> Browser.Page {
+        try browser.request("POST", "/pins/\(pin)/own-photos", body: bytes, headers: [
+            ("X-CSRF-Token", token), ("Accept", "application/json"), ("Content-Type", "image/jpeg"),
+            ("X-File-Name", name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name),
+        ])
+    }
+
+    static func json(_ page: Browser.Page) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(page.body.utf8)) as? [String: Any], "\(page)")
+    }
+
+    static func ownIDs(_ page: Browser.Page) -> [Int] {
+        page.body.matches(of: /<li class="photo own" data-id="([0-9]+)">/).map { Int($0.1)! }
+    }
+
+    @Test func anAddedPhotoIsShownWithoutItsLocationAndTheOriginalOnlyToWhoMayDownloadIt() throws {
+        let app = try TestApp()
+        let (owner, viewer, pin) = try AlbumEraTests.clubWithAViewer(app)
+        let page = try owner.get("/pins/\(pin)")
+        #expect(page.body.contains("Add your photos here") && page.body.contains("enctype=\"multipart/form-data\""))
+        #expect(page.body.contains("/js/own-photos.js"))
+        let token = try #require(page.csrfToken)
+        let photo = try Self.taggedPhoto()
+
+        let added = try Self.send(owner, pin: pin, photo, name: "IMG_0042 <b>.JPG", token: token)
+        #expect(added.status == 201, "\(added)")
+        let answer = try Self.json(added)
+        #expect(answer["added"] as? Bool == true && answer["message"] as? String == "IMG_0042 <b>.JPG added.")
+        let id = try #require(answer["id"] as? Int)
+        #expect((answer["figure"] as? String)?.contains("IMG_0042 &lt;b&gt;.JPG") == true)
+
+        // The row: the file's tags, kept; its place was chosen by the person (this pin).
+        let row = try #require(try app.pool.query("""
+            SELECT lat, lon, to_char(taken_local, 'YYYY-MM-DD HH24:MI:SS') AS taken, taken_offset, camera, placed, format, original_bytes
+            FROM own_photos WHERE id = $1
+            """, [Int64(id)]).first)
+        let lat: Double = try row.decode("lat"), lon: Double = try row.decode("lon")
+        #expect(abs(lat - Self.paris.lat) < 1e-6 && abs(lon - Self.paris.lon) < 1e-6)
+        let taken: String = try row.decode("taken"), offset: Int = try row.decode("taken_offset")
+        #expect(taken == "2024-05-03 14:22:10" && offset == 120)
+        let camera: String = try row.decode("camera"), placed: String = try row.decode("placed")
+        #expect(camera == "Apple iPhone 12 mini" && placed == "person")
+        let format: String = try row.decode("format"), size: Int64 = try row.decode("original_bytes")
+        #expect(format == "jpeg" && size == Int64(photo.count))
+
+        // Both members see it, with who added it and when it was taken; the viewer cannot add.
+        for browser in [owner, viewer] {
+            let album = try browser.get("/pins/\(pin)")
+            #expect(Self.ownIDs(album) == [id])
+            #expect(album.body.contains("Members’ photos") && album.body.contains("Olga · 3 May 2024, 14:22"))
+        }
+        #expect(!(try viewer.get("/pins/\(pin)")).body.contains("Add your photos here"))
+        let viewerToken = try #require(try viewer.get("/pins/\(pin)").csrfToken)
+        let refused = try Self.send(viewer, pin: pin, photo, name: "mine.jpg", token: viewerToken)
+        #expect(refused.status == 403, "\(refused)")
+
+        // Every version the viewer gets: no GPS, no XMP, no EXIF at all, as exiftool reads them.
+        for path in ["/own-photos/\(id)", "/own-photos/\(id)?w=256", "/own-photos/\(id)?w=512"] {
+            let served = try viewer.get(path)
+            #expect(served.status == 200 && served.header("Content-Type") == "image/jpeg", "\(path): \(served.status)")
+            #expect(served.header("X-Content-Type-Options") == "nosniff")
+            let tags = try ExifTool.tags(of: served.bodyBytes)
+            let leaked = tags.keys.filter { $0.contains("GPS") || $0.hasPrefix("XMP") || $0.hasPrefix("IFD0") || $0.hasPrefix("ExifIFD") }
+            #expect(leaked.isEmpty, "\(path) carries \(leaked)")
+            #expect(!CameraTags.read(served.bodyBytes).hasPosition)
+        }
+        // The original: to who added it, byte for byte, as a download; not to the viewer.
+        let original = try owner.get("/own-photos/\(id)?original=1")
+        #expect(original.status == 200 && original.bodyBytes == photo)
+        #expect(original.header("Content-Disposition") == "attachment; filename=\"photo.jpg\"")
+        #expect(try viewer.get("/own-photos/\(id)?original=1").status == 403)
+        // Another map's person: nothing at all.
+        let stranger = try app.signedUp()
+        #expect(try stranger.get("/own-photos/\(id)").status == 404)
+        #expect(try stranger.get("/own-photos/\(id)?original=1").status == 404)
+    }
+
+    @Test func theSameFileTwiceIsOnePhotoAndNewCollectionLeavesThemAlone() throws {
+        let app = try TestApp(workers: true)
+        let ann = try app.signedUp()
+        let pin = try AlbumTests.dropPin(ann)
+        _ = try AlbumTests.settled(ann, pin: pin)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let photo = try Self.taggedPhoto()
+        #expect(try Self.send(ann, pin: pin, photo, name: "a.jpg", token: token).status == 201)
+        let again = try Self.send(ann, pin: pin, photo, name: "copy of a.jpg", token: token)
+        let message = try Self.json(again)["message"] as? String
+        #expect(again.status == 200 && message == "copy of a.jpg is already in this album.")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
+        #expect(try ann.get("/pins/\(pin)").body.contains("<h2 id=\"own-photos-title\">Yours <span class=\"muted\">(1)</span></h2>"))
+
+        #expect(try ann.post("/pins/\(pin)/collection", form: [("_csrf", token)]).status == 303)
+        _ = try AlbumTests.settled(ann, pin: pin)
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
+        // The collector keeps every blob a row names: the original, the display version, the thumbnail.
+        let store = try #require(app.app.albums.photos.base as? FileStore)
+        let hashes = try app.pool.query("SELECT encode(original, 'hex') AS o, encode(display, 'hex') AS d, encode(thumb_256, 'hex') AS t FROM own_photos")[0]
+        _ = try PhotoCollector(pool: app.pool, store: store).collect(grace: 0)
+        for column in ["o", "d", "t"] {
+            let hash: String = try hashes.decode(column)
+            #expect(try store.get(hash) != nil, "blob \(column) collected")
+        }
+    }
+
+    /// Each refusal names the file and says why; nothing is stored for it.
+    @Test func refusalsNameTheFile() throws {
+        let app = try TestApp(configure: { $0.ownPhotoMaxBytes = 1024 * 1024; $0.ownPhotoMaxPixels = 1_000_000 })
+        let ann = try app.signedUp()
+        let pin = try AlbumTests.dropPin(ann)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+
+        func refusal(_ bytes: [UInt8], _ name: String) throws -> (Int, String) {
+            let page = try Self.send(ann, pin: pin, bytes, name: name, token: token)
+            return (page.status, (try? Self.json(page))?["message"] as? String ?? page.body)
+        }
+        #expect(try refusal(Array("<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>".utf8), "x.svg")
+                == (422, "x.svg is not a photo Virtual Tourist can read: it takes JPEG, HEIC, PNG and WebP files."))
+        #expect(try refusal(Array(jpeg.prefix(jpeg.count / 2)), "half.jpg")
+                == (422, "half.jpg is an incomplete JPEG file: it was cut short (try copying it again)."))
+        var bomb = jpeg
+        let sof = try #require((0..<(bomb.count - 9)).first { bomb[$0] == 0xFF && bomb[$0 + 1] == 0xC0 })
+        bomb[sof + 5] = 0x80; bomb[sof + 6] = 0x00; bomb[sof + 7] = 0x80; bomb[sof + 8] = 0x00
+        #expect(try refusal(bomb, "bomb.jpg") == (413, "bomb.jpg is 32768 × 32768 pixels, more than the 1 megapixels a photo may have here."))
+        #expect(try refusal(jpeg + [UInt8](repeating: 0, count: 1024 * 1024), "big.jpg")
+                == (413, "big.jpg is larger than 1 MB, the most a photo may be."))
+        #expect(try refusal([], "empty.jpg") == (422, "empty.jpg is empty."))
+        // Past the route's limit (the file and the form around it): refused from the Content-Length.
+        let fd = try connectLoopback(port: app.port, receiveTimeout: 30)
+        defer { close(fd) }
+        let cookies = ann.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        let head = "POST /pins/\(pin)/own-photos HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(cookies)\r\nX-CSRF-Token: \(token)\r\nContent-Type: image/jpeg\r\nContent-Length: \(1024 * 1024 + 65 * 1024)\r\n\r\n"
+        _ = head.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var response: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 413") && text.contains("photos of up to 1 MB can be added"), "\(text.suffix(400))")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 0)
+        // Not the person's pin, no pin, and no CSRF token.
+        let bob = try app.signedUp()
+        #expect(try Self.send(bob, pin: pin, jpeg, name: "a.jpg", token: try #require(try bob.get("/").csrfToken)).status == 404)
+        #expect(try Self.send(ann, pin: 999_999_999, jpeg, name: "a.jpg", token: token).status == 404)
+        #expect(try Self.send(ann, pin: pin, jpeg, name: "a.jpg", token: "forged").status == 403)
+        #expect(try Self.send(ann, pin: pin, jpeg, name: "a.jpg", token: token).status == 201)
+    }
+
+    @Test func ownPhotosCountAgainstTheQuotaOfWhoAddedThem() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "ann-quota@example.org")
+        let pin = try AlbumTests.dropPin(ann)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let photo = try Self.taggedPhoto()
+        #expect(try Self.send(ann, pin: pin, photo, name: "first.jpg", token: token).status == 201)
+        let used = try app.count("SELECT byte_size FROM own_photos")
+        #expect(used > photo.count)
+        #expect(try app.count("SELECT charged_bytes FROM admin_users WHERE email = 'ann-quota@example.org'") == used)
+        // Room for less than one more: the next one is refused, saying so.
+        try app.pool.query("UPDATE users SET max_photo_bytes = $1 WHERE email = 'ann-quota@example.org'", [Int64(used + 1000)])
+        let refused = try Self.send(ann, pin: pin, try Self.taggedPhoto(comment: "another"), name: "second.jpg", token: token)
+        #expect(refused.status == 422)
+        #expect((try Self.json(refused))["message"] as? String
+                == "second.jpg was not added: Your photos use all of your 0 MB of storage. Delete a pin or some photos to make room, or ask your administrator for more.")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
+    }
+
+    /// Without JavaScript: several files in one form, the album back with a message for each refusal.
+    @Test func thePlainFormAddsSeveralFilesAndNamesTheOnesItRefused() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp()
+        let pin = try AlbumTests.dropPin(ann)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let boundary = "----OwnPhotos7MA4YWxkTrZu0gW"
+        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n\(token)\r\n".utf8)
+        for (name, bytes) in [("one.jpg", try Self.taggedPhoto()), ("two.jpg", try Self.taggedPhoto(comment: "two")), ("notes.txt", Array("hello".utf8))] {
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(name)\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+            body += bytes + Array("\r\n".utf8)
+        }
+        body += Array("--\(boundary)--\r\n".utf8)
+        let posted = try ann.request("POST", "/pins/\(pin)/own-photos", body: body, headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")])
+        #expect(posted.status == 303 && posted.header("Location") == "/pins/\(pin)#own-photos", "\(posted)")
+        let album = try ann.get("/pins/\(pin)")
+        #expect(album.body.contains("2 photos added. notes.txt is not a photo Virtual Tourist can read"))
+        #expect(Self.ownIDs(album).count == 2)
+    }
+
+    /// Who added a photo and the map's owners remove it; another editor and a viewer cannot.
+    @Test func theUploaderOrAnOwnerRemovesAPhoto() throws {
+        let app = try TestApp()
+        let owner = try app.signedUp(name: "Olga")
+        let editorEmail = "ed-\(UUID().uuidString.prefix(6))@example.org", otherEmail = "eve-\(UUID().uuidString.prefix(6))@example.org"
+        let editor = try app.signedUp(email: editorEmail, name: "Ed")
+        let other = try app.signedUp(email: otherEmail, name: "Eve")
+        let map = try SharedMapTests.makeMap(owner, name: "Club", member: editor, email: editorEmail, role: "editor")
+        #expect(try SharedMapTests.add(owner, map: map, email: otherEmail, role: "editor", person: other).status == 303)
+        #expect(try SharedMapTests.switchTo(other, "\(map)").status == 303)
+        let dropped = try SharedMapTests.drop(owner)
+        let pin = try #require(dropped.body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let edToken = try #require(try editor.get("/pins/\(pin)").csrfToken)
+        let first = try #require(try Self.json(try Self.send(editor, pin: pin, try Self.taggedPhoto(), name: "ed1.jpg", token: edToken))["id"] as? Int)
+        let second = try #require(try Self.json(try Self.send(editor, pin: pin, try Self.taggedPhoto(comment: "2"), name: "ed2.jpg", token: edToken))["id"] as? Int)
+
+        let eveToken = try #require(try other.get("/pins/\(pin)").csrfToken)
+        #expect(try other.request("DELETE", "/own-photos/\(first)", headers: [("X-CSRF-Token", eveToken)]).status == 403)
+        #expect(!(try other.get("/pins/\(pin)")).body.contains("action=\"/own-photos/\(first)/delete\""))
+        #expect(try editor.request("DELETE", "/own-photos/\(first)", headers: [("X-CSRF-Token", edToken)]).status == 204)
+        let ownerToken = try #require(try owner.get("/pins/\(pin)").csrfToken)
+        #expect(try owner.get("/pins/\(pin)").body.contains("action=\"/own-photos/\(second)/delete\""))
+        let removed = try owner.post("/own-photos/\(second)/delete", form: [("_csrf", ownerToken)])
+        #expect(removed.status == 303 && removed.header("Location") == "/pins/\(pin)#own-photos")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 0)
+    }
+}
