@@ -271,7 +271,11 @@ def desktop_journey(first_email):
             press_and_hold(d)
             wait(d, lambda: pin_count(d) == count + 1, message="the new pin")
             wait(d, lambda: not d.execute_script("return window.virtualTourist.pins.pins.some(p => p.pending)"), message="the pin to save")
-            time.sleep(0.5)
+            # Taps are matched against the last frame drawn: ask for a frame and wait for it, so the
+            # saved pin (not the "Saving…" one it replaced) is what the tap finds.
+            frames = int(data(d, "frames") or 0)
+            d.execute_script("window.virtualTourist.map.redraw()")
+            wait(d, lambda: int(data(d, "frames") or 0) > frames, message="a frame with the saved pin")
             # The marker's head sits above the point: tap it.
             ActionChains(d).move_to_element_with_offset(canvas, 0, -18).click().perform()
             title = wait(d, lambda: d.find_element(By.ID, "pin-card-title").text, message="the pin card")
@@ -355,6 +359,8 @@ def desktop_journey(first_email):
             d.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
             wait(d, lambda: d.current_url == here, message="the previous photo")
             d.find_element(By.CSS_SELECTOR, ".breadcrumbs a").click()
+            # The photo page has no "Choose photos": wait for the album page before looking.
+            wait(d, lambda: d.find_elements(By.LINK_TEXT, "Choose photos"), message="the album again")
             d.find_element(By.LINK_TEXT, "Choose photos").click()
             # It opens on a page other than the album's own (usually page 2); page 1 is one back.
             wait(d, lambda: "Choose photos near" in d.page_source, message="the picker")

@@ -452,7 +452,8 @@ def main():
             try:
                 phone.get(BASE + "/sign-in")
                 phone.find_element(By.LINK_TEXT, "Forgot your password?").click()
-                j.wait(phone, lambda: phone.find_elements(By.ID, "email"), message="the forgot-password page")
+                # The sign-in page has an #email too: wait for the form only the new page has.
+                j.wait(phone, lambda: phone.find_elements(By.CSS_SELECTOR, "form[action='/forgot-password']"), message="the forgot-password page")
                 j.check_page(phone, "forgot password")
                 phone.find_element(By.ID, "email").send_keys(bob_email.upper())
                 phone.find_element(By.CSS_SELECTOR, "form[action='/forgot-password'] button[type=submit]").click()

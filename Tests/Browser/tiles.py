@@ -63,7 +63,11 @@ def set_view(driver, lat, lon, zoom, ready):
     # says "ready" for the old one (j.drawn).
     wait(lambda: j.drawn(driver) and driver.execute_script("const d = document.getElementById('map').dataset; return %s" % ready),
          message="tiles at %s,%s z%s (%s)" % (lat, lon, zoom, ready))
-    time.sleep(0.3)  # one more frame after the last tile
+    # One more frame after the last tile, asked for and waited for (a fixed sleep can pass
+    # without one on a loaded machine).
+    frames = int(j.data(driver, "frames") or 0)
+    driver.execute_script("window.virtualTourist.map.redraw()")
+    wait(lambda: int(j.data(driver, "frames") or 0) > frames, message="a frame after the tiles")
 
 
 def colour_counts(driver, colours, box=None, tolerance=0):

@@ -45,7 +45,8 @@ import TestSupport
                        "share_links SET revoked_at = now()\nWHERE revoked_at IS NULL AND user_id",
                        "DELETE FROM pin_imports", "FROM users m JOIN map_members mm", "WITH heir AS",
                        "DELETE FROM map_members", "DELETE FROM map_invitation_blocks",
-                       "WHERE p.era_from IS NOT NULL", "AS pins_counted", "DELETE FROM pin_decades"]
+                       "WHERE p.era_from IS NOT NULL", "AS pins_counted", "DELETE FROM pin_decades",
+                       "AS with_position", "DELETE FROM own_photos WHERE added_by"]
         let blocks = try Self.recipes()
         #expect(blocks.count == claimed.count)
         for block in blocks {
@@ -350,6 +351,25 @@ import TestSupport
         let calls = app.fixture.searchCount
         #expect(try browser.get("/pins/\(pin)/decades?fragment=1").status == 200)
         #expect(app.fixture.searchCount - calls == Era.decades().count, "counted again at the next look")
+    }
+
+    /// Own photos: who added how much (and how many with a position), and all of one person's removed.
+    @Test func ownPhotosListedAndRemoved() throws {
+        let app = try TestApp()
+        let browser = try app.signedUp(email: "person@example.org")
+        let other = try app.signedUp(email: "other@example.org")
+        let token = try #require(try browser.get("/").csrfToken)
+        let pin = try AlbumTests.dropPin(browser), otherPin = try AlbumTests.dropPin(other)
+        #expect(try OwnPhotoTests.send(browser, pin: pin, try OwnPhotoTests.taggedPhoto(), name: "a.jpg", token: token).status == 201)
+        _ = try RouteCoverageTests.ownPhoto(app, onPin: Int64(otherPin))
+        let rows = try app.pool.query(try Self.recipe(containing: "AS with_position"))
+        #expect(rows.count == 2)
+        let first = try rows.first { try $0.decode("email", as: String.self) == "person@example.org" }
+        let photos: Int64? = try first?.decode("photos"), positioned: Int64? = try first?.decode("with_position")
+        #expect(photos == 1 && positioned == 1)
+        try run(app, try Self.recipe(containing: "DELETE FROM own_photos WHERE added_by"))
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 1, "the other person's photo stays")
+        #expect(!(try browser.get("/pins/\(pin)")).body.contains("class=\"photo own\""))
     }
 
     @Test func stoppingAPersonsAlbums() throws {

@@ -19,6 +19,7 @@ import Testing
         "Waiting": ["Glibc", "Darwin"],
         "LRU": [],
         "Zlib": ["CZlib"],
+        "Imaging": ["CTurboJPEG", "CExif", "CHeif", "CPNG", "CWebP"],
         "HTTPClient": platform.union(["CCurl"]),
         // Sockets and HTTP only, and no Foundation: the server stays small and reusable.
         "HTTPServer": ["Glibc", "Darwin", "Dispatch", "Synchronization", "Waiting", "Log", "Zlib", "CZlib", "CEpoll", "WebText", "LRU"],
@@ -43,12 +44,13 @@ import Testing
         "AlbumWing/Photos": platform.union(["Domain", "Postgres", "HTTPClient", "Log", "WebText"]),
         "AlbumWing/Sharing": platform.union(["Domain", "Postgres"]),
         // HTTPServer for its HTTP-date parser (S3's Last-Modified) only.
+        "AlbumWing/OwnPhotos": platform.union(["Domain", "Postgres", "Imaging"]),
         "AlbumWing/PhotoStore": platform.union(["Domain", "Postgres", "HTTPClient", "HTTPServer", "Log", "CLibCrypto", "CTurboJPEG"]),
         "AlbumWing/Jobs": platform.union(["Domain", "Postgres", "Log"]),
         "AlbumWing/Operations": platform.union(["Domain", "Postgres"]),
         // VirtualTourist, the web: the only folders that speak HTTP to the browser.
-        "VirtualTourist/App": platform.union(["AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
-        "VirtualTourist/Web": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log", "WebText", "LRU"]),
+        "VirtualTourist/App": platform.union(["AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log", "Imaging"]),
+        "VirtualTourist/Web": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log", "WebText", "LRU", "Imaging"]),
         "VirtualTourist/Middleware": platform.union(["AlbumWing", "Domain", "HTTPServer", "Postgres", "Log"]),
         // Pages and JSON are written from values: no database, no HTTP, no threads.
         "VirtualTourist/Views": ["Foundation", "WebText", "AlbumWing", "Domain"],
