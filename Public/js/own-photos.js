@@ -61,6 +61,8 @@ if (form) {
         task.ui.item.dataset.outcome = "";
         task.ui.bar.value = 0;
         task.ui.status.textContent = "waiting";
+        task.busyRetries = 0;
+        task.networkRetries = 0;
         queue.push(task);
         showSummary();
         pump();
@@ -119,7 +121,15 @@ if (form) {
     });
     request.addEventListener("error", () => {
       running -= 1;
-      settle(task, "failed", `${task.file.name} was not sent: the connection failed.`);
+      // A dropped connection (the server refusing a body it has no room for closes it): tried
+      // again by itself, a few times, a little later each time.
+      if (task.networkRetries < 3) {
+        task.networkRetries += 1;
+        task.ui.status.textContent = "connection lost, trying again";
+        setTimeout(() => { queue.unshift(task); pump(); }, 2000 * task.networkRetries);
+      } else {
+        settle(task, "failed", `${task.file.name} was not sent: the connection failed.`);
+      }
       pump();
     });
     request.send(task.file);
@@ -134,7 +144,7 @@ if (form) {
     if (batch.added + batch.failed + batch.already >= batch.total) batch = { total: 0, added: 0, failed: 0, already: 0 };
     for (const file of files) {
       batch.total += 1;
-      const task = { file, ui: row(file), busyRetries: 0 };
+      const task = { file, ui: row(file), busyRetries: 0, networkRetries: 0 };
       if (file.size > maxBytes) {
         settle(task, "failed", `${file.name} is larger than ${Math.round(maxBytes / 1048576)} MB, the most a photo may be.`);
         continue;

@@ -140,6 +140,10 @@ extension HTTPResponse {
 
 extension HTTPParseError: HTTPResponseError {
     public var publicMessage: String { "The request could not be read: \(reason)." }
+    public var headers: HTTPHeaders {
+        guard let retryAfter else { return [:] }
+        return ["Retry-After": String(retryAfter), "Cache-Control": "no-store"]
+    }
 }
 
 /// Renders an error as a response. The app replaces the default to give error pages its own look.

@@ -19,6 +19,9 @@ public struct HTTPLimits: Sendable {
     /// (exact, or with `:name` segments that match any one segment, as the router's). Past their own limit the client reads their `refusal`, refused as soon as the
     /// Content-Length says so, before a byte of the body is read.
     public var uploads: [Upload] = []
+    /// Bodies larger than `maxBodyBytes` being received at once, in bytes, on every connection
+    /// (nil: no bound but each route's own).
+    public var uploadBudget: UploadBudget?
 
     public struct Upload: Sendable {
         public var method: String

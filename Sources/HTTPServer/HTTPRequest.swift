@@ -8,6 +8,8 @@ public struct HTTPRequest: Sendable {
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// A large upload's share of the server's UploadBudget, held as long as the request is.
+    public var uploadReservation: UploadBudget.Reservation?
     /// Path parameters filled in by the router (`/pins/:id` → ["id": "42"]), percent-decoded.
     public var parameters: [String: String] = [:]
     /// The peer's address ("127.0.0.1"), set by the connection.

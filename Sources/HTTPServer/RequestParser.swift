@@ -2,10 +2,13 @@
 public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: HTTPStatus
     public let reason: String
+    /// Seconds for Retry-After (a refusal that passes, as UploadBudget's).
+    public var retryAfter: Int?
 
-    public init(_ status: HTTPStatus, _ reason: String) {
+    public init(_ status: HTTPStatus, _ reason: String, retryAfter: Int? = nil) {
         self.status = status
         self.reason = reason
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(status.code) \(reason)" }
@@ -112,8 +115,13 @@ public struct RequestParser: Sendable {
                 state = .head(scan)
                 return nil
             }
-            let request = try parseHead(scan: scan)
+            var request = try parseHead(scan: scan)
             let framing = try bodyFraming(of: request)
+            // A large upload's body is held whole until its handler runs: counted in the budget.
+            if case .length(let length)? = framing, length > limits.maxBodyBytes, let budget = limits.uploadBudget {
+                guard let reservation = budget.reserve(length) else { throw UploadBudget.refusal }
+                request.uploadReservation = reservation
+            }
             start = headEnd
             guard let framing else {
                 finish()

@@ -32,7 +32,13 @@ public enum ColourProfile {
         guard expected > 0, chunks.count == expected else { return nil }
         var profile: [UInt8] = []
         for number in 1...expected { profile += chunks[number]! }
-        return profile.count <= maxBytes && profile.count >= 128 ? profile : nil
+        return isRGB(profile) ? profile : nil
+    }
+
+    /// A profile the RGB versions can carry: a whole ICC header (128 bytes) whose colour space
+    /// (bytes 16–19) is "RGB " — a CMYK or grey profile on RGB pixels would make colours wrong.
+    public static func isRGB(_ profile: [UInt8]) -> Bool {
+        profile.count >= 128 && profile.count <= maxBytes && Array(profile[16..<20]) == Array("RGB ".utf8)
     }
 
     /// The JPEG with the profile in APP2 segments after its SOI and JFIF APP0 (JFIF wants APP0

@@ -9,6 +9,7 @@ public enum ImageRefusal: Error, Equatable, CustomStringConvertible {
     case tooManyPixels(width: Int, height: Int, limit: Int)
     case unreadable(ImageFormat, String)
     case truncated(ImageFormat)
+    case cmyk
 
     public var description: String {
         switch self {
@@ -18,6 +19,8 @@ public enum ImageRefusal: Error, Equatable, CustomStringConvertible {
             "is \(width) × \(height) pixels, more than the \(limit / 1_000_000) megapixels a photo may have here"
         case .unreadable(let format, _):
             "could not be read as a \(format.name) file: it may be damaged"
+        case .cmyk:
+            "is a CMYK JPEG (made for printing); save it as an ordinary RGB JPEG and add it again"
         case .truncated(let format):
             "is an incomplete \(format.name) file: it was cut short (try copying it again)"
         }
@@ -67,6 +70,8 @@ public enum PhotoDecoding {
         }
         guard header == 0 else { throw .unreadable(.jpeg, String(cString: tjGetErrorStr2(handle))) }
         try check(Int(width), Int(height))
+        // CMYK and YCCK (print workflows) do not convert to RGB in TurboJPEG: said so, not "damaged".
+        if colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue) { throw .cmyk }
         // The smallest DCT scale (n/8) still at least `longest` on the long side.
         var count: Int32 = 0
         var scaledWidth = width, scaledHeight = height
@@ -83,8 +88,10 @@ public enum PhotoDecoding {
         var pixels = [UInt8](repeating: 0, count: Int(scaledWidth) * Int(scaledHeight) * 3)
         let decoded = bytes.withUnsafeBufferPointer { source in
             pixels.withUnsafeMutableBufferPointer { target in
+                // TJFLAG_LIMITSCANS: a progressive JPEG of more than 500 scans is refused (one that
+                // repeats a scan thousands of times holds a core for an hour).
                 tjDecompress2(handle, source.baseAddress, UInt(source.count), target.baseAddress, scaledWidth, scaledWidth * 3, scaledHeight,
-                              Int32(TJPF_RGB.rawValue), 0)
+                              Int32(TJPF_RGB.rawValue), TJFLAG_LIMITSCANS)
             }
         }
         if decoded != 0 {
@@ -121,19 +128,27 @@ public enum PhotoDecoding {
         // The size as shown, after the container's rotation and mirroring (irot, imir), which
         // libheif applies when decoding; EXIF's Orientation does not apply to a HEIF (its spec).
         try check(Int(heif_image_handle_get_width(handle)), Int(heif_image_handle_get_height(handle)))
+        // A grid decodes at its own box's size, whatever the image claims (HEIFLayout): checked too.
+        guard let layout = HEIFLayout.primary(bytes) else { throw .unreadable(.heif, "its boxes") }
+        switch layout.type {
+        case "hvc1": break
+        case "grid": try check(layout.width ?? 0, layout.height ?? 0)
+        default: throw .unreadable(.heif, "a primary image of type \(layout.type)")
+        }
         var tags = CameraTags.read(exifBlock(handle))
         tags.orientation = 1
         var profile: [UInt8]?
         let profileSize = heif_image_handle_get_raw_color_profile_size(handle)
         if profileSize > 0 && profileSize <= ColourProfile.maxBytes {
             var raw = [UInt8](repeating: 0, count: profileSize)
-            if raw.withUnsafeMutableBytes({ heif_image_handle_get_raw_color_profile(handle, $0.baseAddress) }).code == heif_error_Ok { profile = raw }
+            if raw.withUnsafeMutableBytes({ heif_image_handle_get_raw_color_profile(handle, $0.baseAddress) }).code == heif_error_Ok, ColourProfile.isRGB(raw) { profile = raw }
         }
         var image: OpaquePointer?
         let decoded = heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil)
         guard decoded.code == heif_error_Ok, let image else { throw refusal(decoded) }
         defer { heif_image_release(image) }
         let width = Int(heif_image_get_width(image, heif_channel_interleaved)), height = Int(heif_image_get_height(image, heif_channel_interleaved))
+        try check(width, height)
         var stride: Int32 = 0
         guard width > 0, height > 0, let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride), Int(stride) >= width * 3 else {
             throw .unreadable(.heif, "no RGB plane")
@@ -217,7 +232,7 @@ public enum PhotoDecoding {
         let tags = chunks["EXIF"].map { CameraTags.read($0.starts(with: Array("Exif".utf8) + [0, 0]) ? Array($0) : Array("Exif".utf8) + [0, 0] + $0) } ?? CameraTags()
         let image = RGBImage(width: Int(width), height: Int(height), pixels: pixels).oriented(tags.orientation)
         return DecodedPhoto(format: .webp, width: image.width, height: image.height, image: image, tags: tags,
-                            profile: chunks["ICCP"].map(Array.init))
+                            profile: chunks["ICCP"].map(Array.init).flatMap { ColourProfile.isRGB($0) ? $0 : nil })
     }
 }
 

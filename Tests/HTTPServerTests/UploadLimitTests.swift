@@ -34,6 +34,35 @@ import Testing
         #expect(HTTPLimits.matches("/import", "/import") && !HTTPLimits.matches("/import", "/import/1"))
     }
 
+    /// Large bodies arriving at once share one budget: past it the next is refused with 503 and
+    /// Retry-After from its head alone, and a request's share comes back when the request goes.
+    @Test func largeUploadsShareABudget() throws {
+        var limits = Self.limits
+        let budget = UploadBudget(bytes: 30)
+        limits.uploadBudget = budget
+        var first = RequestParser(limits: limits)
+        first.append("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n0123456789")
+        let waiting = try first.next()
+        #expect(waiting == nil ? true : false, "the body is not complete yet")
+        #expect(budget.reserved == 20)
+        var second = RequestParser(limits: limits)
+        second.append("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n")
+        #expect(throws: HTTPParseError.self) { try second.next() }
+        #expect(UploadBudget.refusal.status == .serviceUnavailable && UploadBudget.refusal.headers["Retry-After"] == "5")
+        // A small body is not counted; the first request, once read and let go, gives its share back.
+        var small = RequestParser(limits: limits)
+        small.append("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nabcde")
+        #expect(budget.reserved == 20)
+        first.append("0123456789")
+        do {
+            guard case .request(let request)? = try first.next() else { Issue.record("no request"); return }
+            #expect(request.body.count == 20 && request.uploadReservation != nil)
+        }
+        first = RequestParser(limits: limits)
+        #expect(budget.reserved == 0)
+        _ = small
+    }
+
     @Test func theUploadRouteTakesItsOwnLimitAndNoOtherDoes() throws {
         let body = String(repeating: "x", count: 20)
         #expect(try outcome("POST /import HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(body)").get() == 20)

@@ -78,7 +78,9 @@ import TestSupport
     /// The location in EXIF and in XMP, the time, the camera, a comment: none of it in the display
     /// version or the thumbnails, as exiftool reads them. The colour profile is carried.
     @Test func versionsCarryNoLocationAndKeepTheColourProfile() throws {
-        let profile = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        // A profile's bytes with an ICC header's colour space "RGB " (bytes 16–19).
+        var profile = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        profile.replaceSubrange(16..<20, with: Array("RGB ".utf8))
         let withProfile = ColourProfile.embedding(profile, in: try Samples.chelsea())
         #expect(ColourProfile.inJPEG(withProfile) == profile)
         let photo = try ExifTool.writing([
@@ -98,6 +100,14 @@ import TestSupport
             #expect(!text.contains("our house") && !text.contains("secret") && !text.contains("Apple"), "\(name)")
             #expect(ColourProfile.inJPEG(bytes) == profile, "\(name) lost the colour profile")
         }
+    }
+
+    /// A CMYK or grey profile on RGB pixels would make the colours wrong: only RGB ones are carried.
+    @Test func onlyRGBProfilesAreCarried() throws {
+        var cmyk = [UInt8](repeating: 1, count: 300)
+        cmyk.replaceSubrange(16..<20, with: Array("CMYK".utf8))
+        #expect(ColourProfile.inJPEG(ColourProfile.embedding(cmyk, in: try Samples.chelsea())) == nil)
+        #expect(!ColourProfile.isRGB(Array(cmyk.prefix(100))))
     }
 
     @Test func aTruncatedOrCorruptJPEGIsRefusedAndNothingCrashes() throws {

@@ -66,6 +66,10 @@ public struct OwnPhotoStore: Sendable {
             """, [pinID, holder, original]).first {
             return .alreadyHere(try existing.decode("id"))
         }
+        // What can refuse the file cheaply does so before its versions are made: a quota already
+        // past (the file alone counts), a photo store known to be down.
+        if let reached = try quotaReached(person, adding: Int64(bytes.count)) { return .quotaReached(reached) }
+        if let seconds = (store as? StoreBreaker)?.refusal() { throw PhotoStoreError.refused(retryAfter: seconds, reason: nil) }
         let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
             do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
         }
@@ -81,7 +85,9 @@ public struct OwnPhotoStore: Sendable {
         let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
         let thumb512 = try versions.thumbnails[512].map { try store.put($0) }
         let tags = versions.tags
-        let rows = try pool.query("""
+        let rows: PostgresResult
+        do {
+            rows = try pool.query("""
             INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
                                     byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
             SELECT p.id, p.user_id, $3, $4, $5, decode($6, 'hex'), $7, decode($8, 'hex'), decode($9, 'hex'), decode($10, 'hex'),
@@ -91,7 +97,10 @@ public struct OwnPhotoStore: Sendable {
             RETURNING id
             """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, original, Int64(bytes.count), display,
                   thumb256, thumb512, size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
-                  tags.latitude, tags.longitude, tags.camera.map { String($0.prefix(200)) }])
+                  tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }])
+        } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
+            return .noPin  // the pin was deleted meanwhile; its blobs go with the collector
+        }
         if let row = rows.first { return .added(try row.decode("id")) }
         // Another request added the same file meanwhile, or the pin is gone.
         if let existing = try pool.query("""
@@ -152,12 +161,13 @@ public struct OwnPhotoStore: Sendable {
             """, [id, holder, person, mayRemoveAny]).first.map { try $0.decode("pin_id") }
     }
 
-    /// The name as shown: the last path component, control characters out, at most 200 characters.
+    /// The name as shown: the last path component, in NFC (macOS writes names decomposed),
+    /// control and format characters out, at most 200 code points (what the table counts).
     public static func cleanName(_ name: String) -> String {
-        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        let clean = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) && $0.value != 0x7F }))
-            .trimmingCharacters(in: .whitespaces)
-        return clean.isEmpty ? "photo" : String(clean.prefix(200))
+        let last = name.precomposedStringWithCanonicalMapping.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        let kept = last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) && $0.value != 0x7F && $0.properties.generalCategory != .format }
+        let clean = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
+        return clean.isEmpty ? "photo" : String(String.UnicodeScalarView(clean.unicodeScalars.prefix(200)))
     }
 }
 

@@ -241,6 +241,8 @@ public final class App: Sendable {
         // "The HTTP server": refused event streams).
         configuration.limits.uploads.append(WebPipeline.importUpload)
         configuration.limits.uploads.append(WebPipeline.ownPhotoUpload(maxBytes: ownPhotoMaxBytes))
+        // Large bodies held at once on every connection (UploadBudget): a few people's files at a time.
+        configuration.limits.uploadBudget = UploadBudget(bytes: max(256 << 20, 4 * (ownPhotoMaxBytes + (64 << 10))))
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in
             var session: Session?

@@ -61,7 +61,7 @@ enum OwnPhotoPages {
         <label for="own-files">Add your photos here</label>
         <input type="file" id="own-files" name="file" multiple accept="image/jpeg,image/heic,image/heif,image/png,image/webp,.heic,.heif" aria-describedby="own-files-hint">
         <button type="submit" class="button">Add photos</button>
-        <p class="muted" id="own-files-hint">JPEG, HEIC, PNG or WebP, up to \(maxFileMB) MB each; or drop them on this album. Members see them without their location.</p>
+        <p class="muted" id="own-files-hint">JPEG, HEIC, PNG or WebP, up to \(maxFileMB) MB each; or drop them on this album. Members see them without their location; the original, with it, is for you and the map’s owners.</p>
         <div id="own-upload-progress" class="own-progress" role="status" aria-live="polite"></div>
         </form>
         """

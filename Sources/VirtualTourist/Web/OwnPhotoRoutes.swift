@@ -3,6 +3,9 @@ import HTTPServer
 import AlbumWing
 import Domain
 import Imaging
+import Log
+
+private let ownPhotoLogger = Logger(label: "photo-store")
 
 /// People's own photos: added to a pin's album (one file a request from the page's script, or
 /// the plain form's several at once), served (the display version and thumbnails to every member,
@@ -76,7 +79,13 @@ struct OwnPhotoRoutes: Sendable {
         do {
             added = try ownPhotos.add(bytes, fileName: shown, pinID: pinID, holder: holder, by: person)
         } catch let busy as PhotoProcessing.Busy {
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown): \(busy.description)", figure: nil), status: .serviceUnavailable)
+            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) was not added: \(busy.description).", figure: nil),
+                           status: .serviceUnavailable)
+        } catch let error as PhotoStoreError where error.unavailable {
+            // Troubleshooting: own photo not stored
+            ownPhotoLogger.warning("own photo not stored: \(error)")
+            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) was not added: the photo store cannot take it right now; try it again in a moment.", figure: nil),
+                           status: .serviceUnavailable)
         }
         switch added {
         case .added(let id), .alreadyHere(let id):
@@ -115,7 +124,9 @@ struct OwnPhotoRoutes: Sendable {
             if outcome.json.added { added += 1 } else { refusals.append(outcome.json.message) }
         }
         let summary = added == 1 ? "1 photo added." : "\(added) photos added."
-        return .redirect(to: "/pins/\(pinID)#own-photos", flash: ([summary] + refusals).joined(separator: " "), secure: secure)
+        // A flash is a cookie (4 KB at most in browsers): the first few refusals, and how many more.
+        let shown = refusals.prefix(4) + (refusals.count > 4 ? ["\(refusals.count - 4) more were not added."] : [])
+        return .redirect(to: "/pins/\(pinID)#own-photos", flash: ([summary] + shown).map { String($0.prefix(300)) }.joined(separator: " "), secure: secure)
     }
 
     /// Who may remove a photo: who added it, and the map's owners.
@@ -123,9 +134,9 @@ struct OwnPhotoRoutes: Sendable {
         photo.addedBy == context.user.id || context.map.role == .owner
     }
 
-    /// Who may have the original (with its location): who added it, and the map's editors and owners.
+    /// Who may have the original (with its location): who added it, and the map's owners.
     func mayDownloadOriginal(_ photo: OwnPhoto, _ context: SignedInContext) -> Bool {
-        photo.addedBy == context.user.id || context.map.role >= .editor
+        photo.addedBy == context.user.id || context.map.role == .owner
     }
 
     /// GET /own-photos/:id: the display version; ?w=256|512 a thumbnail; ?original=1 the file as
@@ -136,16 +147,19 @@ struct OwnPhotoRoutes: Sendable {
         }
         let wantsOriginal = context.request.queryValue("original") == "1"
         if wantsOriginal && !mayDownloadOriginal(photo, context) {
-            throw HTTPError(.forbidden, "Only who added this photo and the map's editors and owners may download its original. The photo itself is shown to you without its location.")
+            throw HTTPError(.forbidden, "Only who added this photo and the map's owners may download its original. The photo itself is shown to you without its location.")
         }
         let served = photo.served(original: wantsOriginal, holder: context.map.forReading)
         guard var response = try WebPipeline.photoResponse(context.request, served, width: wantsOriginal ? nil : WebPipeline.photoWidth(context.request),
                                                            store: ownPhotos.store, mayBlock: true) else { throw HTTPError.notFound }
         if wantsOriginal {
             // Never shown inline: whatever else the bytes might also be read as, they are a download.
-            // The name as uploaded only when it is plain (letters, digits, space, . _ - ( )).
-            let plain = photo.fileName.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || " ._-()".unicodeScalars.contains($0)) }
-            let name = plain ? photo.fileName : "photo.\(photo.format.fileExtension)"
+            // The name's stem when it is plain (letters, digits, space, . _ - ( )), and always the
+            // extension of the format the bytes are: never a type the uploader chose (.html, .hta).
+            let parts = photo.fileName.split(separator: ".", omittingEmptySubsequences: false)
+            let stem = String((parts.count > 1 ? parts.dropLast().joined(separator: ".") : photo.fileName).prefix(100))
+            let plain = !stem.isEmpty && stem.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || " _-()".unicodeScalars.contains($0)) }
+            let name = (plain ? stem : "photo") + "." + photo.format.fileExtension
             response.headers.set("Content-Disposition", "attachment; filename=\"\(name)\"")
         }
         return response
@@ -166,7 +180,8 @@ struct OwnPhotoRoutes: Sendable {
     private func removing(_ id: Int64, _ context: SignedInContext) throws -> Int64 {
         let holder = context.map.forReading
         guard let photo = try ownPhotos.photo(id, holder: holder) else { throw HTTPError.notFound }
-        guard context.map.role >= .editor, mayRemove(photo, context) else {
+        // Who added it may remove it whatever their role now (a member made a viewer later too).
+        guard mayRemove(photo, context) else {
             throw HTTPError(.forbidden, "Only who added this photo and the map's owners may remove it. Nothing was changed.")
         }
         guard let pinID = try ownPhotos.remove(id, holder: holder, by: context.user.id, mayRemoveAny: context.map.role == .owner) else {

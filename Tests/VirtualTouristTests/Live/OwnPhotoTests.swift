@@ -195,6 +195,26 @@ import AlbumWing
         #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
     }
 
+    /// A name decomposed as macOS writes it, 250 combining accents long, is kept (NFC, cut at the
+    /// table's 200 code points), not a 500 after the work; the original's download is named with
+    /// its format's extension, never the uploader's (.hta, .html).
+    @Test func namesAreCleanedAndTheDownloadTakesTheFormatsExtension() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp()
+        let pin = try AlbumTests.dropPin(ann)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let long = "a" + String(repeating: "\u{301}", count: 250) + ".jpg"
+        let added = try Self.send(ann, pin: pin, try Self.taggedPhoto(comment: "long"), name: long, token: token)
+        #expect(added.status == 201, "\(added)")
+        let stored: String = try app.pool.query("SELECT file_name FROM own_photos")[0].decode("file_name")
+        #expect(stored.unicodeScalars.count <= 200 && stored.unicodeScalars.first == "\u{E1}", "composed (NFC), then cut")
+        for (name, download) in [("IMG 0001.hta", "IMG 0001.jpg"), ("x.html", "x.jpg"), ("../../etc/passwd", "passwd.jpg"), ("noextension", "noextension.jpg"), ("<b>.jpg", "photo.jpg")] {
+            let page = try Self.send(ann, pin: pin, try Self.taggedPhoto(comment: name), name: name, token: token)
+            let id = try #require(try Self.json(page)["id"] as? Int, "\(page)")
+            #expect(try ann.get("/own-photos/\(id)?original=1").header("Content-Disposition") == "attachment; filename=\"\(download)\"", "\(name)")
+        }
+    }
+
     /// Without JavaScript: several files in one form, the album back with a message for each refusal.
     @Test func thePlainFormAddsSeveralFilesAndNamesTheOnesItRefused() throws {
         let app = try TestApp()

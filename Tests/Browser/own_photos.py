@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""A person's own photos in a real browser: twenty files dropped on an album page at once (each
+sent on its own, with its progress; a file that is not a photo refused by name, with a Retry), the
+form reached with the keyboard, and the plain form without JavaScript. The served versions are
+read back with exiftool: no location in any of them.
+
+    own_photos.py BASE_URL SCREENSHOT_DIR
+"""
+import json, os, re, subprocess, sys, tempfile, time, urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+import journey as j  # noqa: E402
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+BASE = j.BASE
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+failures = []
+
+
+def step(driver, name, body):
+    with j.Step(driver, "own photos: " + name):
+        body()
+    if j.failures:
+        failures.extend(j.failures)
+        j.failures.clear()
+
+
+def photos(folder, count):
+    """`count` different JPEGs with a position (the fixture's cat, tagged by exiftool, each with a
+    comment of its own so no two are the same file)."""
+    source = os.path.join(ROOT, "Sources", "PhotoFixture", "Photos", "chelsea.jpg")
+    paths = []
+    for n in range(count):
+        path = os.path.join(folder, "IMG_%04d.JPG" % (n + 1))
+        with open(source, "rb") as original, open(path, "wb") as copy:
+            copy.write(original.read())
+        subprocess.run(["exiftool", "-q", "-overwrite_original", "-n", "-Comment=trip photo %d" % n,
+                        "-GPSLatitude=48.85837", "-GPSLatitudeRef=N", "-GPSLongitude=2.29448", "-GPSLongitudeRef=E",
+                        "-DateTimeOriginal=2024:05:03 14:%02d:00" % n, path], check=True)
+        paths.append(path)
+    return paths
+
+
+def drop(driver, paths):
+    """Drops files on the album page as a person dragging them from a file manager would: the
+    files are put in a DataTransfer (through a file input, the only way a page gets File objects
+    from disk) and dragover, then drop, are dispatched on the page."""
+    driver.execute_script("""
+      const input = document.createElement('input');
+      input.type = 'file'; input.multiple = true; input.id = 'test-drop-source'; input.hidden = true;
+      document.body.append(input);
+    """)
+    driver.find_element(By.ID, "test-drop-source").send_keys("\n".join(paths))
+    driver.execute_script("""
+      const input = document.getElementById('test-drop-source');
+      const transfer = new DataTransfer();
+      for (const file of input.files) transfer.items.add(file);
+      const target = document.querySelector('main');
+      target.dispatchEvent(new DragEvent('dragover', {dataTransfer: transfer, bubbles: true, cancelable: true}));
+      target.dispatchEvent(new DragEvent('drop', {dataTransfer: transfer, bubbles: true, cancelable: true}));
+      input.remove();
+    """)
+
+
+def cookie_header(driver):
+    return "; ".join("%s=%s" % (c["name"], c["value"]) for c in driver.get_cookies())
+
+
+def main():
+    d = j.browser()
+    folder = tempfile.mkdtemp(prefix="own-photos-")
+    state = {}
+    try:
+        def album():
+            j.sign_up(d, "own-%d@example.org" % int(time.time() * 1000), "Pia Photographer")
+            pin = d.execute_async_script("""
+              const done = arguments[arguments.length - 1];
+              const csrf = document.querySelector('[data-csrf]').dataset.csrf;
+              fetch('/pins', {method: 'POST', headers: {'X-CSRF-Token': csrf, Accept: 'application/json'},
+                              body: new URLSearchParams({lat: '48.8584', lon: '2.2945'})}).then(r => r.json()).then(p => done(p.id));
+            """)
+            d.get(BASE + "/pins/%s" % pin)
+            j.wait_album_ready(d)
+            assert d.find_element(By.ID, "own-upload").is_displayed()
+            state["pin"] = pin
+        step(d, "an album page offers 'Add your photos here'", album)
+
+        def twenty():
+            paths = photos(folder, 20)
+            notes = os.path.join(folder, "notes.txt")
+            with open(notes, "w") as f:
+                f.write("not a photo")
+            drop(d, paths + [notes])
+            j.wait(d, lambda: "Adding photos" in d.find_element(By.CSS_SELECTOR, ".own-summary").text
+                   or "Done" in d.find_element(By.CSS_SELECTOR, ".own-summary").text, message="the batch's progress")
+            assert len(d.find_elements(By.CSS_SELECTOR, ".own-files progress")) == 21, "a progress bar per file"
+            j.wait(d, lambda: d.find_element(By.CSS_SELECTOR, ".own-summary").text == "Done: 20 of 21 added, 1 not added.",
+                   timeout=120, message="all twenty added: " + d.find_element(By.CSS_SELECTOR, ".own-summary").text)
+            failed = d.find_element(By.CSS_SELECTOR, ".own-files li[data-outcome=failed]")
+            assert "notes.txt is not a photo Virtual Tourist can read" in failed.text, failed.text
+            assert failed.find_element(By.CSS_SELECTOR, "button").get_attribute("aria-label") == "Retry notes.txt"
+            j.wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 20, message="twenty in the grid")
+            j.wait(d, lambda: d.execute_script(
+                "return [...document.querySelectorAll('#own-grid img')].every(i => i.complete && i.naturalWidth > 0)"), message="their thumbnails")
+            j.check_page(d, "album with own photos")
+            d.get(BASE + "/pins/%s" % state["pin"])
+            assert len(d.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 20, "twenty after a reload"
+            assert "Pia Photographer · 3 May 2024, 14:00" in d.page_source
+            j.shot(d, "own-photos-album")
+        step(d, "twenty files dropped at once: each added, one refused by name", twenty)
+
+        def no_location():
+            ids = [e.get_attribute("data-id") for e in d.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")]
+            for suffix in ("", "?w=256"):
+                request = urllib.request.Request(BASE + "/own-photos/%s%s" % (ids[0], suffix), headers={"Cookie": cookie_header(d)})
+                body = urllib.request.urlopen(request).read()
+                path = os.path.join(folder, "served.jpg")
+                with open(path, "wb") as f:
+                    f.write(body)
+                tags = json.loads(subprocess.run(["exiftool", "-j", "-G1", "-a", path], capture_output=True, check=True).stdout)[0]
+                leaked = [k for k in tags if "GPS" in k or k.startswith("XMP") or k.startswith("IFD0") or k.startswith("ExifIFD")]
+                assert not leaked, "%s carries %s" % (suffix or "the display version", leaked)
+        step(d, "the versions served carry no location (exiftool)", no_location)
+
+        def keyboard():
+            d.get(BASE + "/pins/%s" % state["pin"])
+            j.wait_album_ready(d)
+            body = d.find_element(By.TAG_NAME, "body")
+            body.click()
+            for _ in range(150):
+                if d.execute_script("return document.activeElement.id") == "own-files":
+                    break
+                ActionChains(d).send_keys(Keys.TAB).perform()
+            assert d.execute_script("return document.activeElement.id") == "own-files", "the file input is reached with Tab"
+            ActionChains(d).send_keys(Keys.TAB).perform()
+            assert d.execute_script("return document.activeElement.textContent") == "Add photos"
+        step(d, "keyboard: Tab reaches the file input and its button", keyboard)
+    finally:
+        d.quit()
+
+    # Without JavaScript: the plain form sends its files together.
+    options = webdriver.ChromeOptions()
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900", "--lang=en-US"]:
+        options.add_argument(argument)
+    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    plain = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        def no_script():
+            email = "plain-%d@example.org" % int(time.time() * 1000)
+            plain.get(BASE + "/sign-up")
+            for field, value in [("email", email), ("display_name", "Nora Noscript"), ("password", j.PASSWORD), ("password_confirmation", j.PASSWORD)]:
+                plain.find_element(By.ID, field).send_keys(value)
+            plain.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+            j.wait(plain, lambda: plain.find_elements(By.ID, "map-canvas"), message="the map page")
+            plain.find_element(By.ID, "add-pin-place").send_keys("48.8584, 2.2945")
+            plain.find_element(By.CSS_SELECTOR, "form.add-pin button[type=submit]").click()
+            link = j.wait(plain, lambda: [a.get_attribute("href") for a in plain.find_elements(By.CSS_SELECTOR, "a[href*='/pins/']")
+                                          if re.search(r"/pins/[0-9]+$", a.get_attribute("href") or "")], timeout=40, message="the new pin's link")
+            plain.get(link[0])
+            j.wait(plain, lambda: plain.find_elements(By.ID, "own-files"), timeout=40, message="the new pin's album")
+            paths = photos(folder, 22)[20:]
+            plain.find_element(By.ID, "own-files").send_keys("\n".join(paths))
+            plain.find_element(By.CSS_SELECTOR, "#own-upload button[type=submit]").click()
+            j.wait(plain, lambda: "2 photos added." in plain.page_source, timeout=40, message="the plain form's answer")
+            assert len(plain.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 2
+            j.shot(plain, "own-photos-no-script")
+        step(plain, "without JavaScript: the plain form adds two files", no_script)
+    finally:
+        plain.quit()
+
+    if failures:
+        print("\n%d own-photo failure(s):" % len(failures))
+        for failure in failures:
+            print("  ", failure)
+        sys.exit(1)
+    print("own photos: every step passed")
+
+
+if __name__ == "__main__":
+    main()
