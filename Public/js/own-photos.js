@@ -1,6 +1,8 @@
-// "Add your photos here": each file is its own request (a failure loses only that file), two at
-// a time, with its progress and a Retry for a file that failed. Files come from the form's file
-// input or are dropped anywhere on the album page. Without this script the form sends them all.
+// A person's own photos, on an album page ("Add your photos here") or on the map ("Add photos"):
+// each file is its own request (a failure loses only that file), two at a time, with its progress
+// and a Retry for a file that failed. Files come from the form's file input or are dropped: on
+// the album page anywhere; on the map, a photo without a position goes where it was dropped.
+// Without this script the form sends them all.
 const form = document.getElementById("own-upload");
 
 if (form) {
@@ -10,6 +12,7 @@ if (form) {
   const csrf = form.querySelector("input[name=_csrf]").value;
   const maxBytes = Number(form.dataset.maxBytes) || Infinity;
   const url = form.getAttribute("action");
+  const onMap = form.dataset.target === "map";
   const queue = [];
   let running = 0;
   let batch = { total: 0, added: 0, failed: 0, already: 0 };
@@ -80,7 +83,7 @@ if (form) {
     running += 1;
     task.ui.status.textContent = "sending";
     const request = new XMLHttpRequest();
-    request.open("POST", url);
+    request.open("POST", task.point ? `${url}?lat=${task.point.lat.toFixed(6)}&lon=${task.point.lon.toFixed(6)}` : url);
     request.setRequestHeader("X-CSRF-Token", csrf);
     request.setRequestHeader("X-File-Name", encodeURIComponent(task.file.name));
     request.setRequestHeader("Accept", "application/json");
@@ -101,7 +104,13 @@ if (form) {
         setTimeout(() => { queue.unshift(task); pump(); }, seconds * 1000);
       } else if (answer && answer.added) {
         task.ui.bar.value = 100;
-        if (answer.figure) {
+        const vt = window.virtualTourist;
+        if (onMap && answer.pin && vt) {
+          // The pin it went to, new or near: shown at once (the live stream tells other members).
+          if (!vt.pins.pins.some((p) => p.id === answer.pin.id)) vt.pins.add(answer.pin);
+          vt.map.redrawLayers();
+        }
+        if (answer.figure && grid) {
           const template = document.createElement("template");
           template.innerHTML = answer.figure;
           const item = document.createElement("li");
@@ -111,7 +120,7 @@ if (form) {
           grid.append(item);
           document.getElementById("own-photos-empty")?.remove();
         }
-        settle(task, "added", "added");
+        settle(task, "added", onMap ? answer.message : "added");
       } else if (answer && request.status < 300) {
         settle(task, "already", answer.message);
       } else {
@@ -139,12 +148,12 @@ if (form) {
     while (running < 2 && queue.length) send(queue.shift());
   }
 
-  function add(files) {
+  function add(files, point) {
     if (!files.length) return;
     if (batch.added + batch.failed + batch.already >= batch.total) batch = { total: 0, added: 0, failed: 0, already: 0 };
     for (const file of files) {
       batch.total += 1;
-      const task = { file, ui: row(file), busyRetries: 0, networkRetries: 0 };
+      const task = { file, point, ui: row(file), busyRetries: 0, networkRetries: 0 };
       if (file.size > maxBytes) {
         settle(task, "failed", `${file.name} is larger than ${Math.round(maxBytes / 1048576)} MB, the most a photo may be.`);
         continue;
@@ -175,6 +184,13 @@ if (form) {
     if (!event.dataTransfer.files.length) return;
     event.preventDefault();
     form.classList.remove("dropping");
-    add([...event.dataTransfer.files]);
+    // On the map: where it was dropped, for the photos whose files do not say where they were taken.
+    const canvas = document.getElementById("map-canvas");
+    let point;
+    if (onMap && canvas && window.virtualTourist && canvas.contains(event.target)) {
+      const box = canvas.getBoundingClientRect();
+      point = window.virtualTourist.map.screenToLonLat(event.clientX - box.left, event.clientY - box.top);
+    }
+    add([...event.dataTransfer.files], point);
   });
 }

@@ -382,6 +382,8 @@ struct Configuration {
                default: code(d.app.ownPhotoMaxBytes / mib)) { $0.app.ownPhotoMaxBytes = $1 * mib },
         ranged("UPLOAD_MAX_MEGAPIXELS", "the most pixels a photo a person adds may have, read from its header before it is decoded (a decompression bomb is refused unread)", 1...1_000,
                default: code(d.app.ownPhotoMaxPixels / 1_000_000)) { $0.app.ownPhotoMaxPixels = $1 * 1_000_000 },
+        ranged("UPLOAD_PIN_RADIUS_M", "a photo added on the map joins the map's nearest pin within this many metres of where it was taken, else makes a pin of its own", 10...100_000, unit: "m",
+               default: code(d.app.ownPhotoPinRadius)) { $0.app.ownPhotoPinRadius = $1 },
         ranged("QUOTA_SHARED_MAPS", "shared maps a person may belong to, owned or joined (`0`: nobody shares maps)", 0...10_000, default: code(d.app.quotas.sharedMaps)) { $0.app.quotas.sharedMaps = $1 },
         ranged("QUOTA_MAP_MEMBERS", "members of one shared map, its owners included", 1...100_000, default: code(d.app.quotas.membersPerMap)) { $0.app.quotas.membersPerMap = $1 },
         ranged("QUOTA_INVITATIONS_PER_HOUR", "invitations by email a person may make per hour, withdrawn ones included (`0`: none; invitation links are not counted)", 0...100_000,

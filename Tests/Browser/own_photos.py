@@ -29,23 +29,24 @@ def step(driver, name, body):
         j.failures.clear()
 
 
-def photos(folder, count):
-    """`count` different JPEGs with a position (the fixture's cat, tagged by exiftool, each with a
-    comment of its own so no two are the same file)."""
+def photos(folder, count, places=((48.85837, 2.29448),), prefix="IMG"):
+    """`count` different JPEGs with a position, in turn at each of `places` (the fixture's cat,
+    tagged by exiftool as a phone tags, each with a comment of its own so no two are the same)."""
     source = os.path.join(ROOT, "Sources", "PhotoFixture", "Photos", "chelsea.jpg")
     paths = []
     for n in range(count):
-        path = os.path.join(folder, "IMG_%04d.JPG" % (n + 1))
+        lat, lon = places[n % len(places)]
+        path = os.path.join(folder, "%s_%04d.JPG" % (prefix, n + 1))
         with open(source, "rb") as original, open(path, "wb") as copy:
             copy.write(original.read())
-        subprocess.run(["exiftool", "-q", "-overwrite_original", "-n", "-Comment=trip photo %d" % n,
-                        "-GPSLatitude=48.85837", "-GPSLatitudeRef=N", "-GPSLongitude=2.29448", "-GPSLongitudeRef=E",
+        subprocess.run(["exiftool", "-q", "-overwrite_original", "-n", "-Comment=%s photo %d" % (prefix, n),
+                        "-GPSLatitude=%s" % lat, "-GPSLatitudeRef=N", "-GPSLongitude=%s" % lon, "-GPSLongitudeRef=E",
                         "-DateTimeOriginal=2024:05:03 14:%02d:00" % n, path], check=True)
         paths.append(path)
     return paths
 
 
-def drop(driver, paths):
+def drop(driver, paths, target="main"):
     """Drops files on the album page as a person dragging them from a file manager would: the
     files are put in a DataTransfer (through a file input, the only way a page gets File objects
     from disk) and dragover, then drop, are dispatched on the page."""
@@ -59,11 +60,13 @@ def drop(driver, paths):
       const input = document.getElementById('test-drop-source');
       const transfer = new DataTransfer();
       for (const file of input.files) transfer.items.add(file);
-      const target = document.querySelector('main');
-      target.dispatchEvent(new DragEvent('dragover', {dataTransfer: transfer, bubbles: true, cancelable: true}));
-      target.dispatchEvent(new DragEvent('drop', {dataTransfer: transfer, bubbles: true, cancelable: true}));
+      const target = document.querySelector(arguments[0]);
+      const box = target.getBoundingClientRect();
+      const at = {clientX: box.left + box.width / 2, clientY: box.top + box.height / 2};
+      target.dispatchEvent(new DragEvent('dragover', {dataTransfer: transfer, bubbles: true, cancelable: true, ...at}));
+      target.dispatchEvent(new DragEvent('drop', {dataTransfer: transfer, bubbles: true, cancelable: true, ...at}));
       input.remove();
-    """)
+    """, target)
 
 
 def cookie_header(driver):
@@ -106,6 +109,7 @@ def main():
             j.wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 20, message="twenty in the grid")
             j.wait(d, lambda: d.execute_script(
                 "return [...document.querySelectorAll('#own-grid img')].every(i => i.complete && i.naturalWidth > 0)"), message="their thumbnails")
+            d.get_log("browser")  # notes.txt's 422 is expected
             j.check_page(d, "album with own photos")
             d.get(BASE + "/pins/%s" % state["pin"])
             assert len(d.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 20, "twenty after a reload"
@@ -125,6 +129,25 @@ def main():
                 leaked = [k for k in tags if "GPS" in k or k.startswith("XMP") or k.startswith("IFD0") or k.startswith("ExifIFD")]
                 assert not leaked, "%s carries %s" % (suffix or "the display version", leaked)
         step(d, "the versions served carry no location (exiftool)", no_location)
+
+        def trip():
+            d.get(BASE + "/")
+            j.wait(d, lambda: j.data(d, "basemap") == "ready", message="the map")
+            before = d.execute_script("return window.virtualTourist.pins.pins.length")
+            # A trip: the tower, Versailles, Rouen; twenty photos dropped on the map at once.
+            paths = photos(folder, 20, places=((48.85837, 2.29448), (48.8049, 2.1204), (49.4432, 1.0999)), prefix="TRIP")
+            drop(d, paths, "#map-canvas")
+            j.wait(d, lambda: d.find_element(By.CSS_SELECTOR, ".own-summary").text == "Done: 20 of 20 added.",
+                   timeout=120, message="the trip's photos: " + d.find_element(By.CSS_SELECTOR, ".own-summary").text)
+            after = d.execute_script("return window.virtualTourist.pins.pins.length")
+            # The album's pin at the tower takes the tower's photos: two new pins, not twenty.
+            assert after - before == 2, "pins before %s, after %s" % (before, after)
+            d.execute_script("window.virtualTourist.map.setView(49.1, 1.7, 7)")
+            j.wait(d, lambda: j.drawn(d), message="the trip in view")
+            d.get_log("browser")
+            j.check_page(d, "map after a trip's photos")
+            j.shot(d, "own-photos-map-after-a-trip")
+        step(d, "twenty photos dropped on the map go where they were taken", trip)
 
         def keyboard():
             d.get(BASE + "/pins/%s" % state["pin"])

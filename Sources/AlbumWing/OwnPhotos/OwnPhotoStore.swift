@@ -56,31 +56,63 @@ public struct OwnPhotoStore: Sendable {
         case noPin
     }
 
-    /// Reads the file, makes its versions (on the processing queue), stores the blobs and adds the
-    /// row, in that order: a crash before the row leaves only blobs no row names, which the
-    /// collector removes; nothing half-made is ever shown.
-    public func add(_ bytes: [UInt8], fileName: String, pinID: Int64, holder: Int64, by person: Int64) throws -> Added {
-        let original = SHA256.hex(bytes)
-        if let existing = try pool.query("""
-            SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
-            """, [pinID, holder, original]).first {
-            return .alreadyHere(try existing.decode("id"))
-        }
-        // What can refuse the file cheaply does so before its versions are made: a quota already
-        // past (the file alone counts), a photo store known to be down.
+    /// A file read and its versions made, not yet stored: where it goes may depend on its tags.
+    public struct Prepared: Sendable {
+        public let bytes: [UInt8]
+        public let original: String
+        public let versions: PhotoVersions
+        /// The original and every version: what the quota counts.
+        public let size: Int64
+    }
+
+    public enum Preparation: Sendable {
+        case ready(Prepared)
+        case refused(ImageRefusal)
+        case quotaReached(QuotaReached)
+    }
+
+    /// Reads the file and makes its versions on the processing line. What refuses it cheaply does
+    /// so first: a quota already past (the file alone counts), a photo store known to be down.
+    public func prepare(_ bytes: [UInt8], by person: Int64) throws -> Preparation {
         if let reached = try quotaReached(person, adding: Int64(bytes.count)) { return .quotaReached(reached) }
         if let seconds = (store as? StoreBreaker)?.refusal() { throw PhotoStoreError.refused(retryAfter: seconds, reason: nil) }
         let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
             do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
         }
-        let versions: PhotoVersions
         switch made {
         case .failure(let refusal): return .refused(refusal)
-        case .success(let found): versions = found
+        case .success(let versions):
+            let size = Int64(bytes.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
+            if let reached = try quotaReached(person, adding: size) { return .quotaReached(reached) }
+            return .ready(Prepared(bytes: bytes, original: SHA256.hex(bytes), versions: versions, size: size))
         }
-        let size = Int64(bytes.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
-        if let reached = try quotaReached(person, adding: size) { return .quotaReached(reached) }
-        _ = try store.put(bytes)
+    }
+
+    /// The photo of this file already on the pin, if any.
+    func existing(original: String, pinID: Int64, holder: Int64) throws -> Int64? {
+        try pool.query("""
+            SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
+            """, [pinID, holder, original]).first.map { try $0.decode("id") }
+    }
+
+    /// Reads the file, makes its versions (on the processing queue), stores the blobs and adds the
+    /// row, in that order: a crash before the row leaves only blobs no row names, which the
+    /// collector removes; nothing half-made is ever shown.
+    public func add(_ bytes: [UInt8], fileName: String, pinID: Int64, holder: Int64, by person: Int64) throws -> Added {
+        if let id = try existing(original: SHA256.hex(bytes), pinID: pinID, holder: holder) { return .alreadyHere(id) }
+        switch try prepare(bytes, by: person) {
+        case .refused(let refusal): return .refused(refusal)
+        case .quotaReached(let reached): return .quotaReached(reached)
+        case .ready(let prepared): return try store(prepared, fileName: fileName, pinID: pinID, holder: holder, by: person, placed: .person)
+        }
+    }
+
+    /// Stores a prepared file's blobs, then its row on the pin.
+    public func store(_ prepared: Prepared, fileName: String, pinID: Int64, holder: Int64, by person: Int64,
+                      placed: OwnPhoto.Placement) throws -> Added {
+        if let id = try existing(original: prepared.original, pinID: pinID, holder: holder) { return .alreadyHere(id) }
+        let versions = prepared.versions
+        _ = try store.put(prepared.bytes)
         let display = try store.put(versions.display)
         let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
         let thumb512 = try versions.thumbnails[512].map { try store.put($0) }
@@ -91,24 +123,33 @@ public struct OwnPhotoStore: Sendable {
             INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
                                     byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
             SELECT p.id, p.user_id, $3, $4, $5, decode($6, 'hex'), $7, decode($8, 'hex'), decode($9, 'hex'), decode($10, 'hex'),
-                   $11, $12, $13, $14::timestamp, $15, $16, $17, $18, 'person'
+                   $11, $12, $13, $14::timestamp, $15, $16, $17, $18, $19
             FROM pins p WHERE p.id = $1 AND p.user_id = $2
             ON CONFLICT (pin_id, original) DO NOTHING
             RETURNING id
-            """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, original, Int64(bytes.count), display,
-                  thumb256, thumb512, size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
-                  tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }])
+            """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, prepared.original, Int64(prepared.bytes.count), display,
+                  thumb256, thumb512, prepared.size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
+                  tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }, placed.rawValue])
         } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
             return .noPin  // the pin was deleted meanwhile; its blobs go with the collector
         }
         if let row = rows.first { return .added(try row.decode("id")) }
         // Another request added the same file meanwhile, or the pin is gone.
-        if let existing = try pool.query("""
-            SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
-            """, [pinID, holder, original]).first {
-            return .alreadyHere(try existing.decode("id"))
-        }
+        if let id = try existing(original: prepared.original, pinID: pinID, holder: holder) { return .alreadyHere(id) }
         return .noPin
+    }
+
+    /// The holder's pin nearest to a point within `meters`, if any (an equirectangular distance:
+    /// exact enough within a few kilometres, and it uses the pins' own coordinates only).
+    public func nearestPin(holder: Int64, lat: Double, lon: Double, within meters: Double) throws -> Int64? {
+        let degrees = meters / 111_320
+        let lonDegrees = degrees / max(0.01, cos(lat * .pi / 180))
+        return try pool.query("""
+            SELECT id FROM pins
+            WHERE user_id = $1 AND lat BETWEEN $2 - $4 AND $2 + $4 AND lon BETWEEN $3 - $5 AND $3 + $5
+              AND (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2 <= $4 ^ 2
+            ORDER BY (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2, id LIMIT 1
+            """, [holder, lat, lon, degrees, lonDegrees]).first.map { try $0.decode("id") }
     }
 
     /// Whether adding `bytes` would take the person past their photo quota.

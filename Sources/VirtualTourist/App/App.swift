@@ -151,7 +151,9 @@ public final class App: Sendable {
         web.addAlbumRoutes(AlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                                        downloads: downloadSlots, memberRecheck: settings.memberRecheck,
                                        ownPhotos: ownPhotos, ownPhotoMaxBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
-        web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, albums: albums, maxFileBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
+        web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
+                                             places: { PlaceIndex.shared(path: placesPath) }, maxFileBytes: settings.ownPhotoMaxBytes,
+                                             pinRadius: Double(settings.ownPhotoPinRadius), secure: web.secureCookies))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
                                        events: events, provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
                                        places: { PlaceIndex.shared(path: placesPath) }, secure: web.secureCookies))
@@ -241,6 +243,7 @@ public final class App: Sendable {
         // "The HTTP server": refused event streams).
         configuration.limits.uploads.append(WebPipeline.importUpload)
         configuration.limits.uploads.append(WebPipeline.ownPhotoUpload(maxBytes: ownPhotoMaxBytes))
+        configuration.limits.uploads.append(WebPipeline.mapPhotoUpload(maxBytes: ownPhotoMaxBytes))
         // Large bodies held at once on every connection (UploadBudget): a few people's files at a time.
         configuration.limits.uploadBudget = UploadBudget(bytes: max(256 << 20, 4 * (ownPhotoMaxBytes + (64 << 10))))
         let accounts = accounts, secure = secureCookies

@@ -96,6 +96,9 @@ public struct AppSettings: Sendable {
     /// claim (UPLOAD_MAX_MEGAPIXELS), checked before anything is decoded.
     public var ownPhotoMaxBytes = 40 * 1024 * 1024
     public var ownPhotoMaxPixels = 100_000_000
+    /// The map's "Add photos": a photo joins the nearest pin within this many metres
+    /// (UPLOAD_PIN_RADIUS_M), else makes its own, so a trip's batch makes a handful of pins.
+    public var ownPhotoPinRadius = 1_000
     /// Rates of share-link visits (SHARE_REQUESTS_PER_MINUTE).
     public var shareLimits = ShareRateLimit.Limits()
 

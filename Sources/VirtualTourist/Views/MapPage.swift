@@ -44,7 +44,8 @@ enum MapPage {
         PinJSON.write(model.embedded, to: &pinsJSON)
         var clustersJSON: [UInt8] = []
         PinJSON.write(model.clusters, to: &clustersJSON)
-        let head: HTML = "<script type=\"module\" src=\"/js/app.js\"></script>"
+        let head: HTML = model.readOnly ? "<script type=\"module\" src=\"/js/app.js\"></script>"
+            : "<script type=\"module\" src=\"/js/app.js\"></script><script type=\"module\" src=\"/js/own-photos.js\"></script>"
         let flags: HTML = (model.readOnly ? " data-read-only=\"true\"" : .empty) + (model.live ? " data-live=\"true\"" : .empty)
         let hint: HTML = model.readOnly
             ? "<p class=\"map-hint\" id=\"map-hint\">You are a viewer on this map: open a pin to see its album</p>"
@@ -109,9 +110,25 @@ enum MapPage {
             \(pagination(model))
             \(model.totalPins > 0 ? (model.readOnly ? exportsOnly : exports) : (model.readOnly ? HTML.empty : importOnly))
             \(model.readOnly ? HTML.empty : addForm(model, csrf: csrf, error: error))
+            \(model.readOnly ? HTML.empty : photosForm(csrf: csrf))
             </details>
             </section>
             """
+    }
+
+    /// "Add photos": a person's own photos go where they were taken (own-photos.js sends each on
+    /// its own; without it the form sends them together).
+    static func photosForm(csrf: String) -> HTML {
+        """
+        <form method="post" action="/own-photos" enctype="multipart/form-data" class="own-upload map-photos" id="own-upload" data-target="map">
+        \(Layout.csrfField(csrf))
+        <label for="own-files">Add photos</label>
+        <input type="file" id="own-files" name="file" multiple accept="image/jpeg,image/heic,image/heif,image/png,image/webp,.heic,.heif" aria-describedby="own-files-hint">
+        <button type="submit" class="button">Add photos</button>
+        <p class="muted" id="own-files-hint">JPEG, HEIC, PNG or WebP. Each goes where it was taken (its GPS), to a pin nearby or a new one; drop a photo without a position on the map where you took it.</p>
+        <div id="own-upload-progress" class="own-progress" role="status" aria-live="polite"></div>
+        </form>
+        """
     }
 
     static func deleteForm(_ pin: Pin, csrf: String) -> HTML {

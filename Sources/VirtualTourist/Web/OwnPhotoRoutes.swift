@@ -4,6 +4,7 @@ import AlbumWing
 import Domain
 import Imaging
 import Log
+import Synchronization
 
 private let ownPhotoLogger = Logger(label: "photo-store")
 
@@ -18,7 +19,15 @@ extension WebPipeline {
                           refusal: "photos of up to \(maxBytes / (1024 * 1024)) MB can be added (the form without JavaScript sends all its files at once, together at most that)")
     }
 
+    /// The map's "Add photos": the same limit, another route.
+    static func mapPhotoUpload(maxBytes: Int) -> HTTPLimits.Upload {
+        var upload = ownPhotoUpload(maxBytes: maxBytes)
+        upload.path = "/own-photos"
+        return upload
+    }
+
     mutating func addOwnPhotoRoutes(_ routes: OwnPhotoRoutes) {
+        signedIn("POST", "/own-photos", routes.addToMap)
         signedIn("POST", "/pins/:id/own-photos", routes.add)
         signedIn("GET", "/own-photos/:id", routes.bytes)
         signedIn("POST", "/own-photos/:id/delete", routes.removeForm)
@@ -34,13 +43,125 @@ struct OwnPhotoAdded: Codable {
     let message: String
     /// The photo as the grid shows it (HTML made and escaped here, by HTML), when added.
     let figure: String?
+    /// On the map: the pin it went to (new or near), for the map to show.
+    var pin: PinJSON? = nil
+    var newPin: Bool? = nil
+}
+
+/// One placement at a time on this instance: two photos of one new place arriving together make
+/// one pin, not two (the second finds the first's). Instances sharing a database may still make
+/// two, a few metres apart, which a person merges by deleting one.
+final class PlacementLock: Sendable {
+    let mutex = Mutex(())
 }
 
 struct OwnPhotoRoutes: Sendable {
     let ownPhotos: OwnPhotoStore
     let albums: AlbumStore
+    let pins: PinStore
+    let places: @Sendable () -> PlaceIndex
     let maxFileBytes: Int
+    /// A photo joins the map's nearest pin within this many metres, else makes a pin of its own.
+    let pinRadius: Double
+    let placement = PlacementLock()
     let secure: Bool
+
+    /// POST /own-photos: the map's "Add photos". Each photo goes where its GPS says (or, without
+    /// one, where it was dropped on the map: `lat`, `lon`), to the map's nearest pin within
+    /// `pinRadius`, else to a new pin named after the nearest place, whose album then fills with
+    /// the world's photos as a dropped pin's does. So a trip's batch makes a handful of pins.
+    func addToMap(_ context: SignedInContext) throws -> HTTPResponse {
+        let holder = try context.map.forChanging()
+        let dropped: (lat: Double, lon: Double)? = {
+            guard let lat = InputNumber.decimal(context.request.queryValue("lat"), in: -90...90),
+                  let lon = InputNumber.decimal(context.request.queryValue("lon"), in: -180...180) else { return nil }
+            return (lat, lon)
+        }()
+        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
+        var files: [(name: String, bytes: [UInt8])] = []
+        if type.hasPrefix("multipart/form-data") {
+            let form: MultipartForm?
+            do throws(MultipartForm.Failure) { form = try MultipartForm(context.request) } catch {
+                return .redirect(to: "/", flash: "The photos could not be read: \(error.description).", secure: secure)
+            }
+            files = (form?.parts ?? []).filter { $0.name == "file" && $0.filename.map { !$0.isEmpty } == true }.map { ($0.filename ?? "photo", Array($0.body)) }
+            guard !files.isEmpty else { return .redirect(to: "/", flash: "No photo was chosen.", secure: secure) }
+        } else {
+            files = [(context.request.headers["X-File-Name"].flatMap { $0.removingPercentEncoding } ?? "photo", Array(context.request.body))]
+        }
+        var outcomes: [Outcome] = []
+        for file in files {
+            outcomes.append(try placeOne(file.bytes, name: file.name, dropped: dropped, holder: holder, context: context))
+        }
+        if type.hasPrefix("multipart/form-data") {
+            let added = outcomes.filter { $0.json.added }.count
+            let refusals = outcomes.filter { !$0.json.added }.map(\.json.message)
+            let summary = added == 1 ? "1 photo added to the map." : "\(added) photos added to the map."
+            let shown = refusals.prefix(4) + (refusals.count > 4 ? ["\(refusals.count - 4) more were not added."] : [])
+            return .redirect(to: "/", flash: ([summary] + shown).map { String($0.prefix(300)) }.joined(separator: " "), secure: secure)
+        }
+        let outcome = outcomes[0]
+        var response = HTTPResponse.jsonValue(outcome.json, status: outcome.status)
+        if outcome.status == .serviceUnavailable { response.waitFor(.seconds(2)) }
+        return response
+    }
+
+    private func placeOne(_ bytes: [UInt8], name: String, dropped: (lat: Double, lon: Double)?, holder: Int64,
+                          context: SignedInContext) throws -> Outcome {
+        let shown = OwnPhotoStore.cleanName(name)
+        func refused(_ message: String, _ status: HTTPStatus) -> Outcome {
+            Outcome(json: OwnPhotoAdded(id: nil, added: false, message: message, figure: nil), status: status)
+        }
+        guard !bytes.isEmpty else { return refused("\(shown) is empty.", .unprocessableContent) }
+        guard bytes.count <= maxFileBytes else {
+            return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
+        }
+        do {
+            let prepared: OwnPhotoStore.Prepared
+            switch try ownPhotos.prepare(bytes, by: context.user.id) {
+            case .refused(let refusal): return refused("\(shown) \(refusal.description).", refusal.isTooLarge ? .contentTooLarge : .unprocessableContent)
+            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+            case .ready(let found): prepared = found
+            }
+            let tags = prepared.versions.tags
+            let point: (lat: Double, lon: Double, placed: OwnPhoto.Placement)
+            if let lat = tags.latitude, let lon = tags.longitude {
+                point = (lat, lon, .file)
+            } else if let dropped {
+                point = (dropped.lat, dropped.lon, .person)
+            } else {
+                return refused("\(shown) has no position in it: drop it on the map where it was taken, or add it from the album of a pin.", .unprocessableContent)
+            }
+            // The nearest pin within the radius, else a new one: one placement at a time.
+            let (pin, made): (Pin, Bool) = try placement.mutex.withLock { _ in
+                if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
+                   let album = try albums.album(pinID: near, userID: holder) {
+                    return (album.pin, false)
+                }
+                let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
+                return (try pins.drop(for: holder, by: context.user.id, lat: point.lat, lon: point.lon, placeName: name), true)
+            }
+            switch try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: point.placed) {
+            case .added(let id):
+                return Outcome(json: OwnPhotoAdded(id: id, added: true, message: "\(shown) added to \(pin.title).", figure: nil,
+                                                   pin: PinJSON(pin), newPin: made), status: .created)
+            case .alreadyHere(let id):
+                return Outcome(json: OwnPhotoAdded(id: id, added: false, message: "\(shown) is already at \(pin.title).", figure: nil,
+                                                   pin: PinJSON(pin), newPin: false), status: .ok)
+            case .noPin: return refused("\(shown) was not added: its pin was deleted meanwhile; add it again.", .conflict)
+            case .refused(let refusal): return refused("\(shown) \(refusal.description).", .unprocessableContent)
+            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+            }
+        } catch let reached as QuotaReached {
+            return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+        } catch let busy as PhotoProcessing.Busy {
+            return refused("\(shown) was not added: \(busy.description).", .serviceUnavailable)
+        } catch let error as PhotoStoreError where error.unavailable {
+            // Troubleshooting: own photo not stored
+            ownPhotoLogger.warning("own photo not stored: \(error)")
+            return refused("\(shown) was not added: the photo store cannot take it right now; try it again in a moment.", .serviceUnavailable)
+        }
+    }
 
     /// POST /pins/:id/own-photos. The script sends a file as the body (its name in X-File-Name,
     /// percent-encoded) and gets JSON; the plain form sends multipart/form-data with its files

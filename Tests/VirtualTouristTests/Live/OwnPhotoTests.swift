@@ -215,6 +215,67 @@ import AlbumWing
         }
     }
 
+    /// A photo tagged at a place, as a phone writes it (GPS in EXIF), different from every other.
+    static func photo(at lat: Double, _ lon: Double, _ n: Int) throws -> [UInt8] {
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        return try ExifTool.writing(["-GPSLatitude=\(abs(lat))", "-GPSLatitudeRef=\(lat < 0 ? "S" : "N")", "-GPSLongitude=\(abs(lon))",
+                                     "-GPSLongitudeRef=\(lon < 0 ? "W" : "E")", "-Comment=\(n)"], to: jpeg)
+    }
+
+    static func sendToMap(_ browser: Browser, _ bytes: [UInt8], name: String, token: String, query: String = "") throws -> Browser.Page {
+        try browser.request("POST", "/own-photos\(query)", body: bytes, headers: [
+            ("X-CSRF-Token", token), ("Accept", "application/json"), ("Content-Type", "image/jpeg"), ("X-File-Name", name),
+        ])
+    }
+
+    /// A trip's batch on the map: each photo goes where its GPS says, to the nearest pin within
+    /// the radius, else a new pin named after the nearest place: three places, three pins.
+    @Test func aTripsPhotosMakeAHandfulOfPins() throws {
+        let app = try TestApp(workers: true)
+        let ann = try app.signedUp()
+        let token = try #require(try ann.get("/").csrfToken)
+        #expect(try ann.get("/").body.contains("action=\"/own-photos\" enctype=\"multipart/form-data\""))
+        // Paris (the tower, then 300 m away), Versailles (17 km), Rouen (110 km): twelve photos.
+        let places = [(48.858_37, 2.294_48), (48.860_5, 2.297_1), (48.804_9, 2.120_4), (49.443_2, 1.099_9)]
+        var pinsSeen: [Int: Int] = [:]
+        for n in 0..<12 {
+            let (lat, lon) = places[n % places.count]
+            let page = try Self.sendToMap(ann, try Self.photo(at: lat, lon, n), name: "IMG_\(n).JPG", token: token)
+            #expect(page.status == 201, "\(page)")
+            let pin = try #require(try Self.json(page)["pin"] as? [String: Any])
+            pinsSeen[try #require(pin["id"] as? Int), default: 0] += 1
+        }
+        #expect(pinsSeen.count == 3, "\(pinsSeen)")
+        #expect(try app.count("SELECT count(*) FROM pins") == 3)
+        #expect(try app.count("SELECT count(*) FROM own_photos WHERE placed = 'file'") == 12)
+        let names = try app.pool.query("SELECT place_name FROM pins ORDER BY id").map { try $0.decode("place_name", as: String?.self) ?? "" }
+        #expect(names.count == 3 && names.allSatisfy { !$0.isEmpty }, "\(names)")
+        // Their albums fill with the world's photos, as a dropped pin's.
+        let first = try #require(pinsSeen.keys.min())
+        #expect(try AlbumTests.settled(ann, pin: first).status == "ready")
+        #expect(Self.ownIDs(try ann.get("/pins/\(first)")).count == 6)
+    }
+
+    /// A photo with no position: refused by the button (saying what to do), placed where it was
+    /// dropped on the map; a viewer cannot add any.
+    @Test func aPhotoWithoutAPositionGoesWhereItWasDropped() throws {
+        let app = try TestApp()
+        let (owner, viewer, pin) = try AlbumEraTests.clubWithAViewer(app)
+        let token = try #require(try owner.get("/").csrfToken)
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        let refused = try Self.sendToMap(owner, jpeg, name: "scan.jpg", token: token)
+        #expect(refused.status == 422)
+        #expect(try Self.json(refused)["message"] as? String == "scan.jpg has no position in it: drop it on the map where it was taken, or add it from the album of a pin.")
+        let (lat, lon) = (AlbumEraTests.lat, AlbumEraTests.lon)
+        let placed = try Self.sendToMap(owner, jpeg, name: "scan.jpg", token: token, query: "?lat=\(lat)&lon=\(lon)")
+        #expect(placed.status == 201, "\(placed)")
+        #expect(try #require(try Self.json(placed)["pin"] as? [String: Any])["id"] as? Int == pin, "joined the pin dropped there")
+        #expect(try app.count("SELECT count(*) FROM own_photos WHERE placed = 'person'") == 1)
+        let viewerToken = try #require(try viewer.get("/").csrfToken)
+        #expect(try Self.sendToMap(viewer, try Self.photo(at: lat, lon, 1), name: "v.jpg", token: viewerToken).status == 403)
+        #expect(!(try viewer.get("/")).body.contains("action=\"/own-photos\""))
+    }
+
     /// Without JavaScript: several files in one form, the album back with a message for each refusal.
     @Test func thePlainFormAddsSeveralFilesAndNamesTheOnesItRefused() throws {
         let app = try TestApp()

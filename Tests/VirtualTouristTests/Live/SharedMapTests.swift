@@ -57,6 +57,7 @@ import TestSupport
         // Own photos: every member sees them; editors and owners add them; who added one removes
         // it (the club's are added by the editor), owners remove any.
         "POST /pins/:id/own-photos": .editor,
+        "POST /own-photos": .editor,
         "GET /own-photos/:id": .viewer,
         "DELETE /own-photos/:id": .editor,
         "POST /own-photos/:id/delete": .editor,
@@ -724,6 +725,9 @@ import TestSupport
                 parameters["id"] = "\(fresh ? try newPin() : getPin)"
             } else if pattern.hasPrefix("/photos/:id") {
                 parameters["id"] = "\(fresh ? try newPhoto() : getPhoto)"
+            } else if key == "POST /own-photos" {
+                // Dropped at the club's pins (10, 20): it joins one, whoever's map it is.
+                return "/own-photos?lat=10&lon=20"
             } else if pattern.hasPrefix("/own-photos/:id") {
                 parameters["id"] = "\(fresh ? try newOwnPhoto() : getOwnPhoto)"
             } else if pattern.hasPrefix("/shares/:id") {
@@ -760,7 +764,7 @@ import TestSupport
             var form: [(String, String)] = [("_csrf", token)]
             var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", token)]
             switch key {
-            case "POST /pins/:id/own-photos":
+            case "POST /pins/:id/own-photos", "POST /own-photos":
                 // As own-photos.js sends a file: a new one each time (the same file twice is one photo).
                 sent += 1
                 let jpeg = try ExifTool.writing(["-Comment=matrix \(sent)"], to: Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/coins.jpg"))))
