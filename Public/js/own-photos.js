@@ -108,6 +108,7 @@ if (form) {
         if (onMap && answer.pin && vt) {
           // The pin it went to, new or near: shown at once (the live stream tells other members).
           if (!vt.pins.pins.some((p) => p.id === answer.pin.id)) vt.pins.add(answer.pin);
+          if (answer.newPin && vt.listAdd) vt.listAdd(answer.pin);
           vt.map.redrawLayers();
         }
         if (answer.figure && grid) {
@@ -150,6 +151,8 @@ if (form) {
 
   function add(files, point) {
     if (!files.length) return;
+    // On the map the form is in the pin list's panel: opened, so the progress shows.
+    form.closest("details")?.setAttribute("open", "");
     if (batch.added + batch.failed + batch.already >= batch.total) batch = { total: 0, added: 0, failed: 0, already: 0 };
     for (const file of files) {
       batch.total += 1;

@@ -137,11 +137,13 @@ def main():
             # A trip: the tower, Versailles, Rouen; twenty photos dropped on the map at once.
             paths = photos(folder, 20, places=((48.85837, 2.29448), (48.8049, 2.1204), (49.4432, 1.0999)), prefix="TRIP")
             drop(d, paths, "#map-canvas")
-            j.wait(d, lambda: d.find_element(By.CSS_SELECTOR, ".own-summary").text == "Done: 20 of 20 added.",
-                   timeout=120, message="the trip's photos: " + d.find_element(By.CSS_SELECTOR, ".own-summary").text)
+            summary = lambda: d.find_element(By.CSS_SELECTOR, ".own-summary").get_attribute("textContent")
+            j.wait(d, lambda: summary() == "Done: 20 of 20 added.", timeout=120, message="the trip's photos")
+            assert d.find_element(By.CSS_SELECTOR, ".own-summary").is_displayed(), "the progress is shown (the pin list opened)"
             after = d.execute_script("return window.virtualTourist.pins.pins.length")
             # The album's pin at the tower takes the tower's photos: two new pins, not twenty.
             assert after - before == 2, "pins before %s, after %s" % (before, after)
+            assert "Your pins (3)" in d.find_element(By.ID, "pin-list-title").get_attribute("textContent"), "the list counts the new pins"
             d.execute_script("window.virtualTourist.map.setView(49.1, 1.7, 7)")
             j.wait(d, lambda: j.drawn(d), message="the trip in view")
             d.get_log("browser")

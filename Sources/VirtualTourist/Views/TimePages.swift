@@ -11,6 +11,18 @@ enum TimePages {
         let canChoose: Bool
         /// Set when a count is under way or could not be made (the provider busy or failing).
         var note: String? = nil
+        /// The album's own photos (people's) by the decade they were taken in, beside the provider's.
+        var ours: [Int: Int] = [:]
+    }
+
+    /// Own photos by the first year of the decade they were taken in (those without a time: none).
+    static func decadesOf(_ photos: [OwnPhoto]) -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for photo in photos {
+            guard let year = photo.takenLocal.flatMap({ Int($0.prefix(4)) }) else { continue }
+            counts[year / 10 * 10, default: 0] += 1
+        }
+        return counts
     }
 
     /// A bar's height in five steps, by powers of ten (1, 10, 100, 1,000, 10,000+): a decade with
@@ -48,7 +60,9 @@ enum TimePages {
         let items: [HTML] = Era.decades().map { decade in
             let count = counts.photos[decade.from] ?? 0
             let current = album.era == decade
-            let label: HTML = "<span class=\"decade-name\">\(decade.from)s</span><span class=\"decade-count\">\(text: photos(count))</span>"
+            let ours = strip.ours[decade.from] ?? 0
+            let own: HTML = ours > 0 ? "<span class=\"decade-own\">\(ours) of the album’s own</span>" : .empty
+            let label: HTML = "<span class=\"decade-name\">\(decade.from)s</span><span class=\"decade-count\">\(text: photos(count))</span>\(own)"
             guard strip.canChoose, count > 0 else {
                 let marked: HTML = current ? " aria-current=\"true\"" : .empty
                 return "<li class=\"decade bar-\(level(count))\(current ? " current" : HTML.empty)\"\(marked)>\(label)</li>"

@@ -461,6 +461,8 @@ struct AlbumRoutes: Sendable {
         let store = decadeStore, provider = provider, pin = album.pin, gate = decadeGate
         let editor = context.map.role >= .editor
         var strip = TimePages.Strip(counts: try store.counts(pinID: id, userID: holder), canChoose: editor)
+        // People's own photos take their place in the same strip, by the time they were taken.
+        if let ownPhotos { strip.ours = TimePages.decadesOf(try ownPhotos.photos(pinID: id, holder: holder)) }
         // A count costs provider calls: editors and owners start one (a viewer sees kept counts),
         // one at a time per pin, and not again soon after one failed.
         if strip.counts == nil {

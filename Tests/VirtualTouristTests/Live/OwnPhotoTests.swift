@@ -276,6 +276,24 @@ import AlbumWing
         #expect(!(try viewer.get("/")).body.contains("action=\"/own-photos\""))
     }
 
+    /// Own photos take their place in the strip of decades by the time they were taken.
+    @Test func ownPhotosAreInTheStripOfDecades() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp()
+        let pin = try AlbumTests.dropPin(ann)
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        for (n, taken) in ["1957:06:01 10:00:00", "1959:08:02 11:00:00", "2024:05:03 14:22:10"].enumerated() {
+            let photo = try ExifTool.writing(["-DateTimeOriginal=\(taken)", "-Comment=\(n)"], to: jpeg)
+            #expect(try Self.send(ann, pin: pin, photo, name: "\(n).jpg", token: token).status == 201)
+        }
+        let strip = try ann.get("/pins/\(pin)/decades?fragment=1").body
+        #expect(strip.contains("<span class=\"decade-name\">1950s</span><span class=\"decade-count\">"), "\(strip.prefix(400))")
+        #expect(strip.contains("<span class=\"decade-own\">2 of the album’s own</span>"))
+        #expect(strip.contains("<span class=\"decade-own\">1 of the album’s own</span>"))
+        #expect(strip.components(separatedBy: "decade-own").count == 3)
+    }
+
     /// Without JavaScript: several files in one form, the album back with a message for each refusal.
     @Test func thePlainFormAddsSeveralFilesAndNamesTheOnesItRefused() throws {
         let app = try TestApp()

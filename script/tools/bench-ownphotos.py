@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""script/bench ownphotos: own photos over loopback (script/bench.d/ownphotos runs it).
+
+    bench-ownphotos.py make DIR JPEG HEIC PHOTOS HEICS
+        PHOTOS copies of JPEG and HEICS of HEIC in DIR, each different (a JPEG comment segment; a
+        HEIC 'free' box at its end), so each is a new photo to the server.
+    bench-ownphotos.py run DIR PORT NGINX_PORT SESSION SERVER_PID DATABASE_URL WRK
+        Sends DIR's files as own-photos.js does (each its own request, two at a time) to a new
+        pin's album, then the same bytes to nginx; prints MB/s, CPU ms per photo (the server's
+        utime + stime over the batch), peak RSS; then wrk on an album page of 30 own photos and one
+        of 30 provider photos.
+"""
+import http.client, json, os, re, statistics, struct, subprocess, sys, threading, time, urllib.parse
+
+
+def make(folder, jpeg, heic, photos, heics):
+    base_jpeg = open(jpeg, "rb").read()
+    base_heic = open(heic, "rb").read()
+    for n in range(photos):
+        comment = b"bench photo %d" % n
+        segment = b"\xff\xfe" + struct.pack(">H", len(comment) + 2) + comment
+        with open(os.path.join(folder, "IMG_%04d.JPG" % n), "wb") as f:
+            f.write(base_jpeg[:2] + segment + base_jpeg[2:])
+    for n in range(heics):
+        payload = b"bench heic %d" % n
+        with open(os.path.join(folder, "IMG_%04d.HEIC" % n), "wb") as f:
+            f.write(base_heic + struct.pack(">I4s", 8 + len(payload), b"free") + payload)
+    sizes = [os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder)]
+    print("    %d JPEGs of %.1f MB (12 MP) and %d HEICs of %.1f MB: %.0f MB in all"
+          % (photos, len(base_jpeg) / 1e6, heics, len(base_heic) / 1e6, sum(sizes) / 1e6))
+
+
+def cpu_ms(pid):
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) / 1024
+    return 0
+
+
+def send_all(port, path, files, headers_for, threads=2):
+    """Each file its own POST, `threads` at a time; the statuses."""
+    work = list(files)
+    lock = threading.Lock()
+    statuses = []
+
+    def worker():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while True:
+            with lock:
+                if not work:
+                    break
+                name = work.pop(0)
+            body = open(name, "rb").read()
+            connection.request("POST", path, body=body, headers=headers_for(name, body))
+            response = connection.getresponse()
+            response.read()
+            with lock:
+                statuses.append(response.status)
+            if response.getheader("Connection", "").lower() == "close":
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        connection.close()
+
+    workers = [threading.Thread(target=worker) for _ in range(threads)]
+    started = time.monotonic()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return statuses, time.monotonic() - started
+
+
+def run(folder, port, nginx_port, session, server_pid, database, wrk):
+    port, nginx_port, server_pid = int(port), int(nginx_port), int(server_pid)
+    cookie = "vt_session=" + session
+
+    def get(path):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("GET", path, headers={"Cookie": cookie})
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+
+    def post_form(path, form):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("POST", path, body=urllib.parse.urlencode(form),
+                           headers={"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+
+    token = re.search(r'name="_csrf" value="([^"]+)"', get("/")[1]).group(1)
+    pins = [json.loads(post_form("/pins", {"_csrf": token, "lat": lat, "lon": lon})[1])["id"] for lat, lon in ((44.85, 34.97), (35.0116, 135.7681))]
+    files = sorted(os.path.join(folder, name) for name in os.listdir(folder))
+    total = sum(os.path.getsize(f) for f in files)
+    jpegs = [f for f in files if f.endswith(".JPG")]
+    heics = [f for f in files if f.endswith(".HEIC")]
+
+    def ours(name, body):
+        return {"Cookie": cookie, "X-CSRF-Token": token, "Accept": "application/json", "Content-Type": "image/jpeg",
+                "X-File-Name": urllib.parse.quote(os.path.basename(name))}
+
+    print("\n  batch                        files   MB      s     MB/s   CPU ms/photo   statuses")
+    rows = []
+    for label, batch in (("JPEG 12 MP", jpegs), ("HEIC 12 MP (iPhone)", heics)):
+        if not batch:
+            continue
+        cpu_before = cpu_ms(server_pid)
+        statuses, seconds = send_all(port, "/pins/%d/own-photos" % pins[0], batch, ours)
+        cpu = cpu_ms(server_pid) - cpu_before
+        size = sum(os.path.getsize(f) for f in batch) / 1e6
+        counts = {s: statuses.count(s) for s in set(statuses)}
+        rows.append((label, len(batch), size, seconds))
+        print("  %-26s %6d %6.0f %6.1f %8.1f %12.0f   %s" % (label, len(batch), size, seconds, size / seconds, cpu / len(batch), counts))
+    statuses, seconds = send_all(nginx_port, "/upload", files, lambda name, body: {"Content-Type": "image/jpeg"})
+    print("  %-26s %6d %6.0f %6.1f %8.1f %12s   %s" % ("the same bytes to nginx", len(files), total / 1e6, seconds, total / 1e6 / seconds, "-",
+                                                    {s: statuses.count(s) for s in set(statuses)}))
+    ours_seconds = sum(r[3] for r in rows)
+    print("  upload throughput: ours %.1f MB/s (versions made in the same request), nginx %.1f MB/s (reads and drops): %.3f×"
+          % (total / 1e6 / ours_seconds, total / 1e6 / seconds, (total / ours_seconds) / (total / seconds)))
+    print("  server's peak RSS over the batch: %.0f MB (VmHWM)" % peak_rss_mb(server_pid))
+
+    # 30 own photos on one pin, 30 provider photos on the other: the album page, wrk on each.
+    subprocess.run(["psql", database, "-qc",
+                    "DELETE FROM own_photos WHERE id NOT IN (SELECT id FROM own_photos ORDER BY id LIMIT 30); "
+                    "DELETE FROM photos WHERE pin_id = %d" % pins[0]], check=True)
+    for _ in range(200):
+        if '"status":"ready"' in get("/pins/%d/album.json" % pins[1])[1].replace(" ", ""):
+            break
+        time.sleep(0.1)
+    print("\n  album page                      r/s     p99 ms")
+    for label, pin in (("30 own photos", pins[0]), ("30 provider photos", pins[1])):
+        out = subprocess.run(["taskset", "-c", "1", wrk, "-t1", "-c16", "-d5s", "--latency", "-H", "Cookie: " + cookie,
+                              "http://127.0.0.1:%d/pins/%d" % (port, pin)], capture_output=True, text=True).stdout
+        rps = re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1)
+        p99 = re.search(r"99%\s+(\S+)", out).group(1)
+        print("  %-30s %8s %10s" % (label, rps, p99))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    else:
+        run(*sys.argv[2:9])
