@@ -251,6 +251,27 @@ grid.addEventListener("submit", async (event) => {
     when.addEventListener("change", sync);
     sync();
   }
+  // With this script the choice is taken at once (a POST with the token, as New Collection), and
+  // the album page comes back with it; a refused choice is said beside the form.
+  document.getElementById("era-form")?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const help = document.getElementById("era-help");
+    const response = await fetch(`/pins/${pinID}/collection`, {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, Accept: "application/json" },
+      body: new URLSearchParams(new FormData(form)),
+    }).catch(() => null);
+    if (response && response.status < 300) {
+      location.assign(`/pins/${pinID}`);
+    } else if (help) {
+      const answer = response ? await response.json().catch(() => null) : null;
+      help.textContent = answer && answer.error ? answer.error
+        : response && response.status === 409 ? "This album is still downloading: choose again when it is complete."
+        : "The choice could not be sent. Please try again.";
+      help.classList.add("field-error");
+    }
+  });
 }
 
 // ----- the strip of decades: counted on the first look (…/decades?fragment=1), kept after -----

@@ -569,6 +569,7 @@ def main():
              lambda d: d.find_elements(By.CSS_SELECTOR, ".decade-strip") and status(ready_id)(d)),
             ("decades, a page of their own", "/pins/%d/decades" % ready_id, None),
             ("then and now", "/pins/%d/then-and-now?then=1950s" % ready_id, None),
+            ("when: the 1950s, without script", "/pins/%d/when?when=1950s" % ready_id, None),
             ("photo (300-char title)", "/photos/%s/view" % photo, None),
             ("error page, signed in", "/no-such-page", None),
         ]

@@ -133,9 +133,11 @@ enum AlbumPages {
         return "\(era) · collection \(page) of \(pages)"
     }
 
-    /// When the album's photos were taken: any time, a decade or a range of years. A POST with
-    /// the CSRF token, as New Collection is: the choice replaces the album's photos (a GET that did
-    /// so would be a change anyone's link or prefetcher could make). Works without JavaScript.
+    /// When the album's photos were taken: any time, a decade or a range of years. A plain GET
+    /// form (it works without JavaScript, and the choice can be bookmarked): its page
+    /// (`/pins/:id/when`) says what the choice will do and takes it with a POST carrying the CSRF
+    /// token, as New Collection does, since the choice replaces the album's photos and a GET must
+    /// change nothing a link or a prefetcher could ask for. album.js posts the choice at once.
     static func eraForm(_ album: Album, csrf: String) -> HTML {
         let id = album.pin.id, era = album.era, thisYear = Era.thisYear
         let offered = Era.decades(thisYear: thisYear)
@@ -147,8 +149,7 @@ enum AlbumPages {
         let decades = offered.reversed().map { option($0.formValue, "\($0.from)s") }
         let range: (String, String) = era.flatMap { offered.contains($0) ? nil : (String($0.from), String($0.to)) } ?? ("", "")
         return """
-            <form method="post" action="/pins/\(id)/collection" class="album-era" id="era-form">
-            \(Layout.csrfField(csrf))
+            <form method="get" action="/pins/\(id)/when" class="album-era" id="era-form">
             <label for="era-when">When</label>
             <select id="era-when" name="when" aria-describedby="era-help">
             \(option("any", "Any time"))\(decades)\(option("years", "Years…"))
@@ -163,6 +164,41 @@ enum AlbumPages {
             <p class="muted" id="era-help">A new collection of photos taken then; the years are used with "Years…".</p>
             </form>
             """
+    }
+
+    /// The "When" form's answer without JavaScript: what the choice does, and the button that
+    /// takes it (a POST with the CSRF token); a refused choice is said, with the form again.
+    static func eraConfirmation(_ album: Album, choice: Result<Era?, Era.Refusal>, query: (when: String, from: String, to: String),
+                                chrome: Layout.Chrome) -> HTML {
+        let id = album.pin.id, csrf = chrome.csrfToken ?? ""
+        let title = album.pin.title
+        let body: HTML
+        switch choice {
+        case .failure(let refusal):
+            body = """
+                <p class="field-error" role="alert">\(text: refusal.description)</p>
+                \(eraForm(album, csrf: csrf))
+                """
+        case .success(let era):
+            let what: HTML = era.map { "photos taken in \(text: $0.description)" as HTML } ?? "photos from any time"
+            body = """
+                <p>A new collection of \(what) replaces this album’s photos (your own photos stay).</p>
+                <form method="post" action="/pins/\(id)/collection" class="stacked">
+                \(Layout.csrfField(csrf))
+                <input type="hidden" name="when" value="\(text: query.when)">
+                <input type="hidden" name="from" value="\(text: query.from)">
+                <input type="hidden" name="to" value="\(text: query.to)">
+                <button type="submit" class="button primary" id="era-confirm">Show \(what)</button>
+                </form>
+                """
+        }
+        return Layout.page(title: "When: \(title)", chrome: chrome, main: """
+            <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/pins/\(id)">\(text: title)</a></nav>
+            <section class="card era-confirmation">
+            <h1>When: \(text: title)</h1>
+            \(body)
+            </section>
+            """)
     }
 
     static func statusBanner(_ album: Album, csrf: String, readOnly: Bool = false) -> HTML {

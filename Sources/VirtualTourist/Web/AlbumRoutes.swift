@@ -22,6 +22,7 @@ extension WebPipeline {
         signedIn("GET", "/pins/:id/album.zip", routes.albumZip)
         signedIn("GET", "/pins/:id/events", refuseEarly: routes.refuseStream, routes.albumEvents)
         signedIn("GET", "/map/events", refuseEarly: routes.refuseStream, routes.mapEvents)
+        signedIn("GET", "/pins/:id/when", routes.when)
         signedIn("POST", "/pins/:id/collection", routes.startCollection)
         signedIn("POST", "/pins/:id/retry", routes.startCollection)
         addPhotoBytesRoute(albums: routes.albums)
@@ -232,6 +233,19 @@ struct AlbumRoutes: Sendable {
     /// the session cookie alone, before the session is looked up.
     var refuseStream: @Sendable (String) -> HTTPError? {
         { [streams] token in streams.isFull(token: token) ? Self.tooManyStreams : nil }
+    }
+
+    /// The "When" form (a GET): what the choice will do and a button that takes it; changes nothing.
+    func when(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(pinID: id, userID: $0) != nil }
+        guard let album = try albums.album(pinID: id, userID: holder) else { throw HTTPError.notFound }
+        let query = (when: context.request.queryValue("when") ?? "any", from: context.request.queryValue("from") ?? "",
+                     to: context.request.queryValue("to") ?? "")
+        let choice = Era.parse(when: query.when, from: query.from, to: query.to)
+        let page = AlbumPages.eraConfirmation(album, choice: choice, query: query, chrome: context.chrome)
+        if case .failure = choice { return .page(page, status: HTTPStatus(422)) }
+        return .page(page)
     }
 
     /// New Collection and Retry: a new album for the pin (JSON for the page's script, a redirect

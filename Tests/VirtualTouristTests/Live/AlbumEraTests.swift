@@ -45,12 +45,21 @@ import TestSupport
         let pin = try AlbumTests.dropPin(browser, lat: Self.lat, lon: Self.lon)
         #expect(try AlbumTests.settled(browser, pin: pin).status == "ready")
 
-        // The form, without JavaScript: a select of decades and a range of years, posted with the token.
+        // The form, without JavaScript: a plain GET of a decade or a range of years; its page says
+        // what the choice does and changes nothing; its button posts it with the token.
         let page = try browser.get("/pins/\(pin)")
-        #expect(page.body.contains("<form method=\"post\" action=\"/pins/\(pin)/collection\" class=\"album-era\" id=\"era-form\">"))
+        #expect(page.body.contains("<form method=\"get\" action=\"/pins/\(pin)/when\" class=\"album-era\" id=\"era-form\">"))
         #expect(page.body.contains("<option value=\"any\" selected>Any time</option>"))
         #expect(page.body.contains("<option value=\"1850s\">1850s</option>") && page.body.contains("<option value=\"1950s\">1950s</option>"))
-        let token = try #require(page.csrfToken)
+        let before = try app.fingerprint()
+        let asked = try browser.get("/pins/\(pin)/when?when=1950s&from=&to=")
+        #expect(asked.status == 200 && asked.body.contains("A new collection of photos taken in"), "\(asked)")
+        #expect(asked.body.contains("<form method=\"post\" action=\"/pins/\(pin)/collection\" class=\"stacked\">")
+                && asked.body.contains("<input type=\"hidden\" name=\"when\" value=\"1950s\">"))
+        let wrong = try browser.get("/pins/\(pin)/when?when=years&from=1990&to=1950")
+        #expect(wrong.status == 422 && wrong.body.contains("role=\"alert\""))
+        #expect(try app.fingerprint() == before, "the GET changed nothing")
+        let token = try #require(asked.csrfToken)
         let chosen = try browser.post("/pins/\(pin)/collection", form: [("_csrf", token), ("when", "1950s"), ("from", ""), ("to", "")])
         #expect(chosen.status == 303 && chosen.header("Location") == "/pins/\(pin)", "\(chosen)")
         #expect(try AlbumTests.settled(browser, pin: pin).status == "ready")

@@ -178,6 +178,7 @@ import TestSupport
             "POST /pins/:id/retry": "/pins/\(try newPin())/retry",
             "GET /pins/:id/picker": "/pins/\(try newPin())/picker",
             "POST /pins/:id/picker": "/pins/\(try newPin())/picker",
+            "GET /pins/:id/when": "/pins/\(try newPin())/when?when=1950s",
             "GET /pins/:id/decades": "/pins/\(try newPin())/decades",
             "GET /pins/:id/then-and-now": "/pins/\(try newPin())/then-and-now",
             "POST /pins/:id/own-photos": "/pins/\(try newPin())/own-photos",

@@ -52,6 +52,7 @@ import TestSupport
         "POST /pins/:id/retry": .editor,
         "GET /pins/:id/picker": .editor,
         "POST /pins/:id/picker": .editor,
+        "GET /pins/:id/when": .editor,
         "GET /pins/:id/decades": .viewer,
         "GET /pins/:id/then-and-now": .viewer,
         // Own photos: every member sees them; editors and owners add them; who added one removes
