@@ -36,6 +36,7 @@ CREATE INDEX own_photos_user_id_idx ON own_photos (user_id);
 CREATE INDEX own_photos_added_by_idx ON own_photos (added_by);
 
 COMMENT ON TABLE own_photos IS 'Photos people brought in themselves (not a provider''s), one row per photo and pin; deleted with the pin, the map or the person who added it.';
+COMMENT ON COLUMN own_photos.id IS 'The photo''s id (/own-photos/ID).';
 COMMENT ON COLUMN own_photos.pin_id IS 'The pin whose album shows it.';
 COMMENT ON COLUMN own_photos.user_id IS 'Holder of the pin (a person, or a shared map): every query filters by it.';
 COMMENT ON COLUMN own_photos.added_by IS 'The person who added it: their photo quota counts byte_size; they (and the map''s owners) may remove it.';

@@ -83,7 +83,12 @@ if (form) {
     running += 1;
     task.ui.status.textContent = "sending";
     const request = new XMLHttpRequest();
-    request.open("POST", task.point ? `${url}?lat=${task.point.lat.toFixed(6)}&lon=${task.point.lon.toFixed(6)}` : url);
+    // On the map: the map the page was drawn for, and where a photo was dropped.
+    const query = new URLSearchParams();
+    const map = form.querySelector("input[name=map]");
+    if (map) query.set("map", map.value);
+    if (task.point) { query.set("lat", task.point.lat.toFixed(6)); query.set("lon", task.point.lon.toFixed(6)); }
+    request.open("POST", query.toString() ? `${url}?${query}` : url);
     request.setRequestHeader("X-CSRF-Token", csrf);
     request.setRequestHeader("X-File-Name", encodeURIComponent(task.file.name));
     request.setRequestHeader("Accept", "application/json");

@@ -460,7 +460,10 @@ struct ConnectionStateMachine {
         }
         guard case .idle = answering, pending.isEmpty, !hasUnsentOutput else { return actions }
         if let started = readStarted {
-            guard elapsed(started) > settings.requestReadTimeout else { return actions }
+            // A large body is given a second for every 32 KiB that has arrived besides the usual
+            // wait (a 40 MB photo over a slow uplink); one that trickles slower is still cut off.
+            let allowance = settings.requestReadTimeout + .seconds(Double(parser.bodyBytesReceived) / 32_768)
+            guard elapsed(started) > allowance else { return actions }
             if parser.hasPartialRequest {
                 // Slow headers or body (slowloris): say why, then hang up.
                 respondToFailure(HTTPParseError(.requestTimeout, "the request took too long to arrive"),
@@ -637,6 +640,8 @@ struct ConnectionStateMachine {
         guard !isClosed else { return }
         answering = .closed
         pending.removeAll()
+        // A half-received body goes now, and its share of the upload budget with it.
+        parser = RequestParser(limits: settings.limits)
         output = []
         outputOffset = 0
         fileOutput = nil

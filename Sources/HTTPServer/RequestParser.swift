@@ -93,6 +93,12 @@ public struct RequestParser: Sendable {
     public var bufferedBytes: Int { buffer.count - start }
 
     /// True while a request has begun to arrive but is not complete: the read timeout applies.
+    /// The body bytes of the request being read so far (0 while its head is read).
+    public var bodyBytesReceived: Int {
+        if case .body(let request, _, _) = state { return request.body.count }
+        return 0
+    }
+
     public var hasPartialRequest: Bool {
         if case .body = state { return true }
         return bufferedBytes > 0
@@ -117,10 +123,10 @@ public struct RequestParser: Sendable {
             }
             var request = try parseHead(scan: scan)
             let framing = try bodyFraming(of: request)
-            // A large upload's body is held whole until its handler runs: counted in the budget.
-            if case .length(let length)? = framing, length > limits.maxBodyBytes, let budget = limits.uploadBudget {
-                guard let reservation = budget.reserve(length) else { throw UploadBudget.refusal }
-                request.uploadReservation = reservation
+            // A large upload's body is held whole until its handler runs: counted in the budget as
+            // its bytes arrive (a first step now, so a full budget refuses before the body is sent).
+            if case .length(let length)? = framing, length > limits.maxBodyBytes {
+                try account(&request, holding: min(length, limits.uploadBudget?.step ?? 0))
             }
             start = headEnd
             guard let framing else {
@@ -131,6 +137,9 @@ public struct RequestParser: Sendable {
             return try step()
 
         case .body(var request, var framing, let continueSent):
+            // The state lets go of the request while its body grows: a copy left there would make
+            // every append copy the whole body so far (quadratic in a 40 MB upload's reads).
+            state = .head(HeadScan())
             if try readBody(&request, &framing) {
                 finish()
                 return .request(request)
@@ -330,6 +339,15 @@ public struct RequestParser: Sendable {
 
     // MARK: Body
 
+    /// A large body's bytes in the server's UploadBudget: the request's reservation grown to hold
+    /// `total` bytes, or 503 when the budget has no room (nothing without a budget).
+    private func account(_ request: inout HTTPRequest, holding total: Int) throws(HTTPParseError) {
+        guard let budget = limits.uploadBudget else { return }
+        let reservation = request.uploadReservation ?? budget.reservation()
+        request.uploadReservation = reservation
+        guard reservation.cover(total) else { throw UploadBudget.refusal }
+    }
+
     /// Moves body bytes from the buffer into the request. True once the body is complete.
     private mutating func readBody(_ request: inout HTTPRequest, _ framing: inout BodyFraming) throws(HTTPParseError) -> Bool {
         // Consumed bytes leave the buffer as the body advances, not when the request ends: a slow
@@ -339,6 +357,7 @@ public struct RequestParser: Sendable {
         case .length(let remaining):
             let take = min(remaining, buffer.count - start)
             if take > 0 {
+                if request.body.count + remaining > limits.maxBodyBytes { try account(&request, holding: request.body.count + take) }
                 if request.body.isEmpty { request.body.reserveCapacity(remaining) }
                 request.body.append(contentsOf: buffer[start..<(start + take)])
                 start += take
@@ -362,6 +381,7 @@ public struct RequestParser: Sendable {
                 case .data(let remaining):
                     let take = min(remaining, buffer.count - start)
                     guard take > 0 else { return false }
+                    if request.body.count + take > limits.maxBodyBytes { try account(&request, holding: request.body.count + take) }
                     request.body.append(contentsOf: buffer[start..<(start + take)])
                     start += take
                     chunk = take == remaining ? .dataEnd : .data(remaining: remaining - take)

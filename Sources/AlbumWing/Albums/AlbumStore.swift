@@ -83,6 +83,14 @@ public struct AlbumStore: Sendable {
         try album(pinSQL: "$1", id: pinID, userID: userID)
     }
 
+    /// The album and another statement's rows in one round trip (the album page and its own
+    /// photos: OwnPhotoStore.photosStatement).
+    public func album(pinID: Int64, userID: Int64, with other: PostgresStatement) throws -> (album: Album?, other: PostgresResult) {
+        var otherRows: PostgresResult?
+        let album = try album(pinSQL: "$1", id: pinID, userID: userID, with: other) { otherRows = $0 }
+        return (album, otherRows!)
+    }
+
     /// The album a photo belongs to (the photo page), also in one statement.
     public func album(containingPhoto photoID: Int64, userID: Int64) throws -> Album? {
         try album(pinSQL: "(SELECT pin_id FROM photos WHERE id = $1 AND user_id = $2)", id: photoID, userID: userID)
@@ -92,9 +100,10 @@ public struct AlbumStore: Sendable {
     /// readers decode; `l` is photo_licenses LEFT JOINed on ph.license_id.
     package static let licenseColumns = "coalesce(l.name, '') AS license, nullif(l.url, '') AS license_url"
 
-    private func album(pinSQL: String, id: Int64, userID: Int64) throws -> Album? {
+    private func album(pinSQL: String, id: Int64, userID: Int64, with other: PostgresStatement? = nil,
+                       otherRows: (PostgresResult) -> Void = { _ in }) throws -> Album? {
         let mark = access?.mark()
-        let rows = try pool.query("""
+        let statement = PostgresStatement("""
             SELECT p.id, p.lat, p.lon, p.place_name, p.status, p.created_at, p.generation, p.error, p.page, p.total_pages, p.waiting, p.retryable,
                    p.era_from, p.era_to, ph.id AS photo_id, ph.position, ph.status AS photo_status, ph.title, ph.owner_name,
                    \(Self.licenseColumns), ph.page_url, ph.date_taken, ph.width, ph.height, ph.remote_id,
@@ -107,6 +116,14 @@ public struct AlbumStore: Sendable {
             WHERE p.id = \(pinSQL) AND p.user_id = $2
             ORDER BY ph.position, ph.id
             """, [id, userID])
+        let rows: PostgresResult
+        if let other {
+            let results = try pool.pipeline([statement, other])
+            rows = results[0]
+            otherRows(results[1])
+        } else {
+            rows = try pool.query(statement.sql, statement.parameters)
+        }
         guard let first = rows.first else { return nil }
         let generation: Int = try first.decode("generation")
         var photos: [AlbumPhoto] = []

@@ -182,11 +182,20 @@ public struct OwnPhotoStore: Sendable {
 
     /// A pin's own photos, by the time they were taken (those without a time last, then as added).
     public func photos(pinID: Int64, holder: Int64) throws -> [OwnPhoto] {
-        try pool.query("""
+        let statement = Self.photosStatement(pinID: pinID, holder: holder)
+        return try Self.photos(from: try pool.query(statement.sql, statement.parameters))
+    }
+
+    /// The statement behind `photos`, for a caller that runs it beside its own (the album page:
+    /// AlbumStore.album(pinID:userID:with:), one round trip for both).
+    public static func photosStatement(pinID: Int64, holder: Int64) -> PostgresStatement {
+        PostgresStatement("""
             SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by
             WHERE o.pin_id = $1 AND o.user_id = $2 ORDER BY o.taken_local NULLS LAST, o.id
-            """, [pinID, holder]).map(Self.photo)
+            """, [pinID, holder])
     }
+
+    public static func photos(from rows: PostgresResult) throws -> [OwnPhoto] { try rows.map(Self.photo) }
 
     public func photo(_ id: Int64, holder: Int64) throws -> OwnPhoto? {
         try pool.query("""

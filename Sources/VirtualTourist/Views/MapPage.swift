@@ -80,7 +80,7 @@ enum MapPage {
             <div id="pin-card" class="pin-card" role="dialog" aria-modal="false" aria-labelledby="pin-card-title" hidden></div>
             <div id="map-toast" class="toast" role="status" aria-live="polite" hidden></div>
             </div>
-            \(list(model, csrf: chrome.csrfToken ?? ""))
+            \(list(model, csrf: chrome.csrfToken ?? "", mapKey: chrome.map.map { $0.sharedID.map(String.init) ?? "own" } ?? "own"))
             """)
     }
 
@@ -90,7 +90,7 @@ enum MapPage {
     }
 
     /// The pins as a list with plain forms, a page at a time: works without JavaScript.
-    static func list(_ model: Model, csrf: String) -> HTML {
+    static func list(_ model: Model, csrf: String, mapKey: String = "own") -> HTML {
         let items = HTML.each(model.listed) { pin in
             """
             <li class="pin-row" data-pin-id="\(pin.id)">
@@ -110,7 +110,7 @@ enum MapPage {
             \(pagination(model))
             \(model.totalPins > 0 ? (model.readOnly ? exportsOnly : exports) : (model.readOnly ? HTML.empty : importOnly))
             \(model.readOnly ? HTML.empty : addForm(model, csrf: csrf, error: error))
-            \(model.readOnly ? HTML.empty : photosForm(csrf: csrf))
+            \(model.readOnly ? HTML.empty : photosForm(csrf: csrf, mapKey: mapKey))
             </details>
             </section>
             """
@@ -118,10 +118,13 @@ enum MapPage {
 
     /// "Add photos": a person's own photos go where they were taken (own-photos.js sends each on
     /// its own; without it the form sends them together).
-    static func photosForm(csrf: String) -> HTML {
+    /// `mapKey` names the map the form was drawn for ("own", or the shared map's id): a batch still
+    /// arriving after the person switched maps in another tab is refused, never put on the other map.
+    static func photosForm(csrf: String, mapKey: String) -> HTML {
         """
         <form method="post" action="/own-photos" enctype="multipart/form-data" class="own-upload map-photos" id="own-upload" data-target="map">
         \(Layout.csrfField(csrf))
+        <input type="hidden" name="map" value="\(text: mapKey)">
         <label for="own-files">Add photos</label>
         <input type="file" id="own-files" name="file" multiple accept="image/jpeg,image/heic,image/heif,image/png,image/webp,.heic,.heif" aria-describedby="own-files-hint">
         <button type="submit" class="button">Add photos</button>

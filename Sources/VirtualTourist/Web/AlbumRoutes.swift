@@ -285,9 +285,18 @@ struct AlbumRoutes: Sendable {
     /// The album page.
     func album(_ context: SignedInContext) throws -> HTTPResponse {
         let holder = context.map.forReading
-        guard let id = WebPipeline.pinID(context.request), var album = try albums.album(pinID: id, userID: holder) else {
-            throw HTTPError.notFound
+        guard let id = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        // The album and its own photos in one round trip.
+        var ownList: [OwnPhoto] = []
+        let found: Album?
+        if ownPhotos != nil {
+            let read = try albums.album(pinID: id, userID: holder, with: OwnPhotoStore.photosStatement(pinID: id, holder: holder))
+            found = read.album
+            ownList = try OwnPhotoStore.photos(from: read.other)
+        } else {
+            found = try albums.album(pinID: id, userID: holder)
         }
+        guard var album = found else { throw HTTPError.notFound }
         // A pin with no album yet gets one when opened (pins made before workers ran, say); only
         // then does the page cost more than the session and one statement.
         var chrome = context.chrome
@@ -300,10 +309,9 @@ struct AlbumRoutes: Sendable {
         }
         let byTaken = context.request.queryValue("sort") == "taken"
         var own = HTML.empty
-        if let ownPhotos {
-            let photos = try ownPhotos.photos(pinID: id, holder: holder)
+        if ownPhotos != nil {
             let person = context.user.id, owner = context.map.role == .owner
-            own = OwnPhotoPages.section(photos, pinID: id, csrf: context.csrfToken, canAdd: context.map.role >= .editor,
+            own = OwnPhotoPages.section(ownList, pinID: id, csrf: context.csrfToken, canAdd: context.map.role >= .editor,
                                         shared: context.map.sharedID != nil, mayRemove: { $0.addedBy == person || owner },
                                         maxFileMB: ownPhotoMaxBytes / (1024 * 1024))
         }

@@ -4,7 +4,7 @@ import AlbumWing
 import Domain
 import Imaging
 import Log
-import Synchronization
+import Waiting
 
 private let ownPhotoLogger = Logger(label: "photo-store")
 
@@ -48,11 +48,19 @@ struct OwnPhotoAdded: Codable {
     var newPin: Bool? = nil
 }
 
-/// One placement at a time on this instance: two photos of one new place arriving together make
-/// one pin, not two (the second finds the first's). Instances sharing a database may still make
-/// two, a few metres apart, which a person merges by deleting one.
-final class PlacementLock: Sendable {
-    let mutex = Mutex(())
+/// One placement at a time per map on this instance: two photos of one new place arriving
+/// together make one pin, not two (the second finds the first's); other maps' placements go on.
+/// Instances sharing a database may still make two, a few metres apart, which a person merges by
+/// deleting one.
+final class PlacementLock: @unchecked Sendable {
+    // @unchecked: the set is only touched inside the Waitable, which locks it.
+    private let placing = Waitable(Set<Int64>())
+
+    func withLock<T>(holder: Int64, _ body: () throws -> T) rethrows -> T {
+        placing.wait { state -> Bool? in state.insert(holder).inserted ? true : nil }
+        defer { placing.change(wake: .all) { _ = $0.remove(holder) } }
+        return try body()
+    }
 }
 
 struct OwnPhotoRoutes: Sendable {
@@ -72,12 +80,21 @@ struct OwnPhotoRoutes: Sendable {
     /// the world's photos as a dropped pin's does. So a trip's batch makes a handful of pins.
     func addToMap(_ context: SignedInContext) throws -> HTTPResponse {
         let holder = try context.map.forChanging()
+        // The map the page was drawn for: a batch still arriving after a switch of maps in another
+        // tab must not land on the other map (its photos' places would be shown to its members).
+        let current = context.map.sharedID.map(String.init) ?? "own"
+        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
+        let meant = type.hasPrefix("multipart/form-data") ? (try? MultipartForm(context.request))?.value("map") : context.request.queryValue("map")
+        if let meant, meant != current {
+            let message = "These photos were meant for another map: you switched maps since the page was opened. Open that map and add them again."
+            if type.hasPrefix("multipart/form-data") { return .redirect(to: "/", flash: message, secure: secure) }
+            return .jsonValue(OwnPhotoAdded(id: nil, added: false, message: message, figure: nil), status: .conflict)
+        }
         let dropped: (lat: Double, lon: Double)? = {
             guard let lat = InputNumber.decimal(context.request.queryValue("lat"), in: -90...90),
                   let lon = InputNumber.decimal(context.request.queryValue("lon"), in: -180...180) else { return nil }
             return (lat, lon)
         }()
-        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
         var files: [(name: String, bytes: [UInt8])] = []
         if type.hasPrefix("multipart/form-data") {
             let form: MultipartForm?
@@ -132,13 +149,14 @@ struct OwnPhotoRoutes: Sendable {
             } else {
                 return refused("\(shown) has no position in it: drop it on the map where it was taken, or add it from the album of a pin.", .unprocessableContent)
             }
-            // The nearest pin within the radius, else a new one: one placement at a time.
-            let (pin, made): (Pin, Bool) = try placement.mutex.withLock { _ in
+            // The nearest pin within the radius, else a new one: one placement at a time per map.
+            // The place's name is looked up first (the index's first use loads it).
+            let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
+            let (pin, made): (Pin, Bool) = try placement.withLock(holder: holder) {
                 if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
                    let album = try albums.album(pinID: near, userID: holder) {
                     return (album.pin, false)
                 }
-                let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
                 return (try pins.drop(for: holder, by: context.user.id, lat: point.lat, lon: point.lon, placeName: name), true)
             }
             switch try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: point.placed) {

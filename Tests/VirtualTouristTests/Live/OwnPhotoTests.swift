@@ -271,6 +271,11 @@ import AlbumWing
         #expect(placed.status == 201, "\(placed)")
         #expect(try #require(try Self.json(placed)["pin"] as? [String: Any])["id"] as? Int == pin, "joined the pin dropped there")
         #expect(try app.count("SELECT count(*) FROM own_photos WHERE placed = 'person'") == 1)
+        // A batch meant for another map (the person switched maps in another tab) lands nowhere.
+        #expect(try owner.get("/").body.contains("<input type=\"hidden\" name=\"map\" value=\""))
+        let switched = try Self.sendToMap(owner, try Self.photo(at: lat, lon, 2), name: "late.jpg", token: token, query: "?map=own")
+        #expect(switched.status == 409, "\(switched)")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
         let viewerToken = try #require(try viewer.get("/").csrfToken)
         #expect(try Self.sendToMap(viewer, try Self.photo(at: lat, lon, 1), name: "v.jpg", token: viewerToken).status == 403)
         #expect(!(try viewer.get("/")).body.contains("action=\"/own-photos\""))
