@@ -7,10 +7,7 @@ import TestSupport
 /// asks for, with a sentence for the person. The files are in Photos/ with how each was made
 /// (Photos/HOSTILE.md).
 @Suite struct HostileFileTests {
-    static func file(_ name: String) throws -> [UInt8] {
-        let url = try #require(Bundle.module.url(forResource: "Photos/\(name)", withExtension: nil))
-        return Array(try Data(contentsOf: url))
-    }
+    static func file(_ name: String) throws -> [UInt8] { try Samples.file(name).bytes }
 
     /// A plain HEIC (one HEVC image, made by libheif's heif-enc) is read and made into versions.
     @Test func aHEICIsRead() throws {
@@ -55,7 +52,7 @@ import TestSupport
     func damagedHEIFsNeverCrash(name: String) throws {
         let bytes = try Self.file(name)
         for length in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 60)) { _ = Self.refusal(Array(bytes.prefix(length))) }
-        var generator = SplitMix(seed: 51)
+        var generator = SeededGenerator(seed: 51)
         for _ in 0..<60 {
             var damaged = bytes
             for _ in 0..<4 { damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }

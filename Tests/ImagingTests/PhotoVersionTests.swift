@@ -116,7 +116,7 @@ import TestSupport
         // Only the header survives: still refused, not shown grey.
         #expect(throws: ImageRefusal.self) { try PhotoVersions.make(from: Array(jpeg.prefix(700))) }
         // Random damage after the header, seeded: refused or made, never a crash.
-        var generator = SplitMix(seed: 52)
+        var generator = SeededGenerator(seed: 52)
         for _ in 0..<40 {
             var damaged = jpeg
             for _ in 0..<20 { damaged[Int.random(in: 700..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
@@ -162,18 +162,5 @@ import TestSupport
         let small = try PhotoVersions.make(from: try Samples.chelsea())
         #expect((small.displayWidth, small.displayHeight) == (451, 300))
         #expect(Set(small.thumbnails.keys) == [256])
-    }
-}
-
-/// A seeded generator (SplitMix64), so a failing run can be repeated.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

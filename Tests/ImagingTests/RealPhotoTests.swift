@@ -6,10 +6,7 @@ import TestSupport
 /// Files from real phones and cameras (Photos/SOURCES.md): their tags read as exiftool reads
 /// them, and their versions made.
 @Suite struct RealPhotoTests {
-    static func file(_ name: String) throws -> (bytes: [UInt8], path: String) {
-        let url = try #require(Bundle.module.url(forResource: "Photos/\(name)", withExtension: nil))
-        return (Array(try Data(contentsOf: url)), url.path)
-    }
+    static func file(_ name: String) throws -> (bytes: [UInt8], path: String) { try Samples.file(name) }
 
     /// exiftool's reading of a file on disk, by its path.
     static func reference(_ path: String) throws -> [String: Any] {
