@@ -85,6 +85,7 @@ package enum AlbumArchive {
         case "image/png": "png"
         case "image/gif": "gif"
         case "image/webp": "webp"
+        case "image/heic", "image/heif": "heic"
         default: "bin"
         }
     }

@@ -222,6 +222,17 @@ public struct OwnPhotoStore: Sendable {
 }
 
 extension OwnPhoto {
+    /// The photo as the album's zip lists it: the original for who may download it, else the
+    /// display version (no metadata); credited to who added it, named by its file's stem.
+    public func archived(original: Bool) -> ArchivedPhoto {
+        let stem = fileName.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
+        var photo = ArchivedPhoto(id: id, hash: original ? self.original : display, contentType: original ? format.contentType : "image/jpeg",
+                                  title: stem.isEmpty ? fileName : stem, ownerName: addedByName.isEmpty ? "a member" : addedByName,
+                                  license: "own photo", licenseURL: nil, pageURL: nil)
+        photo.dateTaken = takenLocal.map { $0.replacingOccurrences(of: "T", with: " ") }
+        return photo
+    }
+
     /// The blobs a request is served from, as the photo route's responder takes them: the display
     /// version and its thumbnails, or (`original`) the file as it came and nothing smaller.
     package func served(original: Bool, holder: Int64) -> PhotoAccess.Photo {

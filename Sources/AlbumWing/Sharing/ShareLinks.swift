@@ -21,6 +21,9 @@ public struct ShareLink: Sendable, Equatable {
     /// When a visitor last opened one of its pages (to 10 minutes); nil: never.
     public let lastUsedAt: Date?
     /// The pin's place name or coordinates, for the owner's list (nil for map links).
+    /// Whether it shows the map's own photos too (migration 0129; its maker ticks so).
+    public var ownPhotos = false
+    /// The pin's place name or coordinates, for the owner's list (nil for map links).
     public var pinTitle: String? = nil
     /// The maker's name, for the owner's list.
     public var makerName: String? = nil
@@ -58,6 +61,8 @@ public struct ShareLinks: Sendable {
         public var label = ""
         public var password: String?
         public var hideLocation = false
+        /// Show the map's own photos too (off unless ticked: they are the members' own).
+        public var ownPhotos = false
         public var expiresInDays: Int? = ShareLinks.defaultExpiryDays
 
         public init(pinID: Int64?) { self.pinID = pinID }
@@ -85,12 +90,12 @@ public struct ShareLinks: Sendable {
             if madeBy != userID { try db.query("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [madeBy]) }
             try db.query("SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 FOR SHARE", [userID, madeBy])
             let rows = try db.query("""
-                INSERT INTO share_links (user_id, pin_id, token_hash, label, password_hash, hide_location, expires_at, made_by)
+                INSERT INTO share_links (user_id, pin_id, token_hash, label, password_hash, hide_location, expires_at, made_by, own_photos)
                 SELECT $1, $2, sha256(convert_to($3, 'UTF8')), $4, $5, $6,
-                       CASE WHEN $7::int IS NULL THEN NULL ELSE now() + make_interval(days => $7::int) END, $8
+                       CASE WHEN $7::int IS NULL THEN NULL ELSE now() + make_interval(days => $7::int) END, $8, $9
                 WHERE ($2::bigint IS NULL OR EXISTS (SELECT 1 FROM pins WHERE id = $2 AND user_id = $1)) AND share_right($1, $8)
                 RETURNING \(Self.columns)
-                """, [userID, new.pinID, token, String(label), hash, new.hideLocation, new.expiresInDays, madeBy])
+                """, [userID, new.pinID, token, String(label), hash, new.hideLocation, new.expiresInDays, madeBy, new.ownPhotos])
             guard let row = rows.first else { return nil }
             return (token, try Self.link(row))
         }
@@ -182,7 +187,7 @@ public struct ShareLinks: Sendable {
 
     private static func columns(_ prefix: String) -> String {
         ["id", "user_id", "pin_id", "label", "password_hash", "hide_location", "created_at", "expires_at", "revoked_at",
-         "made_by", "closed_at", "last_used_at"]
+         "made_by", "closed_at", "last_used_at", "own_photos"]
             .map { prefix + $0 }.joined(separator: ", ")
     }
     private static let columns = columns("")
@@ -192,6 +197,7 @@ public struct ShareLinks: Sendable {
                   label: try row.decode("label"), passwordHash: try row.decode("password_hash"),
                   hideLocation: try row.decode("hide_location"), createdAt: try row.decode("created_at"),
                   expiresAt: try row.decode("expires_at"), revokedAt: try row.decode("revoked_at"),
-                  madeBy: try row.decode("made_by"), closedAt: try row.decode("closed_at"), lastUsedAt: try row.decode("last_used_at"))
+                  madeBy: try row.decode("made_by"), closedAt: try row.decode("closed_at"), lastUsedAt: try row.decode("last_used_at"),
+                  ownPhotos: try row.decode("own_photos"))
     }
 }

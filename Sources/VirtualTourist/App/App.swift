@@ -155,7 +155,7 @@ public final class App: Sendable {
                                              places: { PlaceIndex.shared(path: placesPath) }, maxFileBytes: settings.ownPhotoMaxBytes,
                                              pinRadius: Double(settings.ownPhotoPinRadius), secure: web.secureCookies))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
-                                       events: events, provider: interactive, limits: settings.shareLimits, base: settings.publicBase,
+                                       events: events, provider: interactive, ownPhotos: ownPhotos, limits: settings.shareLimits, base: settings.publicBase,
                                        places: { PlaceIndex.shared(path: placesPath) }, secure: web.secureCookies))
         web.fallback(StaticFiles(root: settings.publicDirectory))
         routes = web.router.routes

@@ -19,7 +19,7 @@ enum AlbumPages {
         let head: HTML = downloading
             ? "<noscript><meta http-equiv=\"refresh\" content=\"3\"></noscript><script type=\"module\" src=\"/js/album.js\"></script>"
             : "<script type=\"module\" src=\"/js/album.js\"></script>"
-        let ownScript: HTML = own.isEmpty ? .empty : "<script type=\"module\" src=\"/js/own-photos.js\"></script>"
+        let ownScript: HTML = own.isEmpty || view.isVisitor ? .empty : "<script type=\"module\" src=\"/js/own-photos.js\"></script>"
         let map: HTML = view.hideLocation ? .empty : """
             <canvas class="album-map" id="album-map" data-lat="\(decimal: pin.lat)" data-lon="\(decimal: pin.lon)" width="160" height="120"
                     role="img" aria-label="Where the pin is: \(text: pin.title)"></canvas>

@@ -24,6 +24,8 @@ struct AlbumView: Sendable {
     var hiddenName: @Sendable (Pin) -> String = { _ in AlbumView.unnamedPlace }
     /// The strip of decades and then and now (members only: a share link shows the album alone).
     var throughTime: Bool { base.hasPrefix("/pins/") }
+    /// A share link's visitor's page (nothing on it changes anything).
+    var isVisitor: Bool { base.hasPrefix("/s/") }
     /// A hidden place with no label and no country to go by.
     static let unnamedPlace = "A shared album"
 

@@ -22,6 +22,29 @@ enum OwnPhotoPages {
             """
     }
 
+    /// The section as a share link's visitor sees it (a link whose maker ticked "own photos"):
+    /// the display versions from the link's own path, who added each and when, and no file
+    /// names (a file's name can say where it was taken, which a link may hide).
+    static func visitorSection(_ photos: [OwnPhoto], token: String) -> HTML {
+        guard !photos.isEmpty else { return .empty }
+        return """
+            <section class="own-photos" id="own-photos" aria-labelledby="own-photos-title">
+            <h2 id="own-photos-title">The members’ own photos <span class="muted">(\(photos.count))</span></h2>
+            <ul class="photo-grid own-grid" id="own-grid">\(HTML.each(photos) { photo in
+                let src = "/s/\(token)/own-photos/\(photo.id)"
+                let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName
+                let when = takenLabel(photo)
+                let small = photo.thumb256 != nil ? "?w=256" : ""
+                let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
+                return """
+                    <li class="photo own" data-id="\(photo.id)"><a href="\(text: src)"><img src="\(text: src + small)"\(srcset) alt="\(text: "A photo by " + who + (when.isEmpty ? "" : ", taken " + when))" loading="lazy">
+                    <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)</span></a></li>
+                    """
+            })</ul>
+            </section>
+            """
+    }
+
     /// A photo as the grid shows it: the thumbnail (no location in it), who added it and when it
     /// was taken, and Remove for who may.
     static func figure(_ photo: OwnPhoto, csrf: String, mayRemove: Bool) -> HTML {

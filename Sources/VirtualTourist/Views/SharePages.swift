@@ -119,6 +119,7 @@ enum SharePages {
             <select id="share-expiry" name="expires_days">\(expiryOptions)</select>
             <label for="share-new-password">Password (optional, at least \(Password.minimumLength) characters)</label>
             <input type="password" id="share-new-password" name="password" autocomplete="new-password" maxlength="\(Password.maximumLength)">
+            <label class="checkbox"><input type="checkbox" name="own_photos" value="1"> Show the photos the map’s people added themselves too (without their location or file names; never the originals)</label>
             <label class="checkbox"><input type="checkbox" name="hide_location" value="1"> Hide the location (no coordinates, no map, no photo titles or links to the photos’ pages: only the country, and each photo’s author and licence)</label>
             <button type="submit" class="button primary">Make a link</button>
             </form>
@@ -136,7 +137,7 @@ enum SharePages {
         // Closed: its maker can no longer share this map (left, removed, demoted, disabled).
         let state: String = link.closedAt != nil ? "Closed (its maker can no longer share)" : link.revokedAt != nil ? "Revoked"
             : (link.expiresAt.map { $0 <= now } ?? false) ? "Expired" : "Active"
-        let options = [link.hasPassword ? "password" : nil, link.hideLocation ? "location hidden" : nil].compactMap { $0 }
+        let options = [link.hasPassword ? "password" : nil, link.hideLocation ? "location hidden" : nil, link.ownPhotos ? "own photos" : nil].compactMap { $0 }
         let revoke: HTML = state == "Active" ? """
             <form method="post" action="/shares/\(link.id)/revoke">\(Layout.csrfField(csrf))
             <button type="submit" class="button small danger-outline">Revoke<span class="visually-hidden"> \(text: link.label.isEmpty ? "link \(link.id)" : link.label)</span></button></form>

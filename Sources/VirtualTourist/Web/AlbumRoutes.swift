@@ -349,8 +349,14 @@ struct AlbumRoutes: Sendable {
     /// is a 404.
     func albumZip(_ context: SignedInContext) throws -> HTTPResponse {
         let user = context.user.id, holder = context.map.forReading
-        guard let id = WebPipeline.pinID(context.request), let (pin, era, photos) = try albums.archive(pinID: id, userID: holder) else {
+        guard let id = WebPipeline.pinID(context.request), let (pin, era, found) = try albums.archive(pinID: id, userID: holder) else {
             throw HTTPError.notFound
+        }
+        // Then the people's own photos, by the time they were taken: the original (its location in
+        // it) for who may download it (who added it, the map's owners), else the display version.
+        let owner = context.map.role == .owner
+        let photos = found + (try ownPhotos?.photos(pinID: id, holder: holder) ?? []).map { own in
+            own.archived(original: own.addedBy == user || owner)
         }
         let ticket: DownloadSlots.Ticket
         switch downloads.admit(user) {

@@ -26,6 +26,7 @@ extension WebPipeline {
         }
         page("GET", "/s/:token/photos/:id", routes.sharedPhoto)
         page("GET", "/s/:token/photos/:id/view", routes.sharedPhotoPage)
+        page("GET", "/s/:token/own-photos/:id", routes.sharedOwnPhoto)
         page("GET", "/s/:token/preview.jpg", routes.sharePreview)
     }
 
@@ -38,6 +39,16 @@ extension WebPipeline {
     static func visitorAlbum(_ albums: AlbumStore, pinID: Int64, link: ShareLink) throws -> Album? {
         let album = try albums.album(pinID: pinID, userID: link.userID)
         return link.hideLocation ? album?.locationHidden() : album
+    }
+
+    /// The album and, when the link's maker ticked so, the map's own photos on it, in one round
+    /// trip (the own photos' section as the visitor sees it: empty when there are none or the
+    /// link does not show them).
+    static func visitorAlbumPage(_ albums: AlbumStore, pinID: Int64, link: ShareLink, token: String) throws -> (album: Album, own: HTML)? {
+        guard link.ownPhotos else { return try visitorAlbum(albums, pinID: pinID, link: link).map { ($0, .empty) } }
+        let read = try albums.album(pinID: pinID, userID: link.userID, with: OwnPhotoStore.photosStatement(pinID: pinID, holder: link.userID))
+        guard let album = read.album else { return nil }
+        return (link.hideLocation ? album.locationHidden() : album, OwnPhotoPages.visitorSection(try OwnPhotoStore.photos(from: read.other), token: token))
     }
 
     static func visitorView(token: String, pinID: Int64?, link: ShareLink, places: @escaping @Sendable () -> PlaceIndex) -> AlbumView {
@@ -214,6 +225,8 @@ struct ShareRoutes: Sendable {
     let pins: PinStore
     let events: AlbumEvents
     let provider: any PhotoProvider
+    /// People's own photos (nil when the instance has no photo store for them).
+    let ownPhotos: OwnPhotoStore?
     /// PUBLIC_URL without its trailing slash: a new link's address, the preview's.
     let base: String?
     let places: @Sendable () -> PlaceIndex
@@ -223,13 +236,14 @@ struct ShareRoutes: Sendable {
 
     static let tooManyStreams = HTTPError(.tooManyRequests, "Many people have this album open right now. The page updates when reloaded.")
 
-    init(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents, provider: any PhotoProvider,
+    init(links: ShareLinks, albums: AlbumStore, pins: PinStore, events: AlbumEvents, provider: any PhotoProvider, ownPhotos: OwnPhotoStore?,
          limits: ShareRateLimit.Limits, base: String?, places: @escaping @Sendable () -> PlaceIndex, secure: Bool) {
         self.links = links
         self.albums = albums
         self.pins = pins
         self.events = events
         self.provider = provider
+        self.ownPhotos = ownPhotos
         self.base = base
         self.places = places
         self.secure = secure
@@ -250,6 +264,7 @@ struct ShareRoutes: Sendable {
         var new = ShareLinks.NewLink(pinID: pin?.id)
         new.label = context.request.formValue("label") ?? ""
         new.hideLocation = context.request.formValue("hide_location") == "1"
+        new.ownPhotos = context.request.formValue("own_photos") == "1"
         // One of the form's choices; anything else is the default.
         let days = context.request.formValue("expires_days").flatMap { Int($0) }
             .flatMap { ShareLinks.expiryChoices.contains($0) ? $0 : nil } ?? ShareLinks.defaultExpiryDays
@@ -337,11 +352,11 @@ struct ShareRoutes: Sendable {
             return ShareGate.visitor(.page(SharePages.map(mapPins, token: token, view: view, chrome: gate.chrome(context),
                                                            extraHead: WebPipeline.previewHead(link, token: token, album: nil, base: base, view: view))))
         }
-        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw ShareGate.unknown }
+        guard let (album, own) = try WebPipeline.visitorAlbumPage(albums, pinID: pinID, link: link, token: token) else { throw ShareGate.unknown }
         let view = WebPipeline.visitorView(token: token, pinID: nil, link: link, places: places)
         let head = WebPipeline.previewHead(link, token: token, album: album, base: base, view: view)
         return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
-                                                        view: view, extraHead: SharePages.noindex + head)))
+                                                        view: view, extraHead: SharePages.noindex + head, own: own)))
     }
 
     func unlockShare(_ context: RequestContext) throws -> HTTPResponse {
@@ -363,10 +378,10 @@ struct ShareRoutes: Sendable {
     /// A map link's albums: /s/TOKEN/pins/ID is the album's page.
     func sharedAlbum(_ context: RequestContext) throws -> HTTPResponse {
         let (token, link, pinID) = try gate.openAlbum(context.request, .page)
-        guard let album = try WebPipeline.visitorAlbum(albums, pinID: pinID, link: link) else { throw HTTPError.notFound }
+        guard let (album, own) = try WebPipeline.visitorAlbumPage(albums, pinID: pinID, link: link, token: token) else { throw HTTPError.notFound }
         return ShareGate.visitor(.page(AlbumPages.album(album, chrome: gate.chrome(context), providerName: provider.name,
                                                         view: WebPipeline.visitorView(token: token, pinID: pinID, link: link, places: places),
-                                                        extraHead: SharePages.noindex)))
+                                                        extraHead: SharePages.noindex, own: own)))
     }
 
     func sharedPhoto(_ context: RequestContext) throws -> HTTPResponse {
@@ -374,6 +389,21 @@ struct ShareRoutes: Sendable {
         guard let id = WebPipeline.pinID(context.request), try links.photo(id, of: link) != nil else { throw HTTPError.notFound }
         let width = ShareGate.width(context.request.queryValue("w"))
         return ShareGate.visitor(try WebPipeline.image(id, width: width, link: link, albums: albums, request: context.request))
+    }
+
+    /// A member's own photo for a link that shows them: the display version or a thumbnail (made
+    /// without any metadata), never the original; only of the link's album (an album link) or of
+    /// the map's (a map link).
+    func sharedOwnPhoto(_ context: RequestContext) throws -> HTTPResponse {
+        let (_, link) = try gate.openUnlocked(context.request, .load)
+        guard link.ownPhotos, let ownPhotos, let id = WebPipeline.pinID(context.request),
+              let photo = try ownPhotos.photo(id, holder: link.userID), link.pinID == nil || link.pinID == photo.pinID else { throw HTTPError.notFound }
+        let width = ShareGate.width(context.request.queryValue("w"))
+        guard var response = try WebPipeline.photoResponse(context.request, photo.served(original: false, holder: link.userID), width: width,
+                                                           store: ownPhotos.store, mayBlock: true) else { throw HTTPError.notFound }
+        // Revalidated on every use, as the link's other photos: a revoked link stops showing them at once.
+        response.headers.set("Cache-Control", "private, no-cache")
+        return ShareGate.visitor(response)
     }
 
     func sharedPhotoPage(_ context: RequestContext) throws -> HTTPResponse {

@@ -103,6 +103,84 @@ import AlbumWing
         #expect(try stranger.get("/own-photos/\(id)?original=1").status == 404)
     }
 
+    /// A share link shows the map's own photos only when its maker ticked so, then only their
+    /// versions (no GPS, no XMP, no EXIF, as exiftool reads the served bytes) and no file names,
+    /// with the location hidden or not; never an original, never another album's photo.
+    @Test func aShareLinkShowsOwnPhotosOnlyWhenTickedAndNeverTheirLocation() throws {
+        let app = try TestApp()
+        let (owner, _, pin) = try AlbumEraTests.clubWithAViewer(app)
+        let token = try #require(try owner.get("/pins/\(pin)").csrfToken)
+        let added = try Self.send(owner, pin: pin, try Self.taggedPhoto(), name: "Grandma's house Rue Mercière.jpg", token: token)
+        let id = try #require(try Self.json(added)["id"] as? Int)
+        let other = try #require(try SharedMapTests.drop(owner, lat: 40, lon: 3).body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let elsewhere = try #require(try Self.json(try Self.send(owner, pin: other, try Self.taggedPhoto(comment: "b"), name: "b.jpg", token: token))["id"] as? Int)
+
+        let visitor = app.browser()
+        let without = try ShareLinkTests.share(owner, path: "/pins/\(pin)/shares")
+        let page = try visitor.get(without)
+        #expect(page.status == 200 && Self.ownIDs(page).isEmpty && !page.body.contains("own-photos"))
+        #expect(try visitor.get(without + "/own-photos/\(id)").status == 404, "not ticked: not served either")
+
+        for hide in [false, true] {
+            let link = try ShareLinkTests.share(owner, path: "/pins/\(pin)/shares", hide: hide, ownPhotos: true)
+            let page = try visitor.get(link)
+            #expect(page.status == 200 && Self.ownIDs(page) == [id], "hide \(hide)")
+            #expect(page.body.contains("The members’ own photos") && page.body.contains("Olga · 3 May 2024, 14:22"))
+            #expect(!page.body.contains("Grandma") && !page.body.contains("Mercière"), "no file name")
+            #expect(!page.body.contains("/own-photos.js") && !page.body.contains("method=\"post\""))
+            #expect(page.body.contains("src=\"\(link)/own-photos/\(id)?w=256\""))
+            for path in ["", "?w=256", "?w=512", "?original=1"] {
+                let served = try visitor.get(link + "/own-photos/\(id)" + path)
+                #expect(served.status == 200 && served.header("Content-Type") == "image/jpeg", "\(path): \(served)")
+                #expect(served.header("Cache-Control") == "private, no-cache")
+                let tags = try ExifTool.tags(of: served.bodyBytes)
+                let leaked = tags.keys.filter { $0.contains("GPS") || $0.hasPrefix("XMP") || $0.hasPrefix("IFD0") || $0.hasPrefix("ExifIFD") }
+                #expect(leaked.isEmpty, "\(path) carries \(leaked)")
+            }
+            #expect(try visitor.get(link + "/own-photos/\(elsewhere)").status == 404, "another album's photo")
+        }
+        // A map link with them: each album's own photos, on that album's page only.
+        let map = try ShareLinkTests.share(owner, path: "/shares", ownPhotos: true)
+        #expect(Self.ownIDs(try visitor.get(map + "/pins/\(other)")) == [elsewhere])
+        #expect(try visitor.get(map + "/own-photos/\(id)").status == 200)
+        #expect(try owner.get("/shares").body.contains("own photos"), "the owner's list says which links show them")
+        // A revoked link stops showing them at once.
+        let revoke = try #require(try owner.get("/shares").body.matches(of: /action="\/shares\/([0-9]+)\/revoke"/).first.map { String($0.1) })
+        _ = try owner.post("/shares/\(revoke)/revoke", form: [("_csrf", token)])
+        #expect(try app.count("SELECT count(*) FROM share_links WHERE own_photos AND revoked_at IS NOT NULL AND pin_id IS NULL") == 1)
+        #expect(try visitor.get(map + "/own-photos/\(id)").status == 410)
+    }
+
+    /// The album's zip holds the own photos beside the provider's: the original (its location in
+    /// it) for who added it and the owners, the display version (none) for anyone else.
+    @Test func theAlbumZipHoldsOwnPhotosOriginalsOnlyForWhoMayHaveThem() throws {
+        let app = try TestApp()
+        let (owner, viewer, pin) = try AlbumEraTests.clubWithAViewer(app)
+        let token = try #require(try owner.get("/pins/\(pin)").csrfToken)
+        let photo = try Self.taggedPhoto()
+        #expect(try Self.send(owner, pin: pin, photo, name: "IMG_0042.JPG", token: token).status == 201)
+        for (browser, original) in [(owner, true), (viewer, false)] {
+            let zip = try browser.get("/pins/\(pin)/album.zip")
+            #expect(zip.status == 200)
+            let path = AlbumZipTests.scratchFile("own-\(original).zip")
+            try Data(zip.bodyBytes).write(to: URL(fileURLWithPath: path))
+            let listing = try AlbumZipTests.run(["python3", "-c", """
+                import json, sys, zipfile
+                z = zipfile.ZipFile(sys.argv[1])
+                assert z.testzip() is None
+                name = [n for n in z.namelist() if "IMG_0042" in n][0]
+                open(sys.argv[1] + ".jpg", "wb").write(z.read(name))
+                print(json.dumps({"name": name, "credits": z.read("credits.csv").decode()}))
+                """, path])
+            #expect(listing.status == 0, "\(listing.output)")
+            #expect(listing.output.contains("01-IMG_0042.jpg") && listing.output.contains("Olga") && listing.output.contains("own photo"), "\(listing.output)")
+            let entry = Array(try Data(contentsOf: URL(fileURLWithPath: path + ".jpg")))
+            #expect((entry == photo) == original)
+            let tags = try ExifTool.tags(of: entry)
+            #expect(tags.keys.contains { $0.contains("GPS") } == original, "GPS only in the original")
+        }
+    }
+
     @Test func theSameFileTwiceIsOnePhotoAndNewCollectionLeavesThemAlone() throws {
         let app = try TestApp(workers: true)
         let ann = try app.signedUp()

@@ -62,11 +62,13 @@ import TestSupport
     }
 
     /// Makes a link through the owner's form; its URL as the page shows it once.
-    static func share(_ owner: Browser, path: String, password: String? = nil, hide: Bool = false, label: String = "") throws -> String {
+    static func share(_ owner: Browser, path: String, password: String? = nil, hide: Bool = false, label: String = "",
+                      ownPhotos: Bool = false) throws -> String {
         let token = try #require(try owner.get(path).csrfToken)
         var form = [("_csrf", token), ("label", label), ("expires_days", "30")]
         if let password { form.append(("password", password)) }
         if hide { form.append(("hide_location", "1")) }
+        if ownPhotos { form.append(("own_photos", "1")) }
         let page = try owner.post(path, form: form)
         #expect(page.status == 201, "\(page)")
         let url = try #require(page.body.firstMatch(of: /id="new-share-url" value="([^"]*)"/).map { String($0.1) })
