@@ -14,6 +14,8 @@ if (form) {
   const url = form.getAttribute("action");
   const onMap = form.dataset.target === "map";
   const queue = [];
+  // Files to send once more when the rest of the batch is in (see `later` in the answer).
+  const deferred = [];
   let running = 0;
   let batch = { total: 0, added: 0, failed: 0, already: 0 };
 
@@ -87,6 +89,7 @@ if (form) {
     const query = new URLSearchParams();
     const map = form.querySelector("input[name=map]");
     if (map) query.set("map", map.value);
+    if (form.querySelector("input[name=estimate]")?.checked) query.set("estimate", "1");
     if (task.point) { query.set("lat", task.point.lat.toFixed(6)); query.set("lon", task.point.lon.toFixed(6)); }
     request.open("POST", query.toString() ? `${url}?${query}` : url);
     request.setRequestHeader("X-CSRF-Token", csrf);
@@ -106,7 +109,12 @@ if (form) {
         task.busyRetries += 1;
         task.ui.status.textContent = "waiting for the server";
         const seconds = Number(request.getResponseHeader("Retry-After")) || 2;
-        setTimeout(() => { queue.unshift(task); pump(); }, seconds * 1000);
+        later(task, seconds * 1000);
+      } else if (answer && answer.later && !task.deferred) {
+        // No place yet: it may stand beside the batch's photos with a position once they are in.
+        task.deferred = true;
+        task.ui.status.textContent = "waiting for the rest of the batch";
+        deferred.push(task);
       } else if (answer && answer.added) {
         task.ui.bar.value = 100;
         const vt = window.virtualTourist;
@@ -141,7 +149,7 @@ if (form) {
       if (task.networkRetries < 3) {
         task.networkRetries += 1;
         task.ui.status.textContent = "connection lost, trying again";
-        setTimeout(() => { queue.unshift(task); pump(); }, 2000 * task.networkRetries);
+        later(task, 2000 * task.networkRetries);
       } else {
         settle(task, "failed", `${task.file.name} was not sent: the connection failed.`);
       }
@@ -150,8 +158,19 @@ if (form) {
     request.send(task.file);
   }
 
+  // A file sent again shortly (a full line, a lost connection).
+  let waiting = 0;
+  function later(task, milliseconds) {
+    waiting += 1;
+    setTimeout(() => { waiting -= 1; queue.unshift(task); pump(); }, milliseconds);
+  }
+
   function pump() {
     while (running < 2 && queue.length) send(queue.shift());
+    if (running === 0 && waiting === 0 && !queue.length && deferred.length) {
+      queue.push(...deferred.splice(0));
+      pump();
+    }
   }
 
   function add(files, point) {

@@ -99,8 +99,90 @@ enum HEIFLayout {
         return Primary(type: type, width: width, height: height)
     }
 
-    /// Where an item's data is (one extent; a grid description is a few bytes).
+    /// What decoding the file would cost: the pixels of every HEVC image in it, at the sizes
+    /// their own sequence parameter sets code (what libde265 allocates), summed; nil when an
+    /// image's size cannot be read, or the file holds an image of a kind we do not decode
+    /// (AV1, JPEG, VVC and the like are refused, never handed to a library we did not choose).
+    /// libheif 1.15 compares none of these with the size an image claims (`ispe`): a file
+    /// claiming 64 × 64 whose HEVC codes 16,384 × 16,384, as a grid's tile or an alpha image,
+    /// would be decoded in full.
+    static func codedPixels(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let top = boxes(bytes, 0..<bytes.count), let meta = top.first(where: { $0.type == "meta" }),
+              meta.payload.count > 4, let children = boxes(bytes, (meta.payload.lowerBound + 4)..<meta.payload.upperBound),
+              let items = items(bytes, children: children) else { return nil }
+        let refused: Set<String> = ["av01", "avc1", "jpeg", "j2k1", "vvc1", "evc1", "unci", "hvt1", "lhv1", "mski"]
+        guard !items.values.contains(where: { refused.contains($0) }) else { return nil }
+        let hevc = items.filter { $0.value == "hvc1" }.map(\.key)
+        guard !hevc.isEmpty else { return 0 }
+        // ipco's properties (1-based) and which of them each item has (ipma).
+        guard let iprp = children.first(where: { $0.type == "iprp" }), let inside = boxes(bytes, iprp.payload),
+              let ipco = inside.first(where: { $0.type == "ipco" }), let properties = boxes(bytes, ipco.payload) else { return nil }
+        var associations: [Int: [Int]] = [:]
+        for ipma in inside where ipma.type == "ipma" {
+            guard ipma.payload.count >= 8 else { return nil }
+            var at = ipma.payload.lowerBound
+            let version = Int(bytes[at]), wide = bytes[at + 3] & 1 == 1
+            at += 4
+            guard let count = number(bytes, &at, 4, end: ipma.payload.upperBound) else { return nil }
+            for _ in 0..<min(count, 65_536) {
+                guard let id = number(bytes, &at, version < 1 ? 2 : 4, end: ipma.payload.upperBound),
+                      let n = number(bytes, &at, 1, end: ipma.payload.upperBound) else { return nil }
+                for _ in 0..<n {
+                    guard let entry = number(bytes, &at, wide ? 2 : 1, end: ipma.payload.upperBound) else { return nil }
+                    associations[id, default: []].append(entry & (wide ? 0x7FFF : 0x7F))
+                }
+            }
+        }
+        var total = 0
+        for id in hevc {
+            // Every parameter set the decoder is given: the hvcC's, then any in the item's own data.
+            var largest = 0
+            for index in associations[id] ?? [] where index >= 1 && index <= properties.count && properties[index - 1].type == "hvcC" {
+                guard let sizes = HEVCParameterSets.sizes(inConfiguration: UnsafeBufferPointer(rebasing: bytes[properties[index - 1].payload])) else { return nil }
+                largest = max(largest, sizes.max() ?? 0)
+            }
+            guard let extents = itemExtents(bytes, children: children, item: id) else { return nil }
+            for extent in extents {
+                guard let sizes = HEVCParameterSets.sizes(inData: UnsafeBufferPointer(rebasing: bytes[extent])) else { return nil }
+                largest = max(largest, sizes.max() ?? 0)
+            }
+            guard largest > 0 else { return nil }
+            let (sum, overflow) = total.addingReportingOverflow(largest)
+            guard !overflow else { return nil }
+            total = sum
+        }
+        return total
+    }
+
+    /// Every item's id and type (iinf's infe boxes, versions 2 and 3).
+    private static func items(_ bytes: UnsafeBufferPointer<UInt8>, children: [Box]) -> [Int: String]? {
+        guard let iinf = children.first(where: { $0.type == "iinf" }), iinf.payload.count >= 6 else { return nil }
+        var at = iinf.payload.lowerBound
+        let iinfVersion = Int(bytes[at])
+        at += 4
+        guard number(bytes, &at, iinfVersion == 0 ? 2 : 4, end: iinf.payload.upperBound) != nil,
+              let entries = boxes(bytes, at..<iinf.payload.upperBound) else { return nil }
+        var result: [Int: String] = [:]
+        for infe in entries where infe.type == "infe" && infe.payload.count >= 12 {
+            var p = infe.payload.lowerBound
+            let version = Int(bytes[p])
+            guard version >= 2 else { continue }
+            p += 4
+            guard let id = number(bytes, &p, version == 2 ? 2 : 4, end: infe.payload.upperBound), p + 6 <= infe.payload.upperBound else { return nil }
+            p += 2  // item_protection_index
+            result[id] = String(decoding: bytes[p..<(p + 4)], as: UTF8.self)
+        }
+        return result
+    }
+
+    /// Where an item's data is, when it is one extent (a grid description is a few bytes).
     private static func itemData(_ b: UnsafeBufferPointer<UInt8>, children: [Box], item: Int) -> Range<Int>? {
+        guard let extents = itemExtents(b, children: children, item: item), extents.count == 1 else { return nil }
+        return extents[0]
+    }
+
+    /// Where an item's data is: its extents, in the file or in idat; [] when iloc does not name it.
+    private static func itemExtents(_ b: UnsafeBufferPointer<UInt8>, children: [Box], item: Int) -> [Range<Int>]? {
         guard let iloc = children.first(where: { $0.type == "iloc" }), iloc.payload.count >= 8 else { return nil }
         let end = iloc.payload.upperBound
         var at = iloc.payload.lowerBound
@@ -120,31 +202,34 @@ enum HEIFLayout {
                 method = word & 0xF
             }
             guard number(b, &at, 2, end: end) != nil, let base = number(b, &at, baseOffsetSize, end: end),
-                  let extents = number(b, &at, 2, end: end) else { return nil }
-            var first: (offset: Int, length: Int)?
-            for _ in 0..<extents {
+                  let extentCount = number(b, &at, 2, end: end) else { return nil }
+            var extents: [(offset: Int, length: Int)] = []
+            for _ in 0..<extentCount {
                 if indexSize > 0 { guard number(b, &at, indexSize, end: end) != nil else { return nil } }
                 guard let offset = number(b, &at, offsetSize, end: end), let length = number(b, &at, lengthSize, end: end) else { return nil }
-                if first == nil { first = (offset, length) }
+                extents.append((offset, length))
             }
             guard id == item else { continue }
-            guard let extent = first, extents == 1 else { return nil }
-            // Offsets are a stranger's 64-bit numbers: sums that overflow are refused, not trapped on.
-            let (offset, overflow) = base.addingReportingOverflow(extent.offset)
-            guard !overflow, offset <= b.count else { return nil }
-            let start: Int
-            switch method {
-            case 0: start = offset
-            case 1:
-                guard let idat = children.first(where: { $0.type == "idat" }), offset <= idat.payload.count,
-                      extent.length <= idat.payload.count - offset else { return nil }
-                start = idat.payload.lowerBound + offset
-            default: return nil
+            var ranges: [Range<Int>] = []
+            for extent in extents {
+                // Offsets are a stranger's 64-bit numbers: sums that overflow are refused, not trapped on.
+                let (offset, overflow) = base.addingReportingOverflow(extent.offset)
+                guard !overflow, offset <= b.count else { return nil }
+                var start: Int, limit = b.count
+                switch method {
+                case 0: start = offset
+                case 1:
+                    guard let idat = children.first(where: { $0.type == "idat" }), offset <= idat.payload.count else { return nil }
+                    start = idat.payload.lowerBound + offset
+                    limit = idat.payload.upperBound
+                default: return nil
+                }
+                let length = extent.length == 0 ? limit - start : extent.length
+                guard start >= 0, length >= 0, start <= limit - length else { return nil }
+                ranges.append(start..<(start + length))
             }
-            let length = extent.length == 0 ? b.count - start : extent.length
-            guard start >= 0, length >= 0, start <= b.count - length else { return nil }
-            return start..<(start + length)
+            return ranges
         }
-        return nil
+        return []
     }
 }

@@ -53,7 +53,7 @@ public enum PhotoDecoding {
         }
         switch format {
         case .jpeg: return try jpeg(bytes, check: check, atLeast: longest)
-        case .heif: return try heif(bytes, check: check)
+        case .heif: return try heif(bytes, check: check, maxCoded: maxPixels * 2)
         case .png: return try png(bytes, check: check)
         case .webp: return try webp(bytes, check: check)
         }
@@ -110,11 +110,15 @@ public enum PhotoDecoding {
     // MARK: HEIF (libheif)
 
     /// libheif reads the bytes where they are, so all of it runs while they are pinned.
-    static func heif(_ bytes: [UInt8], check: (Int, Int) throws(ImageRefusal) -> Void) throws(ImageRefusal) -> DecodedPhoto {
-        try bytes.withUnsafeBufferPointer { (buffer) throws(ImageRefusal) -> DecodedPhoto in try heif(buffer, check: check) }
+    /// `maxCoded`: the pixels the file's HEVC images may code together: the primary's (or its
+    /// grid's tiles, coded to whole tiles) with its thumbnail, depth map and HDR gain map, which
+    /// add a third to an iPhone's photo; twice the limit.
+    static func heif(_ bytes: [UInt8], check: (Int, Int) throws(ImageRefusal) -> Void, maxCoded: Int) throws(ImageRefusal) -> DecodedPhoto {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(ImageRefusal) -> DecodedPhoto in try heif(buffer, check: check, maxCoded: maxCoded) }
     }
 
-    static func heif(_ bytes: UnsafeBufferPointer<UInt8>, check: (Int, Int) throws(ImageRefusal) -> Void) throws(ImageRefusal) -> DecodedPhoto {
+    static func heif(_ bytes: UnsafeBufferPointer<UInt8>, check: (Int, Int) throws(ImageRefusal) -> Void,
+                     maxCoded: Int) throws(ImageRefusal) -> DecodedPhoto {
         guard let context = heif_context_alloc() else { throw .unreadable(.heif, "no decoder") }
         defer { heif_context_free(context) }
         // Tiles decoded on this thread: the processing queue already runs one photo per core.
@@ -135,6 +139,10 @@ public enum PhotoDecoding {
         case "grid": try check(layout.width ?? 0, layout.height ?? 0)
         default: throw .unreadable(.heif, "a primary image of type \(layout.type)")
         }
+        // And every HEVC image at the size its stream codes, which libheif 1.15 decodes whatever
+        // the container claims (HEIFLayout.codedPixels): more than the limit is a forged file.
+        guard let coded = HEIFLayout.codedPixels(bytes) else { throw .unreadable(.heif, "its coded images") }
+        guard coded <= maxCoded else { throw .unreadable(.heif, "it codes \(coded) pixels") }
         var tags = CameraTags.read(exifBlock(handle))
         tags.orientation = 1
         var profile: [UInt8]?

@@ -29,7 +29,7 @@ def step(driver, name, body):
         j.failures.clear()
 
 
-def photos(folder, count, places=((48.85837, 2.29448),), prefix="IMG"):
+def photos(folder, count, places=((48.85837, 2.29448),), prefix="IMG", day="2024:05:03"):
     """`count` different JPEGs with a position, in turn at each of `places` (the fixture's cat,
     tagged by exiftool as a phone tags, each with a comment of its own so no two are the same)."""
     source = os.path.join(ROOT, "Sources", "PhotoFixture", "Photos", "chelsea.jpg")
@@ -41,7 +41,7 @@ def photos(folder, count, places=((48.85837, 2.29448),), prefix="IMG"):
             copy.write(original.read())
         subprocess.run(["exiftool", "-q", "-overwrite_original", "-n", "-Comment=%s photo %d" % (prefix, n),
                         "-GPSLatitude=%s" % lat, "-GPSLatitudeRef=N", "-GPSLongitude=%s" % lon, "-GPSLongitudeRef=E",
-                        "-DateTimeOriginal=2024:05:03 14:%02d:00" % n, path], check=True)
+                        "-DateTimeOriginal=%s 14:%02d:00" % (day, n), path], check=True)
         paths.append(path)
     return paths
 
@@ -150,6 +150,27 @@ def main():
             j.check_page(d, "map after a trip's photos")
             j.shot(d, "own-photos-map-after-a-trip")
         step(d, "twenty photos dropped on the map go where they were taken", trip)
+
+        def estimated():
+            # Two photos without a position chosen before the one with it, "estimated" ticked: the
+            # first two wait for the rest of the batch, then stand beside it (taken minutes apart).
+            d.get(BASE + "/")
+            j.wait(d, lambda: j.data(d, "basemap") == "ready", message="the map")
+            paths = photos(folder, 3, places=((48.8049, 2.1204),), prefix="WALK", day="2024:06:01")
+            for path in paths[:2]:
+                subprocess.run(["exiftool", "-q", "-overwrite_original", "-gps:all=", path], check=True)
+            d.execute_script("document.getElementById('pin-list-details').setAttribute('open', '')")
+            checkbox = d.find_element(By.ID, "own-estimate")
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'})", checkbox)
+            if not checkbox.is_selected():
+                checkbox.click()
+            d.find_element(By.ID, "own-files").send_keys("\n".join(paths))
+            d.find_element(By.CSS_SELECTOR, "#own-upload button[type=submit]").click()
+            summary = lambda: d.find_element(By.CSS_SELECTOR, ".own-summary").get_attribute("textContent")
+            j.wait(d, lambda: summary() == "Done: 3 of 3 added.", timeout=60, message="the walk's photos (%s)" % summary)
+            statuses = [e.get_attribute("textContent") for e in d.find_elements(By.CSS_SELECTOR, ".own-file-status")][-3:]
+            assert sum("estimated" in text for text in statuses) == 2, statuses
+        step(d, "photos without a position stand beside the batch's photos taken minutes apart", estimated)
 
         def keyboard():
             d.get(BASE + "/pins/%s" % state["pin"])

@@ -31,8 +31,48 @@ import TestSupport
         if case .tooManyPixels(let width, let height, _)? = Self.refusal(big) { #expect(width * height > 160_000_000) } else { Issue.record("not refused for its pixels") }
     }
 
-    static func refusal(_ bytes: [UInt8]) -> ImageRefusal? {
-        do throws(ImageRefusal) { _ = try PhotoVersions.make(from: bytes); return nil } catch { return error }
+    static func refusal(_ bytes: [UInt8], limits: PhotoVersions.Limits = PhotoVersions.Limits()) -> ImageRefusal? {
+        do throws(ImageRefusal) { _ = try PhotoVersions.make(from: bytes, limits: limits); return nil } catch { return error }
+    }
+
+    static func coded(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBufferPointer { HEIFLayout.codedPixels($0) } }
+
+    /// `bytes` with every `from` box or type (4 ASCII bytes) replaced by the same-sized `to`.
+    static func patched(_ bytes: [UInt8], _ from: String, then count: Int = 0, with replacement: [UInt8]) -> [UInt8] {
+        var out = bytes
+        let needle = Array(from.utf8)
+        var at = 0
+        while at + needle.count + count <= out.count {
+            if Array(out[at..<(at + needle.count)]) == needle {
+                out.replaceSubrange((at + needle.count)..<(at + needle.count + replacement.count), with: replacement)
+            }
+            at += 1
+        }
+        return out
+    }
+
+    /// What libde265 will allocate is read from the HEVC streams' parameter sets before any
+    /// decoding: real files code what they claim (a grid's tiles a little more, to whole tiles);
+    /// an image claiming 8 × 8 whose stream codes 128 × 128 is refused before decoding (after,
+    /// it would be refused for its pixels, too late for a stream coding 16,384²); an AV1 item
+    /// (a decoder we did not choose) is refused outright.
+    @Test func aHEICIsCheckedAtTheSizeItsStreamsCode() throws {
+        let tile = try Self.file("tile.heic")
+        #expect(Self.coded(tile) == 128 * 128)
+        let pug = try Self.file("pug.heic")
+        let pugCoded = try #require(Self.coded(pug))
+        #expect(pugCoded >= 4032 * 3024 && pugCoded <= 4032 * 3024 * 3 / 2, "\(pugCoded): the tiles, the depth map, the gain map, the thumbnail")
+        #expect(Self.coded(try Self.file("grid-small.heic")) == 128 * 128, "one tile item, referenced sixteen times")
+        // ispe: version and flags (4 bytes), then width and height.
+        let forged = Self.patched(tile, "ispe", with: [0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 8])
+        #expect(forged != tile)
+        #expect(Self.coded(forged) == 128 * 128)
+        let refusal = Self.refusal(forged, limits: PhotoVersions.Limits(maxPixels: 1_000))
+        #expect(refusal.map { if case .unreadable(.heif, _) = $0 { true } else { false } } == true, "\(String(describing: refusal))")
+        #expect(Self.refusal(tile, limits: PhotoVersions.Limits(maxPixels: 20_000)) == nil, "as claimed, within the limit")
+        let av1 = tile.replacing(Array("hvc1".utf8), with: Array("av01".utf8))
+        #expect(Self.coded(av1) == nil)
+        #expect(Self.refusal(av1) != nil)
     }
 
     /// A progressive JPEG repeating one scan a thousand times (a CPU bomb: each scan walks every
@@ -58,6 +98,7 @@ import TestSupport
             for _ in 0..<4 { damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
             _ = Self.refusal(damaged)
             _ = damaged.withUnsafeBufferPointer { HEIFLayout.primary($0) }
+            _ = Self.coded(damaged)
         }
     }
 }

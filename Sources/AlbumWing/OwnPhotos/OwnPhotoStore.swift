@@ -89,28 +89,18 @@ public struct OwnPhotoStore: Sendable {
     }
 
     /// The photo of this file already on the pin, if any.
-    func existing(original: String, pinID: Int64, holder: Int64) throws -> Int64? {
+    public func existing(original: String, pinID: Int64, holder: Int64) throws -> Int64? {
         try pool.query("""
             SELECT id FROM own_photos WHERE pin_id = $1 AND user_id = $2 AND original = decode($3, 'hex')
             """, [pinID, holder, original]).first.map { try $0.decode("id") }
     }
 
-    /// Reads the file, makes its versions (on the processing queue), stores the blobs and adds the
-    /// row, in that order: a crash before the row leaves only blobs no row names, which the
-    /// collector removes; nothing half-made is ever shown.
-    public func add(_ bytes: [UInt8], fileName: String, pinID: Int64, holder: Int64, by person: Int64) throws -> Added {
-        if let id = try existing(original: SHA256.hex(bytes), pinID: pinID, holder: holder) { return .alreadyHere(id) }
-        switch try prepare(bytes, by: person) {
-        case .refused(let refusal): return .refused(refusal)
-        case .quotaReached(let reached): return .quotaReached(reached)
-        case .ready(let prepared): return try store(prepared, fileName: fileName, pinID: pinID, holder: holder, by: person, placed: .person)
-        }
-    }
-
-    /// Stores a prepared file's blobs, then its row on the pin.
+    /// Stores a prepared file's blobs, then its row on the pin, in that order: a crash before the
+    /// row leaves only blobs no row names, which the collector removes; nothing half-made is ever
+    /// shown. The same file already on the pin is found by the insert's conflict (its blobs are
+    /// the same blobs: storing them again costs a write, never a second copy).
     public func store(_ prepared: Prepared, fileName: String, pinID: Int64, holder: Int64, by person: Int64,
                       placed: OwnPhoto.Placement) throws -> Added {
-        if let id = try existing(original: prepared.original, pinID: pinID, holder: holder) { return .alreadyHere(id) }
         let versions = prepared.versions
         _ = try store.put(prepared.bytes)
         let display = try store.put(versions.display)
@@ -150,6 +140,22 @@ public struct OwnPhotoStore: Sendable {
               AND (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2 <= $4 ^ 2
             ORDER BY (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2, id LIMIT 1
             """, [holder, lat, lon, degrees, lonDegrees]).first.map { try $0.decode("id") }
+    }
+
+    /// The pin of the person's photo with a position (its own GPS) taken nearest in time to
+    /// `takenLocal`, within `minutes`: where a photo of the same walk without a position most
+    /// likely was. Clocks compare in UTC where the files give offsets; a side without one is taken
+    /// to be on the other's (one camera, one trip).
+    public func pinBeside(holder: Int64, person: Int64, takenLocal: String, offset: Int?, within minutes: Int) throws -> Int64? {
+        try pool.query("""
+            SELECT pin_id FROM (
+                SELECT pin_id, id, abs(extract(epoch FROM (taken_local - make_interval(mins => coalesce(taken_offset, $4::int, 0)::int))
+                                       - ($3::timestamp - make_interval(mins => coalesce($4::int, taken_offset, 0)::int)))) AS apart
+                FROM own_photos
+                WHERE user_id = $1 AND added_by = $2 AND placed = 'file' AND lat IS NOT NULL
+                  AND taken_local BETWEEN $3::timestamp - interval '15 hours' AND $3::timestamp + interval '15 hours') o
+            WHERE apart <= $5 * 60 ORDER BY apart, id LIMIT 1
+            """, [holder, person, takenLocal, offset, minutes]).first.map { try $0.decode("pin_id") }
     }
 
     /// Whether adding `bytes` would take the person past their photo quota.

@@ -127,6 +127,7 @@ enum MapPage {
         <input type="hidden" name="map" value="\(text: mapKey)">
         <label for="own-files">Add photos</label>
         <input type="file" id="own-files" name="file" multiple accept="image/jpeg,image/heic,image/heif,image/png,image/webp,.heic,.heif" aria-describedby="own-files-hint">
+        <label class="checkbox"><input type="checkbox" name="estimate" value="1" id="own-estimate"> Put a photo without a position beside my photos taken within \(OwnPhotoRoutes.estimateMinutes) minutes of it (marked “estimated”)</label>
         <button type="submit" class="button">Add photos</button>
         <p class="muted" id="own-files-hint">JPEG, HEIC, PNG or WebP. Each goes where it was taken (its GPS), to a pin nearby or a new one; drop a photo without a position on the map where you took it.</p>
         <div id="own-upload-progress" class="own-progress" role="status" aria-live="polite"></div>

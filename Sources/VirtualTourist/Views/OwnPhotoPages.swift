@@ -59,7 +59,7 @@ enum OwnPhotoPages {
         let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
         return """
             <a href="\(text: src)" title="\(text: photo.fileName) — added by \(text: who)"><img src="\(text: src + small)"\(srcset) alt="\(text: photo.fileName), added by \(text: who)" loading="lazy">
-            <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)</span></a>
+            <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)\(photo.placed == .estimated ? " · place estimated" : "")</span></a>
             \(remove)
             """
     }

@@ -46,6 +46,9 @@ struct OwnPhotoAdded: Codable {
     /// On the map: the pin it went to (new or near), for the map to show.
     var pin: PinJSON? = nil
     var newPin: Bool? = nil
+    /// Refused for now: it may find its place beside the batch's other photos once they are in
+    /// (own-photos.js sends it again, once, at the end of the batch).
+    var later: Bool? = nil
 }
 
 /// One placement at a time per map on this instance: two photos of one new place arriving
@@ -57,7 +60,7 @@ final class PlacementLock: @unchecked Sendable {
     private let placing = Waitable(Set<Int64>())
 
     func withLock<T>(holder: Int64, _ body: () throws -> T) rethrows -> T {
-        placing.wait { state -> Bool? in state.insert(holder).inserted ? true : nil }
+        _ = placing.wait { state -> Bool? in state.insert(holder).inserted ? true : nil }
         defer { placing.change(wake: .all) { _ = $0.remove(holder) } }
         return try body()
     }
@@ -74,104 +77,144 @@ struct OwnPhotoRoutes: Sendable {
     let placement = PlacementLock()
     let secure: Bool
 
+    /// Where a request's photos go: one pin's album ("Add your photos here"), or the map ("Add
+    /// photos"), each where it was taken.
+    enum Destination {
+        case pin(Int64)
+        /// `dropped`: where the files were dropped, for photos whose files do not say; `estimate`:
+        /// a photo without a position may stand beside the person's photos taken minutes apart.
+        case map(dropped: (lat: Double, lon: Double)?, estimate: Bool)
+        /// The map form was drawn for another map than the session's now.
+        case anotherMap
+    }
+
     /// POST /own-photos: the map's "Add photos". Each photo goes where its GPS says (or, without
-    /// one, where it was dropped on the map: `lat`, `lon`), to the map's nearest pin within
-    /// `pinRadius`, else to a new pin named after the nearest place, whose album then fills with
-    /// the world's photos as a dropped pin's does. So a trip's batch makes a handful of pins.
+    /// one, beside the person's photos taken within minutes when they ask so, or where it was
+    /// dropped: `lat`, `lon`), to the map's nearest pin within `pinRadius`, else to a new pin named
+    /// after the nearest place, whose album then fills with the world's photos as a dropped pin's
+    /// does. So a trip's batch makes a handful of pins.
     func addToMap(_ context: SignedInContext) throws -> HTTPResponse {
         let holder = try context.map.forChanging()
-        // The map the page was drawn for: a batch still arriving after a switch of maps in another
-        // tab must not land on the other map (its photos' places would be shown to its members).
-        let current = context.map.sharedID.map(String.init) ?? "own"
-        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
-        let meant = type.hasPrefix("multipart/form-data") ? (try? MultipartForm(context.request))?.value("map") : context.request.queryValue("map")
-        if let meant, meant != current {
-            let message = "These photos were meant for another map: you switched maps since the page was opened. Open that map and add them again."
-            if type.hasPrefix("multipart/form-data") { return .redirect(to: "/", flash: message, secure: secure) }
-            return .jsonValue(OwnPhotoAdded(id: nil, added: false, message: message, figure: nil), status: .conflict)
-        }
         let dropped: (lat: Double, lon: Double)? = {
             guard let lat = InputNumber.decimal(context.request.queryValue("lat"), in: -90...90),
                   let lon = InputNumber.decimal(context.request.queryValue("lon"), in: -180...180) else { return nil }
             return (lat, lon)
         }()
-        var files: [(name: String, bytes: [UInt8])] = []
-        if type.hasPrefix("multipart/form-data") {
-            let form: MultipartForm?
-            do throws(MultipartForm.Failure) { form = try MultipartForm(context.request) } catch {
-                return .redirect(to: "/", flash: "The photos could not be read: \(error.description).", secure: secure)
-            }
-            files = (form?.parts ?? []).filter { $0.name == "file" && $0.filename.map { !$0.isEmpty } == true }.map { ($0.filename ?? "photo", Array($0.body)) }
-            guard !files.isEmpty else { return .redirect(to: "/", flash: "No photo was chosen.", secure: secure) }
-        } else {
-            files = [(context.request.headers["X-File-Name"].flatMap { $0.removingPercentEncoding } ?? "photo", Array(context.request.body))]
+        return try receive(context, holder: holder, back: "/") { field in
+            // The map the page was drawn for: a batch still arriving after a switch of maps in
+            // another tab must not land on the other map (its photos' places would be shown to its members).
+            if let meant = field("map"), meant != (context.map.sharedID.map(String.init) ?? "own") { return .anotherMap }
+            return .map(dropped: dropped, estimate: field("estimate") == "1")
         }
-        var outcomes: [Outcome] = []
-        for file in files {
-            outcomes.append(try placeOne(file.bytes, name: file.name, dropped: dropped, holder: holder, context: context))
-        }
-        if type.hasPrefix("multipart/form-data") {
-            let added = outcomes.filter { $0.json.added }.count
-            let refusals = outcomes.filter { !$0.json.added }.map(\.json.message)
-            let summary = added == 1 ? "1 photo added to the map." : "\(added) photos added to the map."
-            let shown = refusals.prefix(4) + (refusals.count > 4 ? ["\(refusals.count - 4) more were not added."] : [])
-            return .redirect(to: "/", flash: ([summary] + shown).map { String($0.prefix(300)) }.joined(separator: " "), secure: secure)
-        }
-        let outcome = outcomes[0]
-        var response = HTTPResponse.jsonValue(outcome.json, status: outcome.status)
-        if outcome.status == .serviceUnavailable { response.waitFor(.seconds(2)) }
-        return response
     }
 
-    private func placeOne(_ bytes: [UInt8], name: String, dropped: (lat: Double, lon: Double)?, holder: Int64,
-                          context: SignedInContext) throws -> Outcome {
-        let shown = OwnPhotoStore.cleanName(name)
-        func refused(_ message: String, _ status: HTTPStatus) -> Outcome {
-            Outcome(json: OwnPhotoAdded(id: nil, added: false, message: message, figure: nil), status: status)
+    /// POST /pins/:id/own-photos: the album's "Add your photos here".
+    func add(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let pinID = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
+        let holder = try context.map.forChanging { try albums.album(pinID: pinID, userID: $0) != nil }
+        guard try albums.album(pinID: pinID, userID: holder) != nil else { throw HTTPError.notFound }
+        return try receive(context, holder: holder, back: "/pins/\(pinID)#own-photos") { _ in .pin(pinID) }
+    }
+
+    /// Both routes' files, one at a time through `addOne`. The script sends a file as the body
+    /// (its name in X-File-Name, percent-encoded; its fields in the query) and gets JSON; the plain
+    /// form sends its files and fields as multipart/form-data and is sent `back` with a message
+    /// naming each file that was not added. `destination` reads the request's fields.
+    private func receive(_ context: SignedInContext, holder: Int64, back: String,
+                         destination: (_ field: (String) -> String?) -> Destination) throws -> HTTPResponse {
+        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
+        guard type.hasPrefix("multipart/form-data") else {
+            let target = destination { context.request.queryValue($0) }
+            if case .anotherMap = target {
+                return .jsonValue(OwnPhotoAdded(id: nil, added: false, message: Self.anotherMap, figure: nil), status: .conflict)
+            }
+            let name = context.request.headers["X-File-Name"].flatMap { $0.removingPercentEncoding } ?? "photo"
+            let outcome = try addOne(Array(context.request.body), name: name, holder: holder, to: target, context: context)
+            var response = HTTPResponse.jsonValue(outcome.json, status: outcome.status)
+            // The script sends a file refused for a full line again after this.
+            if outcome.status == .serviceUnavailable { response.waitFor(.seconds(2)) }
+            return response
         }
-        guard !bytes.isEmpty else { return refused("\(shown) is empty.", .unprocessableContent) }
+        let form: MultipartForm
+        do throws(MultipartForm.Failure) {
+            guard let parsed = try MultipartForm(context.request) else { throw MultipartForm.Failure(description: "not a form") }
+            form = parsed
+        } catch {
+            return .redirect(to: back, flash: "The photos could not be read: \(error.description).", secure: secure)
+        }
+        let target = destination { form.value($0) }
+        if case .anotherMap = target { return .redirect(to: back, flash: Self.anotherMap, secure: secure) }
+        let files = form.parts.filter { $0.name == "file" && $0.filename.map { !$0.isEmpty } == true }
+        guard !files.isEmpty else { return .redirect(to: back, flash: "No photo was chosen.", secure: secure) }
+        var added = 0, refusals: [String] = []
+        for file in files {
+            let outcome = try addOne(Array(file.body), name: file.filename ?? "photo", holder: holder, to: target, context: context)
+            if outcome.json.added { added += 1 } else { refusals.append(outcome.json.message) }
+        }
+        let summary = (added == 1 ? "1 photo added" : "\(added) photos added") + (back == "/" ? " to the map." : ".")
+        // A flash is a cookie (4 KB at most in browsers): the first few refusals, and how many more.
+        let shown = refusals.prefix(4) + (refusals.count > 4 ? ["\(refusals.count - 4) more were not added."] : [])
+        return .redirect(to: back, flash: ([summary] + shown).map { String($0.prefix(300)) }.joined(separator: " "), secure: secure)
+    }
+
+    static let anotherMap = "These photos were meant for another map: you switched maps since the page was opened. Open that map and add them again."
+
+    struct Outcome {
+        let json: OwnPhotoAdded
+        let status: HTTPStatus
+    }
+
+    /// One file: refused for what is cheap to see first (empty, too large, already on the pin),
+    /// then read and its versions made (`prepare`), put where it goes, and stored. Every refusal
+    /// is a sentence that names the file.
+    private func addOne(_ bytes: [UInt8], name: String, holder: Int64, to destination: Destination, context: SignedInContext) throws -> Outcome {
+        let shown = OwnPhotoStore.cleanName(name)
+        func refused(_ message: String, _ status: HTTPStatus = .unprocessableContent, later: Bool = false) -> Outcome {
+            var json = OwnPhotoAdded(id: nil, added: false, message: message, figure: nil)
+            if later { json.later = true }
+            return Outcome(json: json, status: status)
+        }
+        guard !bytes.isEmpty else { return refused("\(shown) is empty.") }
         guard bytes.count <= maxFileBytes else {
             return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
+        }
+        if case .pin(let pinID) = destination, try ownPhotos.existing(original: SHA256.hex(bytes), pinID: pinID, holder: holder) != nil {
+            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
         do {
             let prepared: OwnPhotoStore.Prepared
             switch try ownPhotos.prepare(bytes, by: context.user.id) {
             case .refused(let refusal): return refused("\(shown) \(refusal.description).", refusal.isTooLarge ? .contentTooLarge : .unprocessableContent)
-            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             case .ready(let found): prepared = found
             }
-            let tags = prepared.versions.tags
-            let point: (lat: Double, lon: Double, placed: OwnPhoto.Placement)
-            if let lat = tags.latitude, let lon = tags.longitude {
-                point = (lat, lon, .file)
-            } else if let dropped {
-                point = (dropped.lat, dropped.lon, .person)
-            } else {
-                return refused("\(shown) has no position in it: drop it on the map where it was taken, or add it from the album of a pin.", .unprocessableContent)
+            let pin: Pin, made: Bool, placed: OwnPhoto.Placement
+            switch try place(prepared, to: destination, holder: holder, context: context) {
+            case .refused(let message, let later): return refused("\(shown) \(message)", later: later)
+            case .placed(let found, let new, let how): (pin, made, placed) = (found, new, how)
             }
-            // The nearest pin within the radius, else a new one: one placement at a time per map.
-            // The place's name is looked up first (the index's first use loads it).
-            let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
-            let (pin, made): (Pin, Bool) = try placement.withLock(holder: holder) {
-                if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
-                   let album = try albums.album(pinID: near, userID: holder) {
-                    return (album.pin, false)
-                }
-                return (try pins.drop(for: holder, by: context.user.id, lat: point.lat, lon: point.lon, placeName: name), true)
-            }
-            switch try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: point.placed) {
+            let onMap: Bool = if case .map = destination { true } else { false }
+            let estimated = placed == .estimated ? " (its place estimated from your photos taken minutes apart)" : ""
+            switch try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: placed) {
             case .added(let id):
-                return Outcome(json: OwnPhotoAdded(id: id, added: true, message: "\(shown) added to \(pin.title).", figure: nil,
-                                                   pin: PinJSON(pin), newPin: made), status: .created)
+                // On the album page its figure, for the page's grid; on the map its pin.
+                let figure = onMap ? nil : try ownPhotos.photo(id, holder: holder).map {
+                    String(decoding: OwnPhotoPages.figure($0, csrf: context.csrfToken, mayRemove: mayRemove($0, context)).bytes, as: UTF8.self)
+                }
+                var json = OwnPhotoAdded(id: id, added: true, message: onMap ? "\(shown) added to \(pin.title)\(estimated)." : "\(shown) added.", figure: figure)
+                if onMap { (json.pin, json.newPin) = (PinJSON(pin), made) }
+                return Outcome(json: json, status: .created)
             case .alreadyHere(let id):
-                return Outcome(json: OwnPhotoAdded(id: id, added: false, message: "\(shown) is already at \(pin.title).", figure: nil,
-                                                   pin: PinJSON(pin), newPin: false), status: .ok)
-            case .noPin: return refused("\(shown) was not added: its pin was deleted meanwhile; add it again.", .conflict)
-            case .refused(let refusal): return refused("\(shown) \(refusal.description).", .unprocessableContent)
-            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+                var json = OwnPhotoAdded(id: id, added: false, message: onMap ? "\(shown) is already at \(pin.title)." : "\(shown) is already in this album.", figure: nil)
+                if onMap { (json.pin, json.newPin) = (PinJSON(pin), false) }
+                return Outcome(json: json, status: .ok)
+            case .noPin:
+                return refused("\(shown) was not added: its pin was deleted meanwhile; add it again.", .conflict)
+            case .refused(let refusal): return refused("\(shown) \(refusal.description).")
+            case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             }
         } catch let reached as QuotaReached {
-            return refused("\(shown) was not added: \(reached.description)", .unprocessableContent)
+            return refused("\(shown) was not added: \(reached.description)")
         } catch let busy as PhotoProcessing.Busy {
             return refused("\(shown) was not added: \(busy.description).", .serviceUnavailable)
         } catch let error as PhotoStoreError where error.unavailable {
@@ -181,91 +224,56 @@ struct OwnPhotoRoutes: Sendable {
         }
     }
 
-    /// POST /pins/:id/own-photos. The script sends a file as the body (its name in X-File-Name,
-    /// percent-encoded) and gets JSON; the plain form sends multipart/form-data with its files
-    /// and gets the album back with a message naming each file that was not added.
-    func add(_ context: SignedInContext) throws -> HTTPResponse {
-        guard let pinID = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
-        let holder = try context.map.forChanging { try albums.album(pinID: pinID, userID: $0) != nil }
-        guard try albums.album(pinID: pinID, userID: holder) != nil else { throw HTTPError.notFound }
-        let type = context.request.headers["Content-Type"]?.lowercased() ?? ""
-        if type.hasPrefix("multipart/form-data") {
-            return try addForm(context, pinID: pinID, holder: holder)
-        }
-        let name = context.request.headers["X-File-Name"].flatMap { $0.removingPercentEncoding } ?? "photo"
-        let outcome = try addOne(Array(context.request.body), name: name, pinID: pinID, holder: holder, person: context.user.id, context: context)
-        var response = HTTPResponse.jsonValue(outcome.json, status: outcome.status)
-        // The script sends a file refused for a full line again after this.
-        if outcome.status == .serviceUnavailable { response.waitFor(.seconds(2)) }
-        return response
+    enum Placement {
+        case placed(Pin, new: Bool, OwnPhoto.Placement)
+        /// What follows the file's name; `later`: it may find its place once the rest of its batch is in.
+        case refused(String, later: Bool)
     }
 
-    struct Outcome {
-        let json: OwnPhotoAdded
-        let status: HTTPStatus
-    }
+    /// Minutes apart a photo without a position may be from the person's photo it is put beside.
+    static let estimateMinutes = 10
 
-    private func addOne(_ bytes: [UInt8], name: String, pinID: Int64, holder: Int64, person: Int64, context: SignedInContext) throws -> Outcome {
-        let shown = OwnPhotoStore.cleanName(name)
-        guard !bytes.isEmpty else {
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is empty.", figure: nil), status: .unprocessableContent)
+    /// The pin a prepared photo goes to. On the map: where its GPS says, else (when asked) beside
+    /// the person's photo with a position taken nearest in time within `estimateMinutes`, else
+    /// where it was dropped; there, the map's nearest pin within `pinRadius` or a new one, one
+    /// placement at a time per map (the place's name looked up first: the index's first use loads it).
+    private func place(_ prepared: OwnPhotoStore.Prepared, to destination: Destination, holder: Int64,
+                       context: SignedInContext) throws -> Placement {
+        let dropped: (lat: Double, lon: Double)?, estimate: Bool
+        switch destination {
+        case .pin(let pinID):
+            guard let album = try albums.album(pinID: pinID, userID: holder) else { return .refused("was not added: its pin was deleted meanwhile.", later: false) }
+            return .placed(album.pin, new: false, .person)
+        case .map(let point, let wanted): (dropped, estimate) = (point, wanted)
+        case .anotherMap: return .refused("was not added: " + Self.anotherMap, later: false)
         }
-        guard bytes.count <= maxFileBytes else {
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", figure: nil),
-                           status: .contentTooLarge)
+        let tags = prepared.versions.tags
+        let point: (lat: Double, lon: Double, placed: OwnPhoto.Placement)
+        if let lat = tags.latitude, let lon = tags.longitude {
+            point = (lat, lon, .file)
+        } else if estimate, let taken = tags.takenLocal,
+                  let beside = try ownPhotos.pinBeside(holder: holder, person: context.user.id, takenLocal: taken, offset: tags.offsetMinutes,
+                                                       within: Self.estimateMinutes),
+                  let album = try albums.album(pinID: beside, userID: holder) {
+            return .placed(album.pin, new: false, .estimated)
+        } else if let dropped {
+            point = (dropped.lat, dropped.lon, .person)
+        } else if estimate {
+            return .refused(tags.takenLocal == nil
+                ? "has no position and no time in it: drop it on the map where it was taken, or add it from the album of a pin."
+                : "has no position in it, and none of your photos with one was taken within \(Self.estimateMinutes) minutes of it: drop it on the map where it was taken, or add it from the album of a pin.",
+                later: tags.takenLocal != nil)
+        } else {
+            return .refused("has no position in it: drop it on the map where it was taken, or add it from the album of a pin.", later: false)
         }
-        let added: OwnPhotoStore.Added
-        do {
-            added = try ownPhotos.add(bytes, fileName: shown, pinID: pinID, holder: holder, by: person)
-        } catch let busy as PhotoProcessing.Busy {
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) was not added: \(busy.description).", figure: nil),
-                           status: .serviceUnavailable)
-        } catch let error as PhotoStoreError where error.unavailable {
-            // Troubleshooting: own photo not stored
-            ownPhotoLogger.warning("own photo not stored: \(error)")
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) was not added: the photo store cannot take it right now; try it again in a moment.", figure: nil),
-                           status: .serviceUnavailable)
-        }
-        switch added {
-        case .added(let id), .alreadyHere(let id):
-            let photo = try ownPhotos.photo(id, holder: holder)
-            let figure = photo.map { OwnPhotoPages.figure($0, csrf: context.csrfToken, mayRemove: mayRemove($0, context)).bytes }.map { String(decoding: $0, as: UTF8.self) }
-            if case .alreadyHere = added {
-                return Outcome(json: OwnPhotoAdded(id: id, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
+        let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
+        return try placement.withLock(holder: holder) {
+            if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
+               let album = try albums.album(pinID: near, userID: holder) {
+                return .placed(album.pin, new: false, point.placed)
             }
-            return Outcome(json: OwnPhotoAdded(id: id, added: true, message: "\(shown) added.", figure: figure), status: .created)
-        case .refused(let refusal):
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) \(refusal.description).", figure: nil),
-                           status: refusal.isTooLarge ? .contentTooLarge : .unprocessableContent)
-        case .quotaReached(let reached):
-            return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) was not added: \(reached.description)", figure: nil),
-                           status: .unprocessableContent)
-        case .noPin:
-            throw HTTPError.notFound
+            return .placed(try pins.drop(for: holder, by: context.user.id, lat: point.lat, lon: point.lon, placeName: name), new: true, point.placed)
         }
-    }
-
-    private func addForm(_ context: SignedInContext, pinID: Int64, holder: Int64) throws -> HTTPResponse {
-        let form: MultipartForm
-        do throws(MultipartForm.Failure) {
-            guard let parsed = try MultipartForm(context.request) else { throw MultipartForm.Failure(description: "not a form") }
-            form = parsed
-        } catch {
-            return .redirect(to: "/pins/\(pinID)", flash: "The photos could not be read: \(error.description).", secure: secure)
-        }
-        let files = form.parts.filter { $0.name == "file" && $0.filename.map { !$0.isEmpty } == true }
-        guard !files.isEmpty else {
-            return .redirect(to: "/pins/\(pinID)", flash: "No photo was chosen.", secure: secure)
-        }
-        var added = 0, refusals: [String] = []
-        for file in files {
-            let outcome = try addOne(Array(file.body), name: file.filename ?? "photo", pinID: pinID, holder: holder, person: context.user.id, context: context)
-            if outcome.json.added { added += 1 } else { refusals.append(outcome.json.message) }
-        }
-        let summary = added == 1 ? "1 photo added." : "\(added) photos added."
-        // A flash is a cookie (4 KB at most in browsers): the first few refusals, and how many more.
-        let shown = refusals.prefix(4) + (refusals.count > 4 ? ["\(refusals.count - 4) more were not added."] : [])
-        return .redirect(to: "/pins/\(pinID)#own-photos", flash: ([summary] + shown).map { String($0.prefix(300)) }.joined(separator: " "), secure: secure)
     }
 
     /// Who may remove a photo: who added it, and the map's owners.

@@ -359,6 +359,73 @@ import AlbumWing
         #expect(!(try viewer.get("/")).body.contains("action=\"/own-photos\""))
     }
 
+    /// "Estimated": a photo without a position, when asked, joins the pin of the person's photo
+    /// with a position taken nearest in time within ten minutes, its clocks compared in UTC where
+    /// the files give offsets; farther apart it waits for the rest of its batch (`later`), then is
+    /// refused saying why; without the choice it is refused at once; another person's photos
+    /// never place it. The plain form's checkbox asks the same.
+    @Test func aPhotoWithoutAPositionMayStandBesideTheOnesTakenMinutesApart() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp()
+        let token = try #require(try ann.get("/").csrfToken)
+        #expect(try ann.get("/").body.contains("name=\"estimate\" value=\"1\""))
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        func shot(_ time: String, offset: String?, gps: Bool, _ n: Int) throws -> [UInt8] {
+            try ExifTool.writing(["-DateTimeOriginal=2024:05:03 \(time)", "-Comment=\(n)"] + (offset.map { ["-OffsetTimeOriginal=\($0)"] } ?? [])
+                + (gps ? ["-GPSLatitude=48.85837", "-GPSLatitudeRef=N", "-GPSLongitude=2.29448", "-GPSLongitudeRef=E"] : []), to: jpeg)
+        }
+        let tower = try Self.sendToMap(ann, try shot("14:22:00", offset: "+02:00", gps: true, 0), name: "tower.jpg", token: token)
+        let towerPin = try #require(try Self.json(tower)["pin"] as? [String: Any])
+        let pin = try #require(towerPin["id"] as? Int)
+        // 12:25 UTC is 14:25 in Paris: three minutes later.
+        let near = try Self.sendToMap(ann, try shot("12:25:00", offset: "+00:00", gps: false, 1), name: "lunch.jpg", token: token, query: "?estimate=1")
+        #expect(near.status == 201, "\(near)")
+        #expect(try Self.json(near)["message"] as? String == "lunch.jpg added to \(try Self.pinTitle(app, pin)) (its place estimated from your photos taken minutes apart).")
+        #expect(try #require(try Self.json(near)["pin"] as? [String: Any])["id"] as? Int == pin)
+        // No offset on one side: taken to be on the other's clock.
+        #expect(try Self.sendToMap(ann, try shot("14:30:00", offset: nil, gps: false, 2), name: "b.jpg", token: token, query: "?estimate=1").status == 201)
+        // 14:25 UTC is two hours off; without a time there is nothing to go by.
+        let far = try Self.sendToMap(ann, try shot("14:25:00", offset: "+00:00", gps: false, 3), name: "far.jpg", token: token, query: "?estimate=1")
+        let farAnswer = try Self.json(far)
+        #expect(far.status == 422 && farAnswer["later"] as? Bool == true, "\(far)")
+        #expect(try Self.json(far)["message"] as? String == "far.jpg has no position in it, and none of your photos with one was taken within 10 minutes of it: drop it on the map where it was taken, or add it from the album of a pin.")
+        let timeless = try Self.sendToMap(ann, jpeg, name: "scan.jpg", token: token, query: "?estimate=1")
+        let timelessAnswer = try Self.json(timeless)
+        #expect(timeless.status == 422 && timelessAnswer["later"] == nil)
+        let unasked = try Self.sendToMap(ann, try shot("14:23:00", offset: "+02:00", gps: false, 4), name: "c.jpg", token: token)
+        let unaskedAnswer = try Self.json(unasked)
+        #expect(unasked.status == 422 && unaskedAnswer["later"] == nil)
+        // The plain form's checkbox.
+        let form = try Self.postForm(ann, "/own-photos", fields: [("_csrf", token), ("estimate", "1")],
+                                     files: [("d.jpg", try shot("14:24:00", offset: "+02:00", gps: false, 5))])
+        #expect(form.status == 303, "\(form)")
+        #expect(try ann.get("/").body.contains("1 photo added to the map."))
+        #expect(try app.count("SELECT count(*) FROM own_photos WHERE placed = 'estimated' AND pin_id = $1", [Int64(pin)]) == 3)
+        #expect(try ann.get("/pins/\(pin)").body.contains("· place estimated"))
+        // Another person's photos on their own map place nothing of Ann's, and Ann's nothing of theirs.
+        let bob = try app.signedUp()
+        let bobs = try #require(try bob.get("/").csrfToken)
+        #expect(try Self.sendToMap(bob, try shot("14:23:00", offset: "+02:00", gps: false, 6), name: "e.jpg", token: bobs, query: "?estimate=1").status == 422)
+    }
+
+    /// As the plain form sends its fields and files: multipart/form-data.
+    static func postForm(_ browser: Browser, _ path: String, fields: [(String, String)], files: [(String, [UInt8])]) throws -> Browser.Page {
+        let boundary = "----OwnPhotos7MA4YWxkTrZu0gW"
+        var body: [UInt8] = []
+        for (name, value) in fields { body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8) }
+        for (name, bytes) in files {
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(name)\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+            body += bytes + Array("\r\n".utf8)
+        }
+        body += Array("--\(boundary)--\r\n".utf8)
+        return try browser.request("POST", path, body: body, headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")])
+    }
+
+    static func pinTitle(_ app: TestApp, _ pin: Int) throws -> String {
+        let row = try app.pool.query("SELECT coalesce(place_name, '') AS name FROM pins WHERE id = $1", [Int64(pin)])[0]
+        return try row.decode("name")
+    }
+
     /// Own photos take their place in the strip of decades by the time they were taken.
     @Test func ownPhotosAreInTheStripOfDecades() throws {
         let app = try TestApp()
