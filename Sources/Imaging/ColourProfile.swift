@@ -4,8 +4,9 @@
 /// carried: no EXIF, no XMP, so no location (docs/architecture.md, "Own photos").
 public enum ColourProfile {
     static let jpegMarker: [UInt8] = Array("ICC_PROFILE".utf8) + [0]
-    /// Profiles larger than this are dropped (a real one is a few KB; Display P3's is 536 bytes).
-    public static let maxBytes = 1 << 20
+    /// Profiles larger than this are dropped (a display's is a few KB; Display P3's is 536
+    /// bytes): what a stranger's file puts in every version served is kept small.
+    public static let maxBytes = 64 << 10
 
     /// The profile a JPEG carries in its APP2 segments (ICC.1 B.4: "ICC_PROFILE\0", the chunk's
     /// number from 1, the count), or nil when absent, incomplete or inconsistent.
@@ -35,10 +36,13 @@ public enum ColourProfile {
         return isRGB(profile) ? profile : nil
     }
 
-    /// A profile the RGB versions can carry: a whole ICC header (128 bytes) whose colour space
-    /// (bytes 16–19) is "RGB " — a CMYK or grey profile on RGB pixels would make colours wrong.
+    /// A profile the RGB versions can carry: a whole ICC header (128 bytes) that says its own
+    /// size, is signed "acsp" (ICC.1 7.2.9), and whose colour space (bytes 16–19) is "RGB " — a
+    /// CMYK or grey profile on RGB pixels would make colours wrong.
     public static func isRGB(_ profile: [UInt8]) -> Bool {
-        profile.count >= 128 && profile.count <= maxBytes && Array(profile[16..<20]) == Array("RGB ".utf8)
+        guard profile.count >= 128, profile.count <= maxBytes else { return false }
+        let declared = Int(profile[0]) << 24 | Int(profile[1]) << 16 | Int(profile[2]) << 8 | Int(profile[3])
+        return declared == profile.count && Array(profile[36..<40]) == Array("acsp".utf8) && Array(profile[16..<20]) == Array("RGB ".utf8)
     }
 
     /// The JPEG with the profile in APP2 segments after its SOI and JFIF APP0 (JFIF wants APP0

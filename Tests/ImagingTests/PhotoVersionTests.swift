@@ -78,9 +78,16 @@ import TestSupport
     /// The location in EXIF and in XMP, the time, the camera, a comment: none of it in the display
     /// version or the thumbnails, as exiftool reads them. The colour profile is carried.
     @Test func versionsCarryNoLocationAndKeepTheColourProfile() throws {
-        // A profile's bytes with an ICC header's colour space "RGB " (bytes 16–19).
+        // A profile's bytes with an ICC header: its size (bytes 0–3), colour space "RGB " (16–19)
+        // and signature "acsp" (36–39).
         var profile = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        profile.replaceSubrange(0..<4, with: [0, 0, 2, 0x58])
         profile.replaceSubrange(16..<20, with: Array("RGB ".utf8))
+        profile.replaceSubrange(36..<40, with: Array("acsp".utf8))
+        // Without a consistent header, or past 64 KB: not carried.
+        var unsigned = profile
+        unsigned.replaceSubrange(36..<40, with: Array("xxxx".utf8))
+        #expect(!ColourProfile.isRGB(unsigned) && !ColourProfile.isRGB(profile + [0]) && ColourProfile.isRGB(profile))
         let withProfile = ColourProfile.embedding(profile, in: try Samples.chelsea())
         #expect(ColourProfile.inJPEG(withProfile) == profile)
         let photo = try ExifTool.writing([

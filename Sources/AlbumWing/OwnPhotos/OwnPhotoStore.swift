@@ -63,6 +63,8 @@ public struct OwnPhotoStore: Sendable {
         public let versions: PhotoVersions
         /// The original and every version: what the quota counts.
         public let size: Int64
+        /// The versions' blobs once in the photo store (`putBlobs`): display, 256, 512.
+        public fileprivate(set) var blobs: (display: String, thumb256: String?, thumb512: String?)?
     }
 
     public enum Preparation: Sendable {
@@ -84,7 +86,7 @@ public struct OwnPhotoStore: Sendable {
         case .success(let versions):
             let size = Int64(bytes.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
             if let reached = try quotaReached(person, adding: size) { return .quotaReached(reached) }
-            return .ready(Prepared(bytes: bytes, original: SHA256.hex(bytes), versions: versions, size: size))
+            return .ready(Prepared(bytes: bytes, original: SHA256.hex(bytes), versions: versions, size: size, blobs: nil))
         }
     }
 
@@ -101,32 +103,54 @@ public struct OwnPhotoStore: Sendable {
     /// the same blobs: storing them again costs a write, never a second copy).
     public func store(_ prepared: Prepared, fileName: String, pinID: Int64, holder: Int64, by person: Int64,
                       placed: OwnPhoto.Placement) throws -> Added {
+        var prepared = prepared
+        if prepared.blobs == nil { try putBlobs(&prepared) }
+        guard let (display, thumb256, thumb512) = prepared.blobs else { return .noPin }
         let versions = prepared.versions
-        _ = try store.put(prepared.bytes)
-        let display = try store.put(versions.display)
-        let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
-        let thumb512 = try versions.thumbnails[512].map { try store.put($0) }
         let tags = versions.tags
         let rows: PostgresResult
         do {
-            rows = try pool.query("""
-            INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
-                                    byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
-            SELECT p.id, p.user_id, $3, $4, $5, decode($6, 'hex'), $7, decode($8, 'hex'), decode($9, 'hex'), decode($10, 'hex'),
-                   $11, $12, $13, $14::timestamp, $15, $16, $17, $18, $19
-            FROM pins p WHERE p.id = $1 AND p.user_id = $2
-            ON CONFLICT (pin_id, original) DO NOTHING
-            RETURNING id
-            """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, prepared.original, Int64(prepared.bytes.count), display,
-                  thumb256, thumb512, prepared.size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
-                  tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }, placed.rawValue])
+            rows = try pool.transaction { db in
+                // The quota again, under the person's row lock (as a pin's insert takes it): two
+                // uploads checked at once before either was stored cannot both pass it.
+                let quota = try db.query("""
+                    SELECT coalesce(u.max_photo_bytes, $2) AS byte_limit, \(AlbumStart.chargedBytes(person: "$1")) AS bytes
+                    FROM users u WHERE u.id = $1 FOR UPDATE OF u
+                    """, [person, quotas.photoBytes])[0]
+                let limit: Int64 = try quota.decode("byte_limit")
+                if try quota.decode("bytes", as: Int64.self) + prepared.size > limit { throw QuotaReached.photoBytes(limit) }
+                return try db.query("""
+                    INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
+                                            byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
+                    SELECT p.id, p.user_id, $3, $4, $5, decode($6, 'hex'), $7, decode($8, 'hex'), decode($9, 'hex'), decode($10, 'hex'),
+                           $11, $12, $13, $14::timestamp, $15, $16, $17, $18, $19
+                    FROM pins p WHERE p.id = $1 AND p.user_id = $2
+                    ON CONFLICT (pin_id, original) DO NOTHING
+                    RETURNING id
+                    """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, prepared.original, Int64(prepared.bytes.count), display,
+                          thumb256, thumb512, prepared.size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
+                          tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }, placed.rawValue])
+            }
         } catch let error as PostgresError where error.sqlState == .foreignKeyViolation {
             return .noPin  // the pin was deleted meanwhile; its blobs go with the collector
+        } catch let reached as QuotaReached {
+            return .quotaReached(reached)
         }
         if let row = rows.first { return .added(try row.decode("id")) }
         // Another request added the same file meanwhile, or the pin is gone.
         if let id = try existing(original: prepared.original, pinID: pinID, holder: holder) { return .alreadyHere(id) }
         return .noPin
+    }
+
+    /// Puts the original and its versions in the photo store (before anything names them): a
+    /// store that is down refuses the photo before a pin is made for it.
+    public func putBlobs(_ prepared: inout Prepared) throws {
+        let versions = prepared.versions
+        _ = try store.put(prepared.bytes)
+        let display = try store.put(versions.display)
+        let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
+        let thumb512 = try versions.thumbnails[512].map { try store.put($0) }
+        prepared.blobs = (display, thumb256, thumb512)
     }
 
     /// The holder's pin nearest to a point within `meters`, if any (an equirectangular distance:

@@ -165,7 +165,7 @@ enum MapsPages {
             <h2>Leave</h2>
             <form method="post" action="/maps/\(map.id)/leave" class="stacked">
             \(Layout.csrfField(csrf))
-            <p>You stop seeing this map; what you dropped stays on it for the others.</p>
+            <p>You stop seeing this map; the pins you dropped stay on it for the others, and the photos of your own you added to it are deleted.</p>
             <button type="submit" class="button danger-outline">Leave “\(text: map.name)”</button>
             </form>
             </section>
@@ -204,7 +204,7 @@ enum MapsPages {
         let id = "role-\(member.id)"
         let remove: HTML = member.id == me ? .empty : """
             <form method="post" action="/maps/\(mapID)/members/\(member.id)/remove" class="inline">\(Layout.csrfField(csrf))
-            <button type="submit" class="link-button" aria-label="Remove \(text: member.name)">Remove</button></form>
+            <button type="submit" class="link-button" aria-label="Remove \(text: member.name)" title="Their own photos on this map go with them">Remove</button></form>
             """
         return """
             <form method="post" action="/maps/\(mapID)/members/\(member.id)/role" class="inline">\(Layout.csrfField(csrf))

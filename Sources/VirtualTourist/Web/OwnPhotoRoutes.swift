@@ -182,12 +182,14 @@ struct OwnPhotoRoutes: Sendable {
             return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
         do {
-            let prepared: OwnPhotoStore.Prepared
+            var prepared: OwnPhotoStore.Prepared
             switch try ownPhotos.prepare(bytes, by: context.user.id) {
             case .refused(let refusal): return refused("\(shown) \(refusal.description).", refusal.isTooLarge ? .contentTooLarge : .unprocessableContent)
             case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             case .ready(let found): prepared = found
             }
+            // The blobs before the pin: a store that cannot take them leaves no pin behind.
+            try ownPhotos.putBlobs(&prepared)
             let pin: Pin, made: Bool, placed: OwnPhoto.Placement
             switch try place(prepared, to: destination, holder: holder, context: context) {
             case .refused(let message, let later): return refused("\(shown) \(message)", later: later)
@@ -195,7 +197,16 @@ struct OwnPhotoRoutes: Sendable {
             }
             let onMap: Bool = if case .map = destination { true } else { false }
             let estimated = placed == .estimated ? " (its place estimated from your photos taken minutes apart)" : ""
-            switch try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: placed) {
+            let stored: OwnPhotoStore.Added
+            do {
+                stored = try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: placed)
+            } catch {
+                // A pin made for this photo alone does not stay without it (the database went
+                // away between the two statements, say); a failure to remove it is the first one's.
+                if made { _ = try? pins.delete(pin.id, of: holder) }
+                throw error
+            }
+            switch stored {
             case .added(let id):
                 // On the album page its figure, for the page's grid; on the map its pin.
                 let figure = onMap ? nil : try ownPhotos.photo(id, holder: holder).map {
@@ -308,6 +319,8 @@ struct OwnPhotoRoutes: Sendable {
             let plain = !stem.isEmpty && stem.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || " _-()".unicodeScalars.contains($0)) }
             let name = (plain ? stem : "photo") + "." + photo.format.fileExtension
             response.headers.set("Content-Disposition", "attachment; filename=\"\(name)\"")
+            // Not kept in the browser's cache (a shared computer's): it holds where the photo was taken.
+            response.headers.set("Cache-Control", "private, no-store")
         }
         return response
     }

@@ -6,6 +6,7 @@ import Testing
 import PhotoFixture
 import TestSupport
 import AlbumWing
+@testable import Domain
 @testable import Imaging
 @testable import VirtualTourist
 
@@ -96,6 +97,7 @@ import AlbumWing
         let original = try owner.get("/own-photos/\(id)?original=1")
         #expect(original.status == 200 && original.bodyBytes == photo)
         #expect(original.header("Content-Disposition") == "attachment; filename=\"photo.jpg\"")
+        #expect(original.header("Cache-Control") == "private, no-store", "the location stays out of the browser's cache")
         #expect(try viewer.get("/own-photos/\(id)?original=1").status == 403)
         // Another map's person: nothing at all.
         let stranger = try app.signedUp()
@@ -271,6 +273,26 @@ import AlbumWing
         #expect((try Self.json(refused))["message"] as? String
                 == "second.jpg was not added: Your photos use all of your 0 MB of storage. Delete a pin or some photos to make room, or ask your administrator for more.")
         #expect(try app.count("SELECT count(*) FROM own_photos") == 1)
+
+        // Two files both checked before either was stored (two uploads at once): the second is
+        // refused when it is stored, under the person's row lock, not let past the quota.
+        let annID = Int64(try app.count("SELECT id FROM users WHERE email = 'ann-quota@example.org'"))
+        let holder = annID
+        try app.pool.query("UPDATE users SET max_photo_bytes = $1 WHERE id = $2", [Int64(used * 2 + used / 2), annID])
+        let store = OwnPhotoStore(pool: app.pool, store: app.app.albums.photos, quotas: Quotas(), limits: PhotoVersions.Limits(),
+                                  processing: PhotoProcessing(slots: 1))
+        var ready: [OwnPhotoStore.Prepared] = []
+        for n in 0..<2 {
+            guard case .ready(let prepared) = try store.prepare(try Self.taggedPhoto(comment: "race \(n)"), by: annID) else {
+                Issue.record("photo \(n) not prepared"); return
+            }
+            ready.append(prepared)
+        }
+        let limit = QuotaReached.photoBytes(Int64(used * 2 + used / 2))
+        let first = try store.store(ready[0], fileName: "a.jpg", pinID: Int64(pin), holder: holder, by: annID, placed: .person)
+        let second = try store.store(ready[1], fileName: "b.jpg", pinID: Int64(pin), holder: holder, by: annID, placed: .person)
+        #expect(first != .quotaReached(limit) && second == .quotaReached(limit), "\(first), \(second)")
+        #expect(try app.count("SELECT count(*) FROM own_photos") == 2)
     }
 
     /// A name decomposed as macOS writes it, 250 combining accents long, is kept (NFC, cut at the
@@ -462,6 +484,29 @@ import AlbumWing
         let album = try ann.get("/pins/\(pin)")
         #expect(album.body.contains("2 photos added. notes.txt is not a photo Virtual Tourist can read"))
         #expect(Self.ownIDs(album).count == 2)
+    }
+
+    /// A member's own photos leave the map with them (they could neither see nor remove them any
+    /// more, and the owners could still download their originals): removed, or leaving, their
+    /// photos go; the others' stay, and so do the pins.
+    @Test func aMembersOwnPhotosLeaveTheMapWithThem() throws {
+        let app = try TestApp()
+        let owner = try app.signedUp(email: "olga-leave@example.org", name: "Olga")
+        let eddie = try app.signedUp(email: "eddie-leave@example.org", name: "Eddie")
+        let map = try SharedMapTests.makeMap(owner, name: "Club", member: eddie, email: "eddie-leave@example.org", role: "editor")
+        let pin = try #require(try SharedMapTests.drop(owner, lat: AlbumEraTests.lat, lon: AlbumEraTests.lon).body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let ownerToken = try #require(try owner.get("/pins/\(pin)").csrfToken)
+        let eddieToken = try #require(try eddie.get("/pins/\(pin)").csrfToken)
+        #expect(try Self.send(owner, pin: pin, try Self.taggedPhoto(comment: "olga"), name: "o.jpg", token: ownerToken).status == 201)
+        #expect(try Self.send(eddie, pin: pin, try Self.taggedPhoto(comment: "eddie"), name: "e.jpg", token: eddieToken).status == 201)
+        #expect(Self.ownIDs(try owner.get("/pins/\(pin)")).count == 2)
+        let eddieID = try app.count("SELECT id FROM users WHERE email = 'eddie-leave@example.org'")
+        #expect(try owner.get("/maps/\(map)").body.contains("Their own photos on this map go with them"), "the owner is told")
+        let removed = try owner.post("/maps/\(map)/members/\(eddieID)/remove", form: [("_csrf", ownerToken)])
+        #expect(removed.status == 303, "\(removed)")
+        #expect(try app.count("SELECT count(*) FROM own_photos WHERE added_by = $1", [Int64(eddieID)]) == 0)
+        #expect(Self.ownIDs(try owner.get("/pins/\(pin)")).count == 1)
+        #expect(try app.count("SELECT count(*) FROM pins WHERE id = $1", [Int64(pin)]) == 1)
     }
 
     /// Who added a photo and the map's owners remove it; another editor and a viewer cannot.
