@@ -231,11 +231,15 @@ public enum PhotoDecoding {
             throw .unreadable(.webp, "no WebP header")
         }
         try check(Int(width), Int(height))
-        guard let decoded = bytes.withUnsafeBufferPointer({ WebPDecodeRGB($0.baseAddress, $0.count, &width, &height) }) else {
+        // Straight into the pixels' own array: one copy of the image, not libwebp's and ours.
+        let stride = Int(width) * 3
+        var pixels = [UInt8](repeating: 0, count: stride * Int(height))
+        let written = pixels.withUnsafeMutableBufferPointer { target in
+            bytes.withUnsafeBufferPointer { WebPDecodeRGBInto($0.baseAddress, $0.count, target.baseAddress, target.count, Int32(stride)) }
+        }
+        guard written != nil else {
             throw RIFF.declaredSize(bytes).map { $0 > bytes.count } == true ? .truncated(.webp) : .unreadable(.webp, "the image data")
         }
-        defer { WebPFree(decoded) }
-        let pixels = Array(UnsafeBufferPointer(start: decoded, count: Int(width) * Int(height) * 3))
         let chunks = RIFF.chunks(bytes)
         let tags = chunks["EXIF"].map { CameraTags.read($0.starts(with: Array("Exif".utf8) + [0, 0]) ? Array($0) : Array("Exif".utf8) + [0, 0] + $0) } ?? CameraTags()
         let image = RGBImage(width: Int(width), height: Int(height), pixels: pixels).oriented(tags.orientation)

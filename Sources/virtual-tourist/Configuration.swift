@@ -380,7 +380,7 @@ struct Configuration {
                default: code(d.app.quotas.photoBytes / Int64(mib))) { $0.app.quotas.photoBytes = $1 * Int64(mib) },
         ranged("UPLOAD_MAX_MB", "the largest photo file a person may add (their own photos; the form without JavaScript sends its files together, at most this)", 1...2_000, unit: "MB",
                default: code(d.app.ownPhotoMaxBytes / mib)) { $0.app.ownPhotoMaxBytes = $1 * mib },
-        ranged("UPLOAD_MAX_MEGAPIXELS", "the most pixels a photo a person adds may have, read from its header before it is decoded (a decompression bomb is refused unread)", 1...1_000,
+        ranged("UPLOAD_MAX_MEGAPIXELS", "the most pixels a photo a person adds may have, read from its header before it is decoded (a decompression bomb is refused unread); making its versions takes 3 to 6 bytes a pixel while it is decoded, one photo per core at a time", 1...200,
                default: code(d.app.ownPhotoMaxPixels / 1_000_000)) { $0.app.ownPhotoMaxPixels = $1 * 1_000_000 },
         ranged("UPLOAD_PIN_RADIUS_M", "a photo added on the map joins the map's nearest pin within this many metres of where it was taken, else makes a pin of its own", 10...100_000, unit: "m",
                default: code(d.app.ownPhotoPinRadius)) { $0.app.ownPhotoPinRadius = $1 },

@@ -29,7 +29,7 @@ enum OwnPhotoPages {
         guard !photos.isEmpty else { return .empty }
         return """
             <section class="own-photos" id="own-photos" aria-labelledby="own-photos-title">
-            <h2 id="own-photos-title">The members’ own photos <span class="muted">(\(photos.count))</span></h2>
+            <h2 id="own-photos-title">Their own photos <span class="muted">(\(photos.count))</span></h2>
             <ul class="photo-grid own-grid" id="own-grid">\(HTML.each(photos) { photo in
                 let src = "/s/\(token)/own-photos/\(photo.id)"
                 let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName

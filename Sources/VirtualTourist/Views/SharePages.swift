@@ -119,7 +119,7 @@ enum SharePages {
             <select id="share-expiry" name="expires_days">\(expiryOptions)</select>
             <label for="share-new-password">Password (optional, at least \(Password.minimumLength) characters)</label>
             <input type="password" id="share-new-password" name="password" autocomplete="new-password" maxlength="\(Password.maximumLength)">
-            <label class="checkbox"><input type="checkbox" name="own_photos" value="1"> Show the photos the map’s people added themselves too (without their location or file names; never the originals)</label>
+            <label class="checkbox"><input type="checkbox" name="own_photos" value="1"> Show the photos you added yourself too (without their location or file names; never the originals; other members’ stay private)</label>
             <label class="checkbox"><input type="checkbox" name="hide_location" value="1"> Hide the location (no coordinates, no map, no photo titles or links to the photos’ pages: only the country, and each photo’s author and licence)</label>
             <button type="submit" class="button primary">Make a link</button>
             </form>

@@ -41,14 +41,16 @@ extension WebPipeline {
         return link.hideLocation ? album?.locationHidden() : album
     }
 
-    /// The album and, when the link's maker ticked so, the map's own photos on it, in one round
+    /// The album and, when the link's maker ticked so, their own photos on it, in one round
     /// trip (the own photos' section as the visitor sees it: empty when there are none or the
     /// link does not show them).
     static func visitorAlbumPage(_ albums: AlbumStore, pinID: Int64, link: ShareLink, token: String) throws -> (album: Album, own: HTML)? {
         guard link.ownPhotos else { return try visitorAlbum(albums, pinID: pinID, link: link).map { ($0, .empty) } }
         let read = try albums.album(pinID: pinID, userID: link.userID, with: OwnPhotoStore.photosStatement(pinID: pinID, holder: link.userID))
         guard let album = read.album else { return nil }
-        return (link.hideLocation ? album.locationHidden() : album, OwnPhotoPages.visitorSection(try OwnPhotoStore.photos(from: read.other), token: token))
+        // Only the maker's own: a link does not publish another member's photos for them.
+        let own = try OwnPhotoStore.photos(from: read.other).filter { $0.addedBy == link.madeBy }
+        return (link.hideLocation ? album.locationHidden() : album, OwnPhotoPages.visitorSection(own, token: token))
     }
 
     static func visitorView(token: String, pinID: Int64?, link: ShareLink, places: @escaping @Sendable () -> PlaceIndex) -> AlbumView {
@@ -391,13 +393,14 @@ struct ShareRoutes: Sendable {
         return ShareGate.visitor(try WebPipeline.image(id, width: width, link: link, albums: albums, request: context.request))
     }
 
-    /// A member's own photo for a link that shows them: the display version or a thumbnail (made
-    /// without any metadata), never the original; only of the link's album (an album link) or of
-    /// the map's (a map link).
+    /// An own photo of the link's maker, for a link that shows them: the display version or a
+    /// thumbnail (made without any metadata), never the original; only of the link's album (an
+    /// album link) or of the map's (a map link); never another member's.
     func sharedOwnPhoto(_ context: RequestContext) throws -> HTTPResponse {
         let (_, link) = try gate.openUnlocked(context.request, .load)
         guard link.ownPhotos, let ownPhotos, let id = WebPipeline.pinID(context.request),
-              let photo = try ownPhotos.photo(id, holder: link.userID), link.pinID == nil || link.pinID == photo.pinID else { throw HTTPError.notFound }
+              let photo = try ownPhotos.photo(id, holder: link.userID), photo.addedBy == link.madeBy,
+              link.pinID == nil || link.pinID == photo.pinID else { throw HTTPError.notFound }
         let width = ShareGate.width(context.request.queryValue("w"))
         guard var response = try WebPipeline.photoResponse(context.request, photo.served(original: false, holder: link.userID), width: width,
                                                            store: ownPhotos.store, mayBlock: true) else { throw HTTPError.notFound }

@@ -105,8 +105,8 @@ import AlbumWing
         #expect(try stranger.get("/own-photos/\(id)?original=1").status == 404)
     }
 
-    /// A share link shows the map's own photos only when its maker ticked so, then only their
-    /// versions (no GPS, no XMP, no EXIF, as exiftool reads the served bytes) and no file names,
+    /// A share link shows its maker's own photos only when they ticked so (never another
+    /// member's), then only their versions (no GPS, no XMP, no EXIF, as exiftool reads the served bytes) and no file names,
     /// with the location hidden or not; never an original, never another album's photo.
     @Test func aShareLinkShowsOwnPhotosOnlyWhenTickedAndNeverTheirLocation() throws {
         let app = try TestApp()
@@ -127,7 +127,7 @@ import AlbumWing
             let link = try ShareLinkTests.share(owner, path: "/pins/\(pin)/shares", hide: hide, ownPhotos: true)
             let page = try visitor.get(link)
             #expect(page.status == 200 && Self.ownIDs(page) == [id], "hide \(hide)")
-            #expect(page.body.contains("The members’ own photos") && page.body.contains("Olga · 3 May 2024, 14:22"))
+            #expect(page.body.contains("Their own photos") && page.body.contains("Olga · 3 May 2024, 14:22"))
             #expect(!page.body.contains("Grandma") && !page.body.contains("Mercière"), "no file name")
             #expect(!page.body.contains("/own-photos.js") && !page.body.contains("method=\"post\""))
             #expect(page.body.contains("src=\"\(link)/own-photos/\(id)?w=256\""))
@@ -146,6 +146,10 @@ import AlbumWing
         #expect(Self.ownIDs(try visitor.get(map + "/pins/\(other)")) == [elsewhere])
         #expect(try visitor.get(map + "/own-photos/\(id)").status == 200)
         #expect(try owner.get("/shares").body.contains("own photos"), "the owner's list says which links show them")
+        // Another member's photo: never through someone else's link.
+        try app.pool.query("UPDATE own_photos SET added_by = (SELECT id FROM users WHERE display_name = 'Vic') WHERE id = $1", [Int64(elsewhere)])
+        #expect(Self.ownIDs(try visitor.get(map + "/pins/\(other)")).isEmpty)
+        #expect(try visitor.get(map + "/own-photos/\(elsewhere)").status == 404)
         // A revoked link stops showing them at once.
         let revoke = try #require(try owner.get("/shares").body.matches(of: /action="\/shares\/([0-9]+)\/revoke"/).first.map { String($0.1) })
         _ = try owner.post("/shares/\(revoke)/revoke", form: [("_csrf", token)])
