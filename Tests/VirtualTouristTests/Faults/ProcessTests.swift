@@ -134,6 +134,91 @@ import Glibc
         #expect(temporaryFiles().isEmpty, "\(temporaryFiles())")
     }
 
+    /// kill -9 in the middle of a batch of own photos: nothing half-stored is shown (every row
+    /// names blobs that are all there), nothing stored is lost (every photo the server answered
+    /// 201 for is there after the restart), and the batch sent again completes it with no
+    /// duplicates; the collector then leaves exactly the blobs rows name.
+    @Test func aKillMidBatchOfOwnPhotosLosesNothingStoredAndShowsNothingHalfStored() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the app first (script/test does)")
+        let fixture = try PhotoFixture()
+        defer { fixture.stop() }
+        let database = try TestDatabase.migrated("kill-own")
+        let pool = PostgresPool(url: database, maxConnections: 2)
+        defer { pool.close() }
+        let photos = NSTemporaryDirectory() + "vt-kill-own-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: photos) }
+        let log = NSTemporaryDirectory() + "vt-kill-own-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        var environment = Self.environment(database: database, fixture: fixture)
+        environment["PHOTO_STORE"] = photos
+        environment["PORT"] = String(OperationsTests.freePort())
+        let port = Int(environment["PORT"]!)!
+        func serve() throws -> ChildProcess {
+            let server = try ChildProcess([Self.binary, "serve"], environment: environment, logPath: log)
+            #expect(eventually(timeout: 30) { (try? Browser(port: port).get("/readyz").status) == 200 })
+            return server
+        }
+        var server = try serve()
+        let ann = Browser(port: port)
+        let form = try ann.get("/sign-up")
+        #expect(try ann.post("/sign-up", form: [("_csrf", form.csrfToken ?? ""), ("email", "kill-own@example.org"), ("display_name", "Ann"),
+                                               ("password", "a long password"), ("password_confirmation", "a long password")]).status == 303)
+        let pin = try #require(try SharedMapTests.drop(ann).body.firstMatch(of: /"id":([0-9]+)/).map { Int($0.1)! })
+        let token = try #require(try ann.get("/pins/\(pin)").csrfToken)
+        let batch = try (0..<12).map { try OwnPhotoTests.taggedPhoto(comment: "kill \($0)") }
+        func rows() throws -> Int { try pool.query("SELECT count(*) AS n FROM own_photos")[0].decode("n") }
+
+        // The batch one file after another, as the page sends it; killed once four are in.
+        final class Acknowledged: @unchecked Sendable {  // ids, under the lock
+            let lock = NSLock()
+            var ids: [Int] = []
+        }
+        let acknowledged = Acknowledged()
+        // The main thread only reads the database until the sender is done with the browser.
+        nonisolated(unsafe) let sending = ann
+        let sender = Thread {
+            for photo in batch {
+                guard let page = try? OwnPhotoTests.send(sending, pin: pin, photo, name: "IMG.JPG", token: token) else { break }
+                if page.status == 201, let id = (try? OwnPhotoTests.json(page))?["id"] as? Int { acknowledged.lock.withLock { acknowledged.ids.append(id) } }
+            }
+        }
+        sender.start()
+        let started = eventually(timeout: 60) { ((try? rows()) ?? 0) >= 4 }
+        server.kill(SIGKILL)
+        _ = server.wait()
+        #expect(started, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(eventually(timeout: 30) { sender.isFinished })
+        let stored = try rows()
+        #expect(stored < batch.count, "the batch finished before the kill; the test proves nothing")
+        let store = FileStore(root: photos)
+        func named() throws -> [String] {
+            try pool.query("""
+                SELECT encode(h, 'hex') AS hash FROM own_photos, unnest(ARRAY[original, display, thumb_256, thumb_512]) h WHERE h IS NOT NULL
+                UNION SELECT encode(h, 'hex') FROM photos, unnest(ARRAY[hash, thumb_256, thumb_512]) h WHERE h IS NOT NULL
+                """).map { try $0.decode("hash") }
+        }
+        #expect(try named().allSatisfy { try store.get($0) != nil }, "a row names a blob that is not there")
+        let acked = acknowledged.lock.withLock { acknowledged.ids }
+        let ids = Set(try pool.query("SELECT id FROM own_photos").map { try $0.decode("id", as: Int.self) })
+        #expect(Set(acked).isSubset(of: ids), "an answered photo was lost: \(acked) vs \(ids)")
+
+        server = try serve()
+        defer { server.kill(SIGTERM) }
+        #expect(Set(OwnPhotoTests.ownIDs(try ann.get("/pins/\(pin)"))) == ids, "the album shows exactly what was stored")
+        // The batch again: what is in is "already here", the rest is added.
+        for photo in batch {
+            let page = try OwnPhotoTests.send(ann, pin: pin, photo, name: "IMG.JPG", token: token)
+            #expect(page.status == 201 || page.status == 200, "\(page)")
+        }
+        #expect(try rows() == batch.count)
+        #expect(OwnPhotoTests.ownIDs(try ann.get("/pins/\(pin)")).count == batch.count)
+        server.kill(SIGTERM)
+        _ = server.wait()
+        _ = try PhotoCollector(pool: pool, store: store).collect(grace: 0)
+        #expect(Set(try store.list().map(\.hash)) == Set(try named()), "after collection the store holds exactly what the rows name")
+        print("kill -9 mid-batch of own photos: \(stored) of \(batch.count) stored at the kill, \(acked.count) answered 201, all \(batch.count) after the batch was sent again")
+    }
+
     /// PHOTO_PROVIDER left unset: Wikimedia Commons without a Flickr key, Flickr with one (issue 12).
     @Test(arguments: [("", "commons"), ("a-flickr-key", "flickr")])
     func theDefaultProviderFollowsTheFlickrKey(key: String, expected: String) throws {
