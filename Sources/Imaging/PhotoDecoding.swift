@@ -35,7 +35,7 @@ public struct DecodedPhoto: Sendable {
     public let width: Int
     public let height: Int
     public let image: RGBImage
-    public let tags: CameraTags
+    public var tags: CameraTags
     public let profile: [UInt8]?
 }
 
@@ -51,12 +51,18 @@ public enum PhotoDecoding {
                 throw .tooManyPixels(width: width, height: height, limit: maxPixels)
             }
         }
+        var decoded: DecodedPhoto
         switch format {
-        case .jpeg: return try jpeg(bytes, check: check, atLeast: longest)
-        case .heif: return try heif(bytes, check: check, maxCoded: maxPixels * 2)
-        case .png: return try png(bytes, check: check)
-        case .webp: return try webp(bytes, check: check)
+        case .jpeg: decoded = try jpeg(bytes, check: check, atLeast: longest)
+        case .heif: decoded = try heif(bytes, check: check, maxCoded: maxPixels * 2)
+        case .png: decoded = try png(bytes, check: check)
+        case .webp: decoded = try webp(bytes, check: check)
         }
+        // No GPS in its EXIF: the position its XMP gives, if any (an edited or exported photo).
+        if !decoded.tags.hasPosition, let position = XMPPosition.position(in: bytes) {
+            (decoded.tags.latitude, decoded.tags.longitude) = (position.latitude, position.longitude)
+        }
+        return decoded
     }
 
     // MARK: JPEG (libjpeg-turbo)

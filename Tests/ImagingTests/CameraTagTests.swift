@@ -23,6 +23,39 @@ import TestSupport
         #expect(abs(expectedLatitude - latitude) < 1e-5 && abs(expectedLongitude - longitude) < 1e-5)
     }
 
+    /// A photo whose EXIF has no GPS but whose XMP does (an edit, an export): placed by its XMP,
+    /// in every format that keeps one, read as exiftool reads it; EXIF's wins when both are there.
+    @Test(arguments: [("chelsea.jpg", "jpg"), ("exif.png", "png"), ("flower.webp", "webp")])
+    func xmpGivesThePositionWhenExifHasNone(sample: String, suffix: String) throws {
+        for (latitude, longitude) in [(-22.951_92, -43.210_49), (64.1466, 21.9426)] {
+            let photo = try ExifTool.writing(["-EXIF:all=", "-XMP-exif:GPSLatitude=\(latitude)", "-XMP-exif:GPSLongitude=\(longitude)"],
+                                             to: try Samples.file(sample).bytes, suffix: suffix)
+            #expect(!CameraTags.read(photo).hasPosition, "no EXIF position")
+            let reference = try ExifTool.tags(of: photo, suffix: suffix)
+            let expected = (try #require(reference["XMP-exif:GPSLatitude"] as? Double), try #require(reference["XMP-exif:GPSLongitude"] as? Double))
+            let found = try #require(XMPPosition.position(in: photo), "\(sample)")
+            #expect(abs(found.latitude - expected.0) < 1e-6 && abs(found.longitude - expected.1) < 1e-6, "\(found) vs \(expected)")
+            let versions = try PhotoVersions.make(from: photo)
+            #expect(versions.tags.latitude.map { abs($0 - latitude) < 1e-5 } == true && versions.tags.longitude.map { abs($0 - longitude) < 1e-5 } == true)
+        }
+        let both = try ExifTool.writing(["-GPSLatitude=10", "-GPSLatitudeRef=N", "-GPSLongitude=20", "-GPSLongitudeRef=E",
+                                         "-XMP-exif:GPSLatitude=30", "-XMP-exif:GPSLongitude=40"], to: try Samples.chelsea())
+        #expect(try PhotoVersions.make(from: both).tags.latitude == 10)
+    }
+
+    /// XMP's coordinate forms, and what is refused: out of range, the wrong letter, too many parts.
+    @Test func xmpCoordinatesAreParsedIntoTheirRange() {
+        #expect(XMPPosition.coordinate("48,51.5022N", positive: "N", negative: "S", limit: 90).map { abs($0 - 48.858_37) < 1e-6 } == true)
+        #expect(XMPPosition.coordinate("22,57,6.912S", positive: "N", negative: "S", limit: 90).map { abs($0 + 22.951_92) < 1e-6 } == true)
+        #expect(XMPPosition.coordinate("-43.21049", positive: "E", negative: "W", limit: 180) == -43.21049)
+        for refused in ["91,0N", "48,61N", "48,51.5E", "1,2,3,4N", "", "N", "nan", "1e400", "48,-1N"] {
+            #expect(XMPPosition.coordinate(refused, positive: "N", negative: "S", limit: 90) == nil, "\(refused)")
+        }
+        let element = "<x:xmpmeta><rdf:Description><exif:GPSLatitude>10,30N</exif:GPSLatitude><exif:GPSLongitude>20,15W</exif:GPSLongitude></rdf:Description></x:xmpmeta>"
+        let found = XMPPosition.position(in: Array(element.utf8))
+        #expect(found?.latitude == 10.5 && found?.longitude == -20.25)
+    }
+
     @Test func timeTakenWithItsOffsetAndTheCamera() throws {
         let photo = try ExifTool.writing([
             "-DateTimeOriginal=2024:05:03 14:22:10", "-OffsetTimeOriginal=+02:00", "-Make=Apple", "-Model=iPhone 12 mini",
