@@ -227,6 +227,16 @@ public struct OwnPhotoStore: Sendable {
 
     public static func photos(from rows: PostgresResult) throws -> [OwnPhoto] { try rows.map(Self.photo) }
 
+    /// The own photos of these pins of the holder's, by pin (the pin exports list them): one statement.
+    public static func byPin(_ pinIDs: [Int64], holder: Int64, pool: PostgresPool) throws -> [Int64: [OwnPhoto]] {
+        guard !pinIDs.isEmpty else { return [:] }
+        let rows = try pool.query("""
+            SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by
+            WHERE o.pin_id = ANY($1::bigint[]) AND o.user_id = $2 ORDER BY o.pin_id, o.taken_local NULLS LAST, o.id
+            """, ["{" + pinIDs.map(String.init).joined(separator: ",") + "}", holder])
+        return Dictionary(grouping: try photos(from: rows), by: \.pinID)
+    }
+
     public func photo(_ id: Int64, holder: Int64) throws -> OwnPhoto? {
         try pool.query("""
             SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by WHERE o.id = $1 AND o.user_id = $2

@@ -31,6 +31,7 @@ enum PinExport: String, CaseIterable, Sendable {
         }
 
         func album(_ pin: Pin) -> String { base + "/pins/" + String(pin.id) }
+        func ownPhoto(_ photo: OwnPhoto) -> String { base + "/own-photos/" + String(photo.id) }
     }
 
     func begin(exportedAt: Date, to out: inout [UInt8]) {
@@ -59,9 +60,13 @@ enum PinExport: String, CaseIterable, Sendable {
     }
 
     /// `first`: no pin was written before this batch (GeoJSON separates features with commas).
-    func append(_ pins: [Pin], first: Bool, links: Links, to out: inout [UInt8]) {
+    /// `own`: the pins' own photos, by pin: listed in GeoJSON (name, who added it, when it was
+    /// taken, its display version's address: never where it was taken), counted in GPX and KML.
+    func append(_ pins: [Pin], first: Bool, links: Links, own: [Int64: [OwnPhoto]] = [:], to out: inout [UInt8]) {
         for (index, pin) in pins.enumerated() {
             let url = links.album(pin)
+            let ownPhotos = own[pin.id] ?? []
+            let ownCount = ownPhotos.isEmpty ? "" : ownPhotos.count == 1 ? " and 1 of the map's own" : " and \(ownPhotos.count) of the map's own"
             let lon = Self.longitude(pin.lon), lat = pin.lat
             switch self {
             case .geojson:
@@ -80,6 +85,24 @@ enum PinExport: String, CaseIterable, Sendable {
                     JSONWriter.raw(#","era":"#, to: &out)
                     JSONWriter.string(era.formValue, to: &out)
                 }
+                if !ownPhotos.isEmpty {
+                    JSONWriter.raw(#","own_photos":["#, to: &out)
+                    for (n, photo) in ownPhotos.enumerated() {
+                        if n > 0 { out.append(UInt8(ascii: ",")) }
+                        JSONWriter.raw(#"{"file":"#, to: &out)
+                        JSONWriter.string(photo.fileName, to: &out)
+                        JSONWriter.raw(#","added_by":"#, to: &out)
+                        JSONWriter.string(photo.addedByName, to: &out)
+                        if let taken = photo.takenLocal {
+                            JSONWriter.raw(#","taken":"#, to: &out)
+                            JSONWriter.string(taken, to: &out)
+                        }
+                        JSONWriter.raw(#","url":"#, to: &out)
+                        JSONWriter.string(links.ownPhoto(photo), to: &out)
+                        out.append(UInt8(ascii: "}"))
+                    }
+                    out.append(UInt8(ascii: "]"))
+                }
                 JSONWriter.raw(#","url":"#, to: &out)
                 JSONWriter.string(url, to: &out)
                 JSONWriter.raw("}}\n", to: &out)
@@ -94,7 +117,7 @@ enum PinExport: String, CaseIterable, Sendable {
                 Self.raw("</time><name>", to: &out)
                 Self.xml(pin.title, to: &out)
                 Self.raw("</name><desc>", to: &out)
-                Self.xml(Self.photos(pin.photoCount) + Self.taken(pin.era), to: &out)
+                Self.xml(Self.photos(pin.photoCount) + ownCount + Self.taken(pin.era), to: &out)
                 Self.raw("</desc><link href=\"", to: &out)
                 Self.xml(url, to: &out)
                 Self.raw("\"><text>Album</text></link></wpt>\n", to: &out)
@@ -107,7 +130,7 @@ enum PinExport: String, CaseIterable, Sendable {
                 Self.raw("</name><atom:link href=\"", to: &out)
                 Self.xml(url, to: &out)
                 Self.raw("\"/><description>", to: &out)
-                Self.xml(Self.photos(pin.photoCount) + Self.taken(pin.era) + ". Album: " + url, to: &out)
+                Self.xml(Self.photos(pin.photoCount) + ownCount + Self.taken(pin.era) + ". Album: " + url, to: &out)
                 Self.raw("</description><TimeStamp><when>", to: &out)
                 Self.append(Self.rfc3339(pin.createdAt), to: &out)
                 Self.raw("</when></TimeStamp><Point><coordinates>", to: &out)

@@ -148,7 +148,8 @@ struct MapRoutes: Sendable {
         var first = true
         while true {
             let batch = try pins.pins(of: context.map.forReading, after: after, limit: 1000)
-            format.append(batch, first: first, links: links, to: &body)
+            let own = try OwnPhotoStore.byPin(batch.map(\.id), holder: context.map.forReading, pool: pins.pool)
+            format.append(batch, first: first, links: links, own: own, to: &body)
             guard let last = batch.last, batch.count == 1000 else { break }
             after = last.id
             first = false

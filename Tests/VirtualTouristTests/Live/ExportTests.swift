@@ -99,6 +99,14 @@ import Zlib
             """, [id, Self.hostile])[0].decode("id")
         // A pin with no place name is named by its coordinates; lon 180 is GPX's -180.
         try app.pool.query("INSERT INTO pins (user_id, lat, lon) VALUES ($1, -0.00000001, 180)", [id])
+        // An own photo on the first pin, with a name a careless writer would break on and a
+        // position of its own that no export may carry (only who may download the original sees it).
+        let own: Int64 = try app.pool.query("""
+            INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, byte_size, width, height,
+                                    taken_local, lat, lon, placed)
+            VALUES ($1, $2, $2, $3, 'jpeg', sha256('o'), 10, sha256('d'), 20, 4, 3, '2024-05-03 14:22:10', 48.8583701, 2.2944813, 'file')
+            RETURNING id
+            """, [pin, id, "\"</name>&{\"x\":1}\u{7}.jpg"])[0].decode("id")
         let directory = try Self.exportDirectory()
         var bodies: [String: String] = [:]
         for format in Self.formats {
@@ -116,6 +124,10 @@ import Zlib
         #expect(properties["created"] as? String == "2026-03-04T05:06:07Z")
         #expect(properties["photos"] as? Int == 0)
         #expect(properties["url"] as? String == "https://photos.example.org/pins/\(pin)")
+        let ownListed = try #require(properties["own_photos"] as? [[String: Any]])
+        #expect(ownListed.count == 1 && ownListed[0]["file"] as? String == "\"</name>&{\"x\":1}\u{7}.jpg")
+        #expect(ownListed[0]["url"] as? String == "https://photos.example.org/own-photos/\(own)" && ownListed[0]["taken"] as? String == "2024-05-03T14:22:10")
+        for (format, body) in bodies { #expect(!body.contains("48.85837") && !body.contains("2.29448"), "\(format) carries an own photo's position") }
         let geometry = try #require(first["geometry"] as? [String: Any])
         #expect(geometry["type"] as? String == "Point")
         // Longitude first (RFC 7946 §3.1.1), rounded to 7 decimals, as written.
@@ -128,7 +140,7 @@ import Zlib
         // Read back by a reader that is not ours: the name whole, less what XML 1.0 cannot hold.
         #expect(try xmlNames("\(directory)/hostile.gpx", element: "name") == ["Virtual Tourist pins", Self.hostileInXML, "-0.0000, 180.0000"])
         #expect(try xmlNames("\(directory)/hostile.kml", element: "name") == ["Virtual Tourist pins", Self.hostileInXML, "-0.0000, 180.0000"])
-        #expect(try xmlNames("\(directory)/hostile.gpx", element: "desc") == ["0 photos", "0 photos"])
+        #expect(try xmlNames("\(directory)/hostile.gpx", element: "desc") == ["0 photos and 1 of the map's own", "0 photos"])
         #expect(try xmlNames("\(directory)/hostile.kml", element: "when").first == "2026-03-04T05:06:07Z")
         #expect(bodies["gpx"]?.contains(#"<link href="https://photos.example.org/pins/\#(pin)">"#) == true)
         #expect(bodies["kml"]?.contains(#"<atom:link href="https://photos.example.org/pins/\#(pin)"/>"#) == true)
