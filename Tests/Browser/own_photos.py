@@ -10,6 +10,7 @@ import json, os, re, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 import journey as j  # noqa: E402
+import share  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -129,6 +130,41 @@ def main():
                 leaked = [k for k in tags if "GPS" in k or k.startswith("XMP") or k.startswith("IFD0") or k.startswith("ExifIFD")]
                 assert not leaked, "%s carries %s" % (suffix or "the display version", leaked)
         step(d, "the versions served carry no location (exiftool)", no_location)
+
+        def viewer():
+            # An own photo's page: opened from the grid, next with the arrow key, back with Escape.
+            d.get(BASE + "/pins/%s" % state["pin"])
+            first = d.find_element(By.CSS_SELECTOR, "#own-grid li.photo.own a")
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'})", first)
+            first.click()
+            j.wait(d, lambda: d.find_elements(By.ID, "next-photo"), message="the photo's page")
+            assert "1 of 20" in d.find_element(By.CSS_SELECTOR, ".photo-nav").text
+            assert "Download the original" in d.page_source and "Remove from album" in d.page_source
+            j.check_page(d, "own photo's page")
+            ActionChains(d).send_keys(Keys.ARROW_RIGHT).perform()
+            j.wait(d, lambda: "2 of 20" in d.find_element(By.CSS_SELECTOR, ".photo-nav").text, message="the next photo")
+            ActionChains(d).send_keys(Keys.ESCAPE).perform()
+            j.wait(d, lambda: d.find_elements(By.ID, "own-grid"), message="back at the album")
+        step(d, "an own photo's page: previous and next, the keyboard", viewer)
+
+        def shared_hidden():
+            # A share link with the own photos and the location hidden, as a visitor without an account sees it.
+            link = share.make_share(d, state["pin"], hide=True, own_photos=True)
+            visitor = j.browser()
+            try:
+                visitor.get(BASE + link)
+                j.wait(visitor, lambda: len(visitor.find_elements(By.CSS_SELECTOR, "#own-grid li.photo.own")) == 20, message="their own photos")
+                j.wait(visitor, lambda: visitor.execute_script(
+                    "return [...document.querySelectorAll('#own-grid img')].slice(0, 6).every(i => i.complete && i.naturalWidth > 0)"),
+                    message="their thumbnails")
+                text = visitor.find_element(By.TAG_NAME, "main").text
+                assert "IMG_" not in visitor.page_source and "48.85" not in text, "no file names, no coordinates"
+                j.check_page(visitor, "shared album with own photos, location hidden")
+                visitor.execute_script("document.getElementById('own-photos').scrollIntoView({block: 'start'})")
+                j.shot(visitor, "own-photos-shared-location-hidden")
+            finally:
+                visitor.quit()
+        step(d, "a share link with own photos and the location hidden", shared_hidden)
 
         def trip():
             d.get(BASE + "/")

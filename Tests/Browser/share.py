@@ -19,7 +19,7 @@ PASSWORD = "a shared secret phrase"
 failures = []
 
 
-def make_share(driver, pin_id, password=None, hide=False, label=""):
+def make_share(driver, pin_id, password=None, hide=False, label="", own_photos=False):
     """A link made with the owner's form on the album's Share page (pin None: /shares, a link to
     the whole map); its path (shown only once)."""
     driver.get(BASE + ("/pins/%s/shares" % pin_id if pin_id else "/shares"))
@@ -29,6 +29,8 @@ def make_share(driver, pin_id, password=None, hide=False, label=""):
         driver.find_element(By.ID, "share-new-password").send_keys(password)
     if hide:
         driver.find_element(By.NAME, "hide_location").click()
+    if own_photos:
+        driver.find_element(By.NAME, "own_photos").click()
     driver.find_element(By.CSS_SELECTOR, "#new-share-form button[type=submit]").click()
     url = j.wait(driver, lambda: driver.find_element(By.ID, "new-share-url").get_attribute("value"), message="the new link")
     return url[url.index("/s/"):]

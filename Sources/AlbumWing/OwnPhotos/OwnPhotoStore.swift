@@ -237,6 +237,23 @@ public struct OwnPhotoStore: Sendable {
         return Dictionary(grouping: try photos(from: rows), by: \.pinID)
     }
 
+    /// The photo's pin's own photos in the album's order, and the pin's name as its page shows it
+    /// (place or coordinates), for the photo's page: one statement. Nil when the photo is not the
+    /// holder's.
+    public func siblings(of id: Int64, holder: Int64) throws -> (photos: [OwnPhoto], pinTitle: String)? {
+        let rows = try pool.query("""
+            SELECT \(Self.columns), p.place_name AS pin_place, p.lat AS pin_lat, p.lon AS pin_lon
+            FROM own_photos o JOIN users u ON u.id = o.added_by JOIN pins p ON p.id = o.pin_id AND p.user_id = o.user_id
+            WHERE o.pin_id = (SELECT pin_id FROM own_photos WHERE id = $1 AND user_id = $2) AND o.user_id = $2
+            ORDER BY o.taken_local NULLS LAST, o.id
+            """, [id, holder])
+        guard let first = rows.first else { return nil }
+        let place: String? = try first.decode("pin_place")
+        let lat: Double = try first.decode("pin_lat"), lon: Double = try first.decode("pin_lon")
+        let title = place ?? Pin.fourDecimals(lat) + ", " + Pin.fourDecimals(lon)
+        return (try Self.photos(from: rows), title)
+    }
+
     public func photo(_ id: Int64, holder: Int64) throws -> OwnPhoto? {
         try pool.query("""
             SELECT \(Self.columns) FROM own_photos o JOIN users u ON u.id = o.added_by WHERE o.id = $1 AND o.user_id = $2

@@ -58,10 +58,49 @@ enum OwnPhotoPages {
         let small = photo.thumb256 != nil ? "?w=256" : ""
         let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
         return """
-            <a href="\(text: src)" title="\(text: photo.fileName) — added by \(text: who)"><img src="\(text: src + small)"\(srcset) alt="\(text: photo.fileName), added by \(text: who)" loading="lazy">
+            <a href="\(text: src)/view" title="\(text: photo.fileName) — added by \(text: who)"><img src="\(text: src + small)"\(srcset) alt="\(text: photo.fileName), added by \(text: who)" loading="lazy">
             <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)\(photo.placed == .estimated ? " · place estimated" : "")</span></a>
             \(remove)
             """
+    }
+
+    /// A member's own photo on a page of its own, as a provider's photo has: large, who added it,
+    /// when and with what it was taken and how it came to its pin, the previous and next of the
+    /// album's own photos (arrow keys too: photo.js), the original for who may have it, Remove
+    /// for who may.
+    static func viewer(_ photo: OwnPhoto, pinTitle: String, previous: Int64?, next: Int64?, index: Int, count: Int,
+                       mayDownload: Bool, mayRemove: Bool, chrome: Layout.Chrome) -> HTML {
+        let id = photo.id
+        let pager = Pager(previous: previous.map { "/own-photos/\($0)/view" }, next: next.map { "/own-photos/\($0)/view" },
+                          previousLabel: "← Previous", nextLabel: "Next →", previousID: "previous-photo", nextID: "next-photo")
+        let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName
+        let when = takenLabel(photo)
+        let placed: String = switch photo.placed {
+        case .file: "where its GPS says"
+        case .person: "by hand"
+        case .estimated: "estimated, beside photos taken minutes apart"
+        }
+        let camera: HTML = photo.camera.map { "<dt>Camera</dt><dd>\(text: $0)</dd>" } ?? .empty
+        let download: HTML = mayDownload
+            ? "<a class=\"button\" href=\"/own-photos/\(id)?original=1\" download>Download the original<span class=\"muted\"> (with its location)</span></a>" : .empty
+        let remove: HTML = mayRemove ? """
+            <form method="post" action="/own-photos/\(id)/delete" class="photo-delete">\(Layout.csrfField(chrome.csrfToken ?? ""))
+            <button type="submit" class="button danger-outline">Remove from album</button></form>
+            """ : .empty
+        return Layout.page(title: photo.fileName, chrome: chrome, bodyClass: "photo-page",
+                           head: "<script type=\"module\" src=\"/js/photo.js\"></script>", main: """
+            <nav class="breadcrumbs" aria-label="Breadcrumb"><a href="/pins/\(photo.pinID)#own-photos" id="back-to-album">← \(text: pinTitle)</a></nav>
+            <figure class="photo-large">
+            <img src="/own-photos/\(id)" alt="\(text: photo.fileName), added by \(text: who)" width="\(photo.width)" height="\(photo.height)">
+            <figcaption>
+            <h1>\(text: photo.fileName)</h1>
+            <dl class="photo-facts"><dt>Added by</dt><dd>\(text: who)</dd><dt>Taken</dt><dd>\(text: when.isEmpty ? "date unknown" : when)</dd>\(camera)<dt>Placed</dt><dd>\(text: placed)</dd></dl>
+            </figcaption>
+            </figure>
+            <div class="photo-nav">\(pager.previousLink)<span class="muted">\(index + 1) of \(count)</span>\(pager.nextLink)</div>
+            <div class="album-actions">\(download)</div>
+            \(remove)
+            """)
     }
 
     /// "3 May 2024, 14:22" on the camera's clock (as the person saw it there), or "" when unknown.

@@ -30,6 +30,7 @@ extension WebPipeline {
         signedIn("POST", "/own-photos", routes.addToMap)
         signedIn("POST", "/pins/:id/own-photos", routes.add)
         signedIn("GET", "/own-photos/:id", routes.bytes)
+        signedIn("GET", "/own-photos/:id/view", routes.view)
         signedIn("POST", "/own-photos/:id/delete", routes.removeForm)
         signedIn("DELETE", "/own-photos/:id", routes.remove)
     }
@@ -323,6 +324,18 @@ struct OwnPhotoRoutes: Sendable {
             response.headers.set("Cache-Control", "private, no-store")
         }
         return response
+    }
+
+    /// GET /own-photos/:id/view: the photo's page.
+    func view(_ context: SignedInContext) throws -> HTTPResponse {
+        guard let id = WebPipeline.pinID(context.request),
+              let (photos, pinTitle) = try ownPhotos.siblings(of: id, holder: context.map.forReading),
+              let index = photos.firstIndex(where: { $0.id == id }) else { throw HTTPError.notFound }
+        let photo = photos[index]
+        return .page(OwnPhotoPages.viewer(photo, pinTitle: pinTitle, previous: index > 0 ? photos[index - 1].id : nil,
+                                          next: index + 1 < photos.count ? photos[index + 1].id : nil, index: index, count: photos.count,
+                                          mayDownload: mayDownloadOriginal(photo, context), mayRemove: mayRemove(photo, context),
+                                          chrome: context.chrome))
     }
 
     func remove(_ context: SignedInContext) throws -> HTTPResponse {

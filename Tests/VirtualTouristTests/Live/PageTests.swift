@@ -238,8 +238,9 @@ import TestSupport
             INSERT INTO pins (user_id, lat, lon, place_name, status) SELECT $1, n % 80, n % 180, 'P' || n, 'ready' FROM generate_series(1, 999) n
             """, [user])
         let token = try #require(try browser.get("/").csrfToken)
+        let own = try RouteCoverageTests.ownPhoto(app, onPin: pin)
         let paths = ["/", "/?page=3", "/pins.json", "/pins.json?bbox=0,0,90,60", "/pins/\(pin)", "/pins/\(pin)/album.json",
-                     "/pins/\(pin)/album.html", "/photos/\(photo)", "/photos/\(photo)/view"]
+                     "/pins/\(pin)/album.html", "/photos/\(photo)", "/photos/\(photo)/view", "/own-photos/\(own)/view"]
         for path in paths {
             let page = try browser.get(path)
             #expect(page.status == 200, "\(path)")

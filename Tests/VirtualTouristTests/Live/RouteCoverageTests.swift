@@ -183,6 +183,7 @@ import TestSupport
             "GET /pins/:id/then-and-now": "/pins/\(try newPin())/then-and-now",
             "POST /pins/:id/own-photos": "/pins/\(try newPin())/own-photos",
             "GET /own-photos/:id": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))",
+            "GET /own-photos/:id/view": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))/view",
             "DELETE /own-photos/:id": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))",
             "POST /own-photos/:id/delete": "/own-photos/\(try ownPhoto(app, onPin: Int64(try newPin())))/delete",
             "GET /photos/:id": "/photos/\(try newPhoto())",

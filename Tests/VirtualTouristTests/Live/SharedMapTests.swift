@@ -60,6 +60,7 @@ import TestSupport
         "POST /pins/:id/own-photos": .editor,
         "POST /own-photos": .editor,
         "GET /own-photos/:id": .viewer,
+        "GET /own-photos/:id/view": .viewer,
         "DELETE /own-photos/:id": .editor,
         "POST /own-photos/:id/delete": .editor,
         "DELETE /photos/:id": .editor,
