@@ -154,15 +154,18 @@ public struct OwnPhotoStore: Sendable {
     }
 
     /// The holder's pin nearest to a point within `meters`, if any (an equirectangular distance:
-    /// exact enough within a few kilometres, and it uses the pins' own coordinates only).
+    /// exact enough within a few kilometres, and it uses the pins' own coordinates only). The
+    /// longitudes' difference is taken the short way round, so a pin at 179.999° E is near a
+    /// photo taken at 179.999° W (Fiji, Kamchatka, the Aleutians).
     public func nearestPin(holder: Int64, lat: Double, lon: Double, within meters: Double) throws -> Int64? {
         let degrees = meters / 111_320
         let lonDegrees = degrees / max(0.01, cos(lat * .pi / 180))
         return try pool.query("""
-            SELECT id FROM pins
-            WHERE user_id = $1 AND lat BETWEEN $2 - $4 AND $2 + $4 AND lon BETWEEN $3 - $5 AND $3 + $5
-              AND (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2 <= $4 ^ 2
-            ORDER BY (lat - $2) ^ 2 + ((lon - $3) * cos(radians($2))) ^ 2, id LIMIT 1
+            SELECT id FROM (
+                SELECT id, lat, lon - $3 - 360 * round((lon - $3) / 360) AS east FROM pins
+                WHERE user_id = $1 AND lat BETWEEN $2 - $4 AND $2 + $4) p
+            WHERE abs(east) <= $5 AND (lat - $2) ^ 2 + (east * cos(radians($2))) ^ 2 <= $4 ^ 2
+            ORDER BY (lat - $2) ^ 2 + (east * cos(radians($2))) ^ 2, id LIMIT 1
             """, [holder, lat, lon, degrees, lonDegrees]).first.map { try $0.decode("id") }
     }
 

@@ -447,6 +447,20 @@ import AlbumWing
         return try browser.request("POST", path, body: body, headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")])
     }
 
+    /// The nearest pin within the radius is found across the antimeridian, and not past the radius.
+    @Test func theNearestPinIsFoundAcrossTheAntimeridian() throws {
+        let app = try TestApp()
+        let ann = try app.signedUp(email: "fiji@example.org")
+        let user = Int64(try app.count("SELECT id FROM users WHERE email = 'fiji@example.org'"))
+        let pin = Int64(try AlbumTests.dropPin(ann, lat: -16.5, lon: 179.9995))
+        let store = OwnPhotoStore(pool: app.pool, store: app.app.albums.photos, quotas: Quotas(), limits: PhotoVersions.Limits(),
+                                  processing: PhotoProcessing(slots: 1))
+        #expect(try store.nearestPin(holder: user, lat: -16.5, lon: -179.9995, within: 1000) == pin, "106 m the short way round")
+        #expect(try store.nearestPin(holder: user, lat: -16.5, lon: -179.99, within: 1000) == nil, "1.1 km")
+        #expect(try store.nearestPin(holder: user, lat: -16.5, lon: 179.999, within: 1000) == pin)
+        #expect(try store.nearestPin(holder: user, lat: -16.5, lon: 0.0005, within: 1000) == nil, "the far side of the world")
+    }
+
     static func pinTitle(_ app: TestApp, _ pin: Int) throws -> String {
         let row = try app.pool.query("SELECT coalesce(place_name, '') AS name FROM pins WHERE id = $1", [Int64(pin)])[0]
         return try row.decode("name")
