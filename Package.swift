@@ -76,7 +76,7 @@ let package = Package(
         // for demos and benchmarks.
         .target(name: "PhotoFixture", dependencies: ["HTTPServer", "CTurboJPEG"], exclude: ["Photos"]),
         .executableTarget(name: "photo-fixture", dependencies: ["PhotoFixture"]),
-        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log"]),
+        .executableTarget(name: "virtual-tourist", dependencies: ["VirtualTourist", "AlbumWing", "Domain", "HTTPServer", "HTTPClient", "Postgres", "Log", "Imaging"]),
         // The small modules' own tests (their users' suites test them too, through the app).
         .testTarget(name: "WebTextTests", dependencies: ["WebText"]),
         .testTarget(name: "LRUTests", dependencies: ["LRU"]),

@@ -36,7 +36,8 @@ enum HEIFLayout {
             } else if size == 0 {
                 size = range.upperBound - at
             }
-            guard size >= header, at + size <= range.upperBound else { return nil }
+            // A 64-bit size a stranger wrote: compared with what is left, never added to (Int.max traps).
+            guard size >= header, size <= range.upperBound - at else { return nil }
             result.append(Box(type: type, payload: (at + header)..<(at + size)))
             at += size
         }

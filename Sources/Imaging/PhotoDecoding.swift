@@ -45,16 +45,12 @@ public enum PhotoDecoding {
     /// decoded, so a small file claiming a huge image (a decompression bomb) costs nothing.
     public static func decode(_ bytes: [UInt8], maxPixels: Int, atLeast longest: Int) throws(ImageRefusal) -> DecodedPhoto {
         guard let format = ImageFormat.sniff(bytes) else { throw .notAnImage }
-        func check(_ width: Int, _ height: Int) throws(ImageRefusal) {
-            guard width > 0, height > 0 else { throw .unreadable(format, "no size") }
-            guard width <= 65_535, height <= 65_535, width * height <= maxPixels else {
-                throw .tooManyPixels(width: width, height: height, limit: maxPixels)
-            }
-        }
+        let check = checker(format, maxPixels: maxPixels)
         var decoded: DecodedPhoto
         switch format {
         case .jpeg: decoded = try jpeg(bytes, check: check, atLeast: longest)
-        case .heif: decoded = try heif(bytes, check: check, maxCoded: maxPixels * 2)
+        // In a process of its own (HEIFIsolation), which calls decodeHEIFHere.
+        case .heif: decoded = try HEIFIsolation.decode(bytes, maxPixels: maxPixels)
         case .png: decoded = try png(bytes, check: check)
         case .webp: decoded = try webp(bytes, check: check)
         }
@@ -63,6 +59,21 @@ public enum PhotoDecoding {
             (decoded.tags.latitude, decoded.tags.longitude) = (position.latitude, position.longitude)
         }
         return decoded
+    }
+
+    /// The size check every format makes from its header before decoding.
+    static func checker(_ format: ImageFormat, maxPixels: Int) -> (Int, Int) throws(ImageRefusal) -> Void {
+        { (width: Int, height: Int) throws(ImageRefusal) in
+            guard width > 0, height > 0 else { throw .unreadable(format, "no size") }
+            guard width <= 65_535, height <= 65_535, width * height <= maxPixels else {
+                throw .tooManyPixels(width: width, height: height, limit: maxPixels)
+            }
+        }
+    }
+
+    /// A HEIF decoded in this process: only the decoder's child process (HEIFIsolation) calls it.
+    static func decodeHEIFHere(_ bytes: [UInt8], maxPixels: Int) throws(ImageRefusal) -> DecodedPhoto {
+        try heif(bytes, check: checker(.heif, maxPixels: maxPixels), maxCoded: maxPixels * 2)
     }
 
     // MARK: JPEG (libjpeg-turbo)

@@ -10,6 +10,7 @@ import Postgres
 import VirtualTourist
 import AlbumWing
 import Domain
+import Imaging
 
 let log = Logger(label: "virtual-tourist")
 
@@ -22,6 +23,8 @@ let configuration: Configuration
 let commandArguments: [String]
 // `admin` takes options of its own (--email, --help …): only what comes before it are settings.
 let arguments = Array(CommandLine.arguments.dropFirst())
+// A HEIF photo decoded in a process of its own (Imaging's HEIFIsolation): before anything else.
+if arguments.first == HEIFIsolation.command { HEIFIsolation.childMain(arguments) }
 // Before the settings are read: a wrong setting in the environment must not hide the version.
 if arguments == ["--version"] || arguments == ["version"] {
     print("virtual-tourist \(Version.number)")

@@ -35,6 +35,24 @@ import TestSupport
         do throws(ImageRefusal) { _ = try PhotoVersions.make(from: bytes, limits: limits); return nil } catch { return error }
     }
 
+    /// A HEIF is decoded by a child process (HEIFIsolation): the pixels, tags and profile come
+    /// back whole; a file whose boxes claim sizes past the end (a 64-bit size of Int.max, which
+    /// once trapped the parser) is a refusal of that file, and this process goes on.
+    @Test func aHEIFIsDecodedInAProcessOfItsOwn() throws {
+        #expect(HEIFIsolation.executable != nil, "the virtual-tourist binary beside the tests (swift build builds it)")
+        let pug = try Self.file("pug.heic")
+        let decoded = try PhotoDecoding.decode(pug, maxPixels: 100_000_000, atLeast: 2048)
+        let here = try PhotoDecoding.decodeHEIFHere(pug, maxPixels: 100_000_000)
+        #expect(decoded.image.pixels == here.image.pixels && (decoded.width, decoded.height) == (4032, 3024))
+        #expect(decoded.profile == here.profile && decoded.profile != nil, "Display P3 comes back")
+        #expect(decoded.tags.takenLocal == here.tags.takenLocal && decoded.tags.camera == here.tags.camera && decoded.tags.takenLocal != nil)
+        let hostile = try Self.file("tile.heic") + [0, 0, 0, 1] + Array("free".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        #expect(Self.refusal(hostile) != nil)
+        // Refusals cross the pipe as themselves.
+        #expect(Self.refusal(try Self.file("grid-small.heic"), limits: PhotoVersions.Limits(maxPixels: 100_000))
+                == .tooManyPixels(width: 512, height: 512, limit: 100_000))
+    }
+
     static func coded(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBufferPointer { HEIFLayout.codedPixels($0) } }
 
     /// `bytes` with every `from` box or type (4 ASCII bytes) replaced by the same-sized `to`.

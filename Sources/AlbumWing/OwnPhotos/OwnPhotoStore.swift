@@ -54,6 +54,8 @@ public struct OwnPhotoStore: Sendable {
         case quotaReached(QuotaReached)
         /// The pin is not the holder's (or was deleted meanwhile).
         case noPin
+        /// Who adds it is no longer an editor or owner of the shared map.
+        case notAMember
     }
 
     /// A file read and its versions made, not yet stored: where it goes may depend on its tags.
@@ -90,6 +92,8 @@ public struct OwnPhotoStore: Sendable {
         }
     }
 
+    private struct NotAMember: Error {}
+
     /// The photo of this file already on the pin, if any.
     public func existing(original: String, pinID: Int64, holder: Int64) throws -> Int64? {
         try pool.query("""
@@ -119,6 +123,12 @@ public struct OwnPhotoStore: Sendable {
                     """, [person, quotas.photoBytes])[0]
                 let limit: Int64 = try quota.decode("byte_limit")
                 if try quota.decode("bytes", as: Int64.self) + prepared.size > limit { throw QuotaReached.photoBytes(limit) }
+                // Still an editor or owner of the shared map, the membership held until the row is in:
+                // one removed while the file was being made adds nothing (their photos leave with
+                // them, migration 0130, and this one would otherwise come after the trigger).
+                if holder != person, try db.query("""
+                    SELECT 1 FROM map_members WHERE map_id = $1 AND user_id = $2 AND role IN ('owner', 'editor') FOR KEY SHARE
+                    """, [holder, person]).isEmpty { throw NotAMember() }
                 return try db.query("""
                     INSERT INTO own_photos (pin_id, user_id, added_by, file_name, format, original, original_bytes, display, thumb_256, thumb_512,
                                             byte_size, width, height, taken_local, taken_offset, lat, lon, camera, placed)
@@ -135,6 +145,8 @@ public struct OwnPhotoStore: Sendable {
             return .noPin  // the pin was deleted meanwhile; its blobs go with the collector
         } catch let reached as QuotaReached {
             return .quotaReached(reached)
+        } catch is NotAMember {
+            return .notAMember
         }
         if let row = rows.first { return .added(try row.decode("id")) }
         // Another request added the same file meanwhile, or the pin is gone.

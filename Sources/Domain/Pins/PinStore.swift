@@ -335,12 +335,15 @@ public struct PinStore: Sendable {
     /// deleted while its album downloads can meet the worker's batch write in a deadlock (the
     /// DELETE holds the pin and wants its photos, the batch the other way round); PostgreSQL then
     /// aborts one of them, and the DELETE, a whole statement, simply runs again.
-    public func delete(_ id: Int64, of userID: Int64) throws -> Bool {
+    /// `unlessItHasOwnPhotos`: only while no one's own photo is on it (a pin made for a photo that
+    /// was then not stored, which another photo may have joined meanwhile).
+    public func delete(_ id: Int64, of userID: Int64, unlessItHasOwnPhotos: Bool = false) throws -> Bool {
         try pool.retryingConflicts {
             try pool.query("""
-                WITH gone AS (DELETE FROM pins WHERE id = $1 AND user_id = $2 RETURNING id)
+                WITH gone AS (DELETE FROM pins WHERE id = $1 AND user_id = $2
+                              AND NOT ($4 AND EXISTS (SELECT 1 FROM own_photos o WHERE o.pin_id = $1)) RETURNING id)
                 SELECT pg_notify($3, \(AlbumChange.sqlPayload(user: "$2", pin: "id"))) FROM gone
-                """, [id, userID, AlbumChange.mapChannel]).count == 1
+                """, [id, userID, AlbumChange.mapChannel, unlessItHasOwnPhotos]).count == 1
         }
     }
 

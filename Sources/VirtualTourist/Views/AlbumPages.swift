@@ -41,6 +41,7 @@ enum AlbumPages {
             </div>
             \(view.readOnly ? (view.downloads ? downloadOnly(id) : .empty) : actions(album, csrf: csrf, view: view))
             </header>
+            \(own.isEmpty ? HTML.empty : "<h2 class=\"provider-photos-title\">From \(providerTitle(providerName))</h2>")
             \(fragment(album, csrf: csrf, view: view))
             </section>
             \(own)
@@ -48,6 +49,15 @@ enum AlbumPages {
             <p class="attribution muted">Photos and their titles belong to their owners; each photo page links to its source.
             \(providerName == "flickr" ? flickrNotice : HTML.empty)</p>
             """)
+    }
+
+    /// The provider's section's heading beside people's own photos: where these came from.
+    static func providerTitle(_ providerName: String) -> HTML {
+        switch providerName {
+        case "flickr": "Flickr"
+        case "commons": "Wikimedia Commons"
+        default: "the photo service"
+        }
     }
 
     /// Who dropped the pin and when, and who took its collection (if someone else).

@@ -189,24 +189,26 @@ struct OwnPhotoRoutes: Sendable {
             case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             case .ready(let found): prepared = found
             }
-            // The blobs before the pin: a store that cannot take them leaves no pin behind.
-            try ownPhotos.putBlobs(&prepared)
+            // Where it goes is decided first (a photo with nowhere to go stores nothing); then its
+            // blobs, before a pin is made for it (a store that cannot take them leaves no pin).
             let pin: Pin, made: Bool, placed: OwnPhoto.Placement
-            switch try place(prepared, to: destination, holder: holder, context: context) {
+            switch try place(&prepared, to: destination, holder: holder, context: context) {
             case .refused(let message, let later): return refused("\(shown) \(message)", later: later)
             case .placed(let found, let new, let how): (pin, made, placed) = (found, new, how)
             }
             let onMap: Bool = if case .map = destination { true } else { false }
             let estimated = placed == .estimated ? " (its place estimated from your photos taken minutes apart)" : ""
+            // A pin made for this photo does not stay without it (unless another photo joined it
+            // meanwhile); a failure to remove it is the first failure's.
+            func unmake() { if made { _ = try? pins.delete(pin.id, of: holder, unlessItHasOwnPhotos: true) } }
             let stored: OwnPhotoStore.Added
             do {
                 stored = try ownPhotos.store(prepared, fileName: shown, pinID: pin.id, holder: holder, by: context.user.id, placed: placed)
             } catch {
-                // A pin made for this photo alone does not stay without it (the database went
-                // away between the two statements, say); a failure to remove it is the first one's.
-                if made { _ = try? pins.delete(pin.id, of: holder) }
+                unmake()
                 throw error
             }
+            if case .added = stored {} else { unmake() }
             switch stored {
             case .added(let id):
                 // On the album page its figure, for the page's grid; on the map its pin.
@@ -222,6 +224,8 @@ struct OwnPhotoRoutes: Sendable {
                 return Outcome(json: json, status: .ok)
             case .noPin:
                 return refused("\(shown) was not added: its pin was deleted meanwhile; add it again.", .conflict)
+            case .notAMember:
+                return refused("\(shown) was not added: you are no longer an editor of this map.", .forbidden)
             case .refused(let refusal): return refused("\(shown) \(refusal.description).")
             case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             }
@@ -249,12 +253,13 @@ struct OwnPhotoRoutes: Sendable {
     /// the person's photo with a position taken nearest in time within `estimateMinutes`, else
     /// where it was dropped; there, the map's nearest pin within `pinRadius` or a new one, one
     /// placement at a time per map (the place's name looked up first: the index's first use loads it).
-    private func place(_ prepared: OwnPhotoStore.Prepared, to destination: Destination, holder: Int64,
+    private func place(_ prepared: inout OwnPhotoStore.Prepared, to destination: Destination, holder: Int64,
                        context: SignedInContext) throws -> Placement {
         let dropped: (lat: Double, lon: Double)?, estimate: Bool
         switch destination {
         case .pin(let pinID):
             guard let album = try albums.album(pinID: pinID, userID: holder) else { return .refused("was not added: its pin was deleted meanwhile.", later: false) }
+            try ownPhotos.putBlobs(&prepared)
             return .placed(album.pin, new: false, .person)
         case .map(let point, let wanted): (dropped, estimate) = (point, wanted)
         case .anotherMap: return .refused("was not added: " + Self.anotherMap, later: false)
@@ -267,6 +272,7 @@ struct OwnPhotoRoutes: Sendable {
                   let beside = try ownPhotos.pinBeside(holder: holder, person: context.user.id, takenLocal: taken, offset: tags.offsetMinutes,
                                                        within: Self.estimateMinutes),
                   let album = try albums.album(pinID: beside, userID: holder) {
+            try ownPhotos.putBlobs(&prepared)
             return .placed(album.pin, new: false, .estimated)
         } else if let dropped {
             point = (dropped.lat, dropped.lon, .person)
@@ -279,6 +285,7 @@ struct OwnPhotoRoutes: Sendable {
             return .refused("has no position in it: drop it on the map where it was taken, or add it from the album of a pin.", later: false)
         }
         let name = places().nearest(lat: point.lat, lon: point.lon).map { $0.place.label }
+        try ownPhotos.putBlobs(&prepared)
         return try placement.withLock(holder: holder) {
             if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
                let album = try albums.album(pinID: near, userID: holder) {

@@ -190,6 +190,38 @@ import TestSupport
         #expect(try store.list().count == app.namedBlobCount())
     }
 
+    /// Own photos in the object store: the original and every version put there before the row
+    /// names them, served from it (the original byte for byte to who added it), kept by the
+    /// collector while named and removed once the photo is.
+    @Test func s3OwnPhotosAreStoredServedAndCollected() throws {
+        let store = try Self.moto().store()
+        let app = try TestApp { $0.s3 = store.settings }
+        let s3 = try #require(app.app.albums.photos.base as? S3Store)
+        let browser = try app.signedUp()
+        let pin = try AlbumTests.dropPin(browser)
+        let token = try #require(try browser.get("/pins/\(pin)").csrfToken)
+        let photo = try OwnPhotoTests.taggedPhoto()
+        let added = try OwnPhotoTests.send(browser, pin: pin, photo, name: "s3.jpg", token: token)
+        #expect(added.status == 201, "\(added)")
+        let id = try #require(try OwnPhotoTests.json(added)["id"] as? Int)
+        let row = try app.pool.query("""
+            SELECT encode(original, 'hex') AS o, encode(display, 'hex') AS d, encode(thumb_256, 'hex') AS t FROM own_photos WHERE id = $1
+            """, [Int64(id)])[0]
+        let hashes: [String] = try ["o", "d", "t"].map { try row.decode($0) }
+        #expect(try s3.get(hashes[0]) == photo, "the original, byte for byte, in the bucket")
+        #expect(try hashes.allSatisfy { try s3.get($0) != nil })
+        #expect(try browser.get("/own-photos/\(id)?original=1").bodyBytes == photo)
+        let display = try browser.get("/own-photos/\(id)")
+        #expect(display.status == 200 && SHA256.hex(display.bodyBytes) == hashes[1])
+        #expect(try browser.get("/own-photos/\(id)?w=256").status == 200)
+        Self.letBlobsAge()
+        _ = try PhotoCollector(pool: app.pool, store: s3, unreferencedGrace: 0).collect(grace: 1)
+        #expect(try hashes.allSatisfy { try s3.get($0) != nil }, "named: kept")
+        #expect(try browser.post("/own-photos/\(id)/delete", form: [("_csrf", token)]).status == 303)
+        _ = try PhotoCollector(pool: app.pool, store: s3, unreferencedGrace: 0).collect(grace: 1)
+        #expect(try hashes.allSatisfy { try s3.get($0) == nil }, "removed: collected")
+    }
+
     /// A bucket whose policy refuses some writes (PutObject denied for keys whose hash starts with
     /// 0–3): those photos fail with the reason in the log, the rest are stored, the album completes.
     @Test func s3ARefusedWriteFailsThatPhotoWithALoggedReasonAndTheAlbumCompletes() throws {

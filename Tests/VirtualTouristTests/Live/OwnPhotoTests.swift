@@ -367,8 +367,11 @@ import AlbumWing
         let (owner, viewer, pin) = try AlbumEraTests.clubWithAViewer(app)
         let token = try #require(try owner.get("/").csrfToken)
         let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: PhotoFixture.bundledPhotos + "/chelsea.jpg")))
+        let store = try #require(app.app.albums.photos.base as? FileStore)
+        let blobsBefore = try store.list().count
         let refused = try Self.sendToMap(owner, jpeg, name: "scan.jpg", token: token)
         #expect(refused.status == 422)
+        #expect(try store.list().count == blobsBefore, "a photo with nowhere to go stores nothing")
         #expect(try Self.json(refused)["message"] as? String == "scan.jpg has no position in it: drop it on the map where it was taken, or add it from the album of a pin.")
         let (lat, lon) = (AlbumEraTests.lat, AlbumEraTests.lon)
         let placed = try Self.sendToMap(owner, jpeg, name: "scan.jpg", token: token, query: "?lat=\(lat)&lon=\(lon)")
@@ -525,6 +528,14 @@ import AlbumWing
         #expect(try app.count("SELECT count(*) FROM own_photos WHERE added_by = $1", [Int64(eddieID)]) == 0)
         #expect(Self.ownIDs(try owner.get("/pins/\(pin)")).count == 1)
         #expect(try app.count("SELECT count(*) FROM pins WHERE id = $1", [Int64(pin)]) == 1)
+        // A file made while they were still a member and stored after their removal adds nothing.
+        let store = OwnPhotoStore(pool: app.pool, store: app.app.albums.photos, quotas: Quotas(), limits: PhotoVersions.Limits(),
+                                  processing: PhotoProcessing(slots: 1))
+        guard case .ready(let late) = try store.prepare(try Self.taggedPhoto(comment: "late"), by: Int64(eddieID)) else {
+            Issue.record("not prepared"); return
+        }
+        #expect(try store.store(late, fileName: "late.jpg", pinID: Int64(pin), holder: map, by: Int64(eddieID), placed: .person) == .notAMember)
+        #expect(try app.count("SELECT count(*) FROM own_photos WHERE added_by = $1", [Int64(eddieID)]) == 0)
     }
 
     /// Who added a photo and the map's owners remove it; another editor and a viewer cannot.
