@@ -464,6 +464,85 @@ import AlbumWing
         #expect(try store.nearestPin(holder: user, lat: -16.5, lon: 0.0005, within: 1000) == nil, "the far side of the world")
     }
 
+    /// Seeded random sequences of what a club does with its own photos (add to an album, add on
+    /// the map, remove, delete a pin, New Collection, an editor removed and let back in, a viewer
+    /// trying), with invariants after every step: no 5xx; every row's pin is the map's and every
+    /// blob a row names is in the store; nobody's photo stays after they left; one row per file
+    /// and pin; each album page shows exactly its rows.
+    @Test(arguments: [51, 52, 53])
+    func randomClubSequencesKeepTheInvariants(seed: UInt64) throws {
+        let app = try TestApp()
+        let owner = try app.signedUp(email: "olga-\(seed)@example.org", name: "Olga")
+        let eddie = try app.signedUp(email: "eddie-\(seed)@example.org", name: "Eddie")
+        let vic = try app.signedUp(email: "vic-\(seed)@example.org", name: "Vic")
+        let map = try SharedMapTests.makeMap(owner, name: "Club", member: eddie, email: "eddie-\(seed)@example.org", role: "editor")
+        #expect(try SharedMapTests.add(owner, map: map, email: "vic-\(seed)@example.org", role: "viewer", person: vic).status == 303)
+        _ = try SharedMapTests.switchTo(vic, "\(map)")
+        let eddieID = Int64(try app.count("SELECT id FROM users WHERE email = $1", ["eddie-\(seed)@example.org"]))
+        let files = try (0..<5).map { n in n < 3 ? try Self.photo(at: 48.85 + Double(n) * 0.05, 2.29, n) : try Self.taggedPhoto(comment: "r\(n)") }
+        let store = try #require(app.app.albums.photos.base as? FileStore)
+        var generator = SeededGenerator(seed: seed)
+        var eddieIn = true
+        var pins = [try AlbumTests.dropPin(owner)]
+        func token(_ browser: Browser) throws -> String { try #require(try browser.get("/").csrfToken) }
+        for step in 0..<40 {
+            let roll = Int.random(in: 0..<100, using: &generator)
+            let actor = Bool.random(using: &generator) ? owner : eddie
+            let file = files[Int.random(in: 0..<files.count, using: &generator)]
+            var status = 0
+            switch roll {
+            case 0..<30 where !pins.isEmpty:
+                let pin = pins[Int.random(in: 0..<pins.count, using: &generator)]
+                status = try Self.send(actor, pin: pin, file, name: "s\(step).jpg", token: try token(actor)).status
+            case 0..<50:
+                // As the map page's form sends it: naming the map it was drawn for.
+                let page = try Self.sendToMap(actor, file, name: "m\(step).jpg", token: try token(actor), query: "?map=\(map)")
+                status = page.status
+                if page.status == 201, let pin = (try? Self.json(page))?["pin"] as? [String: Any], let id = pin["id"] as? Int, !pins.contains(id) { pins.append(id) }
+            case 50..<65:
+                let ids = try app.pool.query("SELECT id FROM own_photos ORDER BY id").map { try $0.decode("id", as: Int.self) }
+                if let id = ids.randomElement(using: &generator) {
+                    status = try actor.post("/own-photos/\(id)/delete", form: [("_csrf", try token(actor))]).status
+                }
+            case 65..<72 where pins.count > 1:
+                let pin = pins.remove(at: Int.random(in: 0..<pins.count, using: &generator))
+                status = try owner.post("/pins/\(pin)/delete", form: [("_csrf", try token(owner))]).status
+            case 72..<80 where !pins.isEmpty:
+                let pin = pins[Int.random(in: 0..<pins.count, using: &generator)]
+                status = try owner.post("/pins/\(pin)/collection", form: [("_csrf", try token(owner))]).status
+            case 80..<90:
+                // The editor removed, or let back in (as the admin recipe does it).
+                if eddieIn {
+                    try app.pool.query("DELETE FROM map_members WHERE map_id = $1 AND user_id = $2", [map, eddieID])
+                } else {
+                    try app.pool.query("INSERT INTO map_members (map_id, user_id, role) VALUES ($1, $2, 'editor')", [map, eddieID])
+                    _ = try SharedMapTests.switchTo(eddie, "\(map)")
+                }
+                eddieIn.toggle()
+            default:
+                if let pin = pins.first { status = try Self.send(vic, pin: pin, file, name: "v.jpg", token: try token(vic)).status }
+                #expect(status == 0 || status == 403 || status == 404, "step \(step): a viewer added a photo (\(status))")
+            }
+            #expect(status < 500, "seed \(seed) step \(step) roll \(roll): \(status)")
+            // The invariants.
+            #expect(try app.count("""
+                SELECT count(*) FROM own_photos o WHERE o.user_id <> $1
+                   OR NOT EXISTS (SELECT 1 FROM pins p WHERE p.id = o.pin_id AND p.user_id = o.user_id)
+                   OR NOT EXISTS (SELECT 1 FROM map_members m WHERE m.map_id = $1 AND m.user_id = o.added_by)
+                """, [map]) == 0, "seed \(seed) step \(step): a photo off the map or of someone not on it")
+            #expect(try app.count("SELECT count(*) - count(DISTINCT (pin_id, original)) FROM own_photos") == 0)
+            let named = try app.pool.query("""
+                SELECT encode(h, 'hex') AS hash FROM own_photos, unnest(ARRAY[original, display, thumb_256, thumb_512]) h WHERE h IS NOT NULL
+                """).map { try $0.decode("hash", as: String.self) }
+            #expect(try named.allSatisfy { try store.get($0) != nil }, "seed \(seed) step \(step): a row names a missing blob")
+            if let pin = pins.randomElement(using: &generator) {
+                let rows = Set(try app.pool.query("SELECT id FROM own_photos WHERE pin_id = $1", [Int64(pin)]).map { try $0.decode("id", as: Int.self) })
+                #expect(Set(Self.ownIDs(try owner.get("/pins/\(pin)"))) == rows, "seed \(seed) step \(step): the album shows its rows")
+            }
+        }
+        print("seed \(seed): \(try app.count("SELECT count(*) FROM own_photos")) own photos on \(pins.count) pins after 40 steps")
+    }
+
     static func pinTitle(_ app: TestApp, _ pin: Int) throws -> String {
         let row = try app.pool.query("SELECT coalesce(place_name, '') AS name FROM pins WHERE id = $1", [Int64(pin)])[0]
         return try row.decode("name")
