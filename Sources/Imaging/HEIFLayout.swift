@@ -63,32 +63,14 @@ enum HEIFLayout {
 
     /// The primary image's type and, for a grid, its output size; nil when the boxes cannot be read.
     static func primary(_ bytes: UnsafeBufferPointer<UInt8>) -> Primary? {
-        guard let top = boxes(bytes, 0..<bytes.count), let meta = top.first(where: { $0.type == "meta" }),
-              meta.payload.count > 4, let children = boxes(bytes, (meta.payload.lowerBound + 4)..<meta.payload.upperBound) else { return nil }
+        guard let children = metaChildren(bytes) else { return nil }
         // pitm: the primary item's id.
         guard let pitm = children.first(where: { $0.type == "pitm" }), pitm.payload.count >= 6 else { return nil }
         var at = pitm.payload.lowerBound
         let pitmVersion = Int(bytes[at])
         at += 4
-        guard let primaryID = number(bytes, &at, pitmVersion == 0 ? 2 : 4, end: pitm.payload.upperBound) else { return nil }
-        // iinf → infe (version 2 or 3): each item's id and type.
-        guard let iinf = children.first(where: { $0.type == "iinf" }), iinf.payload.count >= 6 else { return nil }
-        at = iinf.payload.lowerBound
-        let iinfVersion = Int(bytes[at])
-        at += 4
-        guard number(bytes, &at, iinfVersion == 0 ? 2 : 4, end: iinf.payload.upperBound) != nil,
-              let entries = boxes(bytes, at..<iinf.payload.upperBound) else { return nil }
-        var type: String?
-        for infe in entries where infe.type == "infe" && infe.payload.count >= 12 {
-            var p = infe.payload.lowerBound
-            let version = Int(bytes[p])
-            guard version >= 2 else { continue }
-            p += 4
-            guard let id = number(bytes, &p, version == 2 ? 2 : 4, end: infe.payload.upperBound), p + 6 <= infe.payload.upperBound else { return nil }
-            p += 2  // item_protection_index
-            if id == primaryID { type = String(decoding: bytes[p..<(p + 4)], as: UTF8.self); break }
-        }
-        guard let type else { return nil }
+        guard let primaryID = number(bytes, &at, pitmVersion == 0 ? 2 : 4, end: pitm.payload.upperBound),
+              let type = items(bytes, children: children)?[primaryID] else { return nil }
         guard type == "grid" else { return Primary(type: type, width: nil, height: nil) }
         // The grid's description is the item's data: where iloc says (in the file, or in idat).
         guard let data = itemData(bytes, children: children, item: primaryID), data.count >= 8 else { return nil }
@@ -108,9 +90,7 @@ enum HEIFLayout {
     /// claiming 64 × 64 whose HEVC codes 16,384 × 16,384, as a grid's tile or an alpha image,
     /// would be decoded in full.
     static func codedPixels(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard let top = boxes(bytes, 0..<bytes.count), let meta = top.first(where: { $0.type == "meta" }),
-              meta.payload.count > 4, let children = boxes(bytes, (meta.payload.lowerBound + 4)..<meta.payload.upperBound),
-              let items = items(bytes, children: children) else { return nil }
+        guard let children = metaChildren(bytes), let items = items(bytes, children: children) else { return nil }
         let refused: Set<String> = ["av01", "avc1", "jpeg", "j2k1", "vvc1", "evc1", "unci", "hvt1", "lhv1", "mski"]
         guard !items.values.contains(where: { refused.contains($0) }) else { return nil }
         let hevc = items.filter { $0.value == "hvc1" }.map(\.key)
@@ -155,7 +135,15 @@ enum HEIFLayout {
         return total
     }
 
-    /// Every item's id and type (iinf's infe boxes, versions 2 and 3).
+    /// The boxes inside the file's (first) meta box, past its version and flags.
+    private static func metaChildren(_ bytes: UnsafeBufferPointer<UInt8>) -> [Box]? {
+        guard let top = boxes(bytes, 0..<bytes.count), let meta = top.first(where: { $0.type == "meta" }),
+              meta.payload.count > 4 else { return nil }
+        return boxes(bytes, (meta.payload.lowerBound + 4)..<meta.payload.upperBound)
+    }
+
+    /// Every item's id and type (iinf's infe boxes, versions 2 and 3); an id given twice keeps its
+    /// first type, as libheif does.
     private static func items(_ bytes: UnsafeBufferPointer<UInt8>, children: [Box]) -> [Int: String]? {
         guard let iinf = children.first(where: { $0.type == "iinf" }), iinf.payload.count >= 6 else { return nil }
         var at = iinf.payload.lowerBound
@@ -171,7 +159,7 @@ enum HEIFLayout {
             p += 4
             guard let id = number(bytes, &p, version == 2 ? 2 : 4, end: infe.payload.upperBound), p + 6 <= infe.payload.upperBound else { return nil }
             p += 2  // item_protection_index
-            result[id] = String(decoding: bytes[p..<(p + 4)], as: UTF8.self)
+            if result[id] == nil { result[id] = String(decoding: bytes[p..<(p + 4)], as: UTF8.self) }
         }
         return result
     }

@@ -21,11 +21,7 @@ enum HEVCParameterSets {
                 guard at + 2 <= bytes.count else { return nil }
                 let length = Int(bytes[at]) << 8 | Int(bytes[at + 1])
                 at += 2
-                guard length <= bytes.count - at else { return nil }
-                if let size = nalSize(UnsafeBufferPointer(rebasing: bytes[at..<(at + length)])) {
-                    guard let pixels = size else { return nil }
-                    sizes.append(pixels)
-                }
+                guard length <= bytes.count - at, collect(UnsafeBufferPointer(rebasing: bytes[at..<(at + length)]), into: &sizes) else { return nil }
                 at += length
             }
         }
@@ -41,14 +37,18 @@ enum HEVCParameterSets {
         while at + 4 <= bytes.count {
             let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
             at += 4
-            guard length <= bytes.count - at else { return nil }
-            if let size = nalSize(UnsafeBufferPointer(rebasing: bytes[at..<(at + length)])) {
-                guard let pixels = size else { return nil }
-                sizes.append(pixels)
-            }
+            guard length <= bytes.count - at, collect(UnsafeBufferPointer(rebasing: bytes[at..<(at + length)]), into: &sizes) else { return nil }
             at += length
         }
         return sizes
+    }
+
+    /// Adds a NAL unit's coded size to `sizes` when it is an SPS; false when it is one that does not parse.
+    static func collect(_ nal: UnsafeBufferPointer<UInt8>, into sizes: inout [Int]) -> Bool {
+        guard let size = nalSize(nal) else { return true }
+        guard let pixels = size else { return false }
+        sizes.append(pixels)
+        return true
     }
 
     /// nil: not an SPS; .some(nil): an SPS that does not parse; else its width × height.
