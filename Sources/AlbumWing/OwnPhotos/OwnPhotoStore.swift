@@ -117,12 +117,8 @@ public struct OwnPhotoStore: Sendable {
             rows = try pool.transaction { db in
                 // The quota again, under the person's row lock (as a pin's insert takes it): two
                 // uploads checked at once before either was stored cannot both pass it.
-                let quota = try db.query("""
-                    SELECT coalesce(u.max_photo_bytes, $2) AS byte_limit, \(AlbumStart.chargedBytes(person: "$1")) AS bytes
-                    FROM users u WHERE u.id = $1 FOR UPDATE OF u
-                    """, [person, quotas.photoBytes])[0]
-                let limit: Int64 = try quota.decode("byte_limit")
-                if try quota.decode("bytes", as: Int64.self) + prepared.size > limit { throw QuotaReached.photoBytes(limit) }
+                if let reached = try Self.quotaReached(try db.query(Self.quotaSQL + " FOR UPDATE OF u", [person, quotas.photoBytes]),
+                                                       adding: prepared.size) { throw reached }
                 // Still an editor or owner of the shared map, the membership held until the row is in:
                 // one removed while the file was being made adds nothing (their photos leave with
                 // them, migration 0130, and this one would otherwise come after the trigger).
@@ -199,10 +195,17 @@ public struct OwnPhotoStore: Sendable {
 
     /// Whether adding `bytes` would take the person past their photo quota.
     func quotaReached(_ person: Int64, adding bytes: Int64) throws -> QuotaReached? {
-        let row = try pool.query("""
-            SELECT coalesce(u.max_photo_bytes, $2) AS byte_limit, \(AlbumStart.chargedBytes(person: "$1")) AS bytes
-            FROM users u WHERE u.id = $1
-            """, [person, quotas.photoBytes])[0]
+        try Self.quotaReached(try pool.query(Self.quotaSQL, [person, quotas.photoBytes]), adding: bytes)
+    }
+
+    /// A person's photo quota and what is charged to them ($1: the person, $2: the default limit).
+    static let quotaSQL = """
+        SELECT coalesce(u.max_photo_bytes, $2) AS byte_limit, \(AlbumStart.chargedBytes(person: "$1")) AS bytes
+        FROM users u WHERE u.id = $1
+        """
+
+    static func quotaReached(_ rows: PostgresResult, adding bytes: Int64) throws -> QuotaReached? {
+        let row = rows[0]
         let limit: Int64 = try row.decode("byte_limit")
         return try row.decode("bytes", as: Int64.self) + bytes > limit ? .photoBytes(limit) : nil
     }
@@ -294,12 +297,15 @@ public struct OwnPhotoStore: Sendable {
 }
 
 extension OwnPhoto {
+    /// Who added it as pages and credits name them ("a member" when they gave no name).
+    public var addedByShown: String { addedByName.isEmpty ? "a member" : addedByName }
+
     /// The photo as the album's zip lists it: the original for who may download it, else the
     /// display version (no metadata); credited to who added it, named by its file's stem.
     public func archived(original: Bool) -> ArchivedPhoto {
         let stem = fileName.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
         var photo = ArchivedPhoto(id: id, hash: original ? self.original : display, contentType: original ? format.contentType : "image/jpeg",
-                                  title: stem.isEmpty ? fileName : stem, ownerName: addedByName.isEmpty ? "a member" : addedByName,
+                                  title: stem.isEmpty ? fileName : stem, ownerName: addedByShown,
                                   license: "own photo", licenseURL: nil, pageURL: nil)
         photo.dateTaken = takenLocal.map { $0.replacingOccurrences(of: "T", with: " ") }
         return photo

@@ -151,7 +151,7 @@ public final class App: Sendable {
         web.addAlbumRoutes(AlbumRoutes(albums: albums, events: events, provider: interactive, streams: streamQuota, searches: pickerSearches,
                                        downloads: downloadSlots, memberRecheck: settings.memberRecheck,
                                        ownPhotos: ownPhotos, ownPhotoMaxBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
-        web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
+        web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, pins: PinStore(pool: pool, quotas: settings.quotas),
                                              places: { PlaceIndex.shared(path: placesPath) }, maxFileBytes: settings.ownPhotoMaxBytes,
                                              pinRadius: Double(settings.ownPhotoPinRadius), secure: web.secureCookies))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),

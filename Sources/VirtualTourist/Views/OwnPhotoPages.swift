@@ -32,12 +32,10 @@ enum OwnPhotoPages {
             <h2 id="own-photos-title">Their own photos <span class="muted">(\(photos.count))</span></h2>
             <ul class="photo-grid own-grid" id="own-grid">\(HTML.each(photos) { photo in
                 let src = "/s/\(token)/own-photos/\(photo.id)"
-                let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName
+                let who = photo.addedByShown
                 let when = takenLabel(photo)
-                let small = photo.thumb256 != nil ? "?w=256" : ""
-                let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
                 return """
-                    <li class="photo own" data-id="\(photo.id)"><a href="\(text: src)"><img src="\(text: src + small)"\(srcset) alt="\(text: "A photo by " + who + (when.isEmpty ? "" : ", taken " + when))" loading="lazy">
+                    <li class="photo own" data-id="\(photo.id)"><a href="\(text: src)">\(thumbnail(photo, src: src, alt: "A photo by " + who + (when.isEmpty ? "" : ", taken " + when)))
                     <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)</span></a></li>
                     """
             })</ul>
@@ -49,19 +47,25 @@ enum OwnPhotoPages {
     /// was taken, and Remove for who may.
     static func figure(_ photo: OwnPhoto, csrf: String, mayRemove: Bool) -> HTML {
         let src = "/own-photos/\(photo.id)"
-        let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName
+        let who = photo.addedByShown
         let when = takenLabel(photo)
         let remove: HTML = mayRemove ? """
             <form method="post" action="/own-photos/\(photo.id)/delete" class="remove">\(Layout.csrfField(csrf))
             <button type="submit" aria-label="Remove \(text: photo.fileName)" title="Remove">×</button></form>
             """ : .empty
-        let small = photo.thumb256 != nil ? "?w=256" : ""
-        let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
         return """
-            <a href="\(text: src)/view" title="\(text: photo.fileName) — added by \(text: who)"><img src="\(text: src + small)"\(srcset) alt="\(text: photo.fileName), added by \(text: who)" loading="lazy">
+            <a href="\(text: src)/view" title="\(text: photo.fileName) — added by \(text: who)">\(thumbnail(photo, src: src, alt: photo.fileName + ", added by " + who))
             <span class="credit">\(text: who)\(when.isEmpty ? "" : " · ")\(text: when)\(photo.placed == .estimated ? " · place estimated" : "")</span></a>
             \(remove)
             """
+    }
+
+    /// The grid's image of an own photo served from `src` (the member's route or a link's): the
+    /// 256 px thumbnail, and 512 px for dense screens, where the photo has them.
+    static func thumbnail(_ photo: OwnPhoto, src: String, alt: String) -> HTML {
+        let small = photo.thumb256 != nil ? "?w=256" : ""
+        let srcset: HTML = photo.thumb512 != nil ? " srcset=\"\(text: src)?w=256 256w, \(text: src)?w=512 512w\" sizes=\"(max-width: 600px) 33vw, 180px\"" : .empty
+        return "<img src=\"\(text: src + small)\"\(srcset) alt=\"\(text: alt)\" loading=\"lazy\">"
     }
 
     /// A member's own photo on a page of its own, as a provider's photo has: large, who added it,
@@ -73,7 +77,7 @@ enum OwnPhotoPages {
         let id = photo.id
         let pager = Pager(previous: previous.map { "/own-photos/\($0)/view" }, next: next.map { "/own-photos/\($0)/view" },
                           previousLabel: "← Previous", nextLabel: "Next →", previousID: "previous-photo", nextID: "next-photo")
-        let who = photo.addedByName.isEmpty ? "a member" : photo.addedByName
+        let who = photo.addedByShown
         let when = takenLabel(photo)
         let placed: String = switch photo.placed {
         case .file: "where its GPS says"

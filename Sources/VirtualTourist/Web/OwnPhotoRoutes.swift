@@ -69,7 +69,6 @@ final class PlacementLock: @unchecked Sendable {
 
 struct OwnPhotoRoutes: Sendable {
     let ownPhotos: OwnPhotoStore
-    let albums: AlbumStore
     let pins: PinStore
     let places: @Sendable () -> PlaceIndex
     let maxFileBytes: Int
@@ -81,7 +80,7 @@ struct OwnPhotoRoutes: Sendable {
     /// Where a request's photos go: one pin's album ("Add your photos here"), or the map ("Add
     /// photos"), each where it was taken.
     enum Destination {
-        case pin(Int64)
+        case pin(Pin)
         /// `dropped`: where the files were dropped, for photos whose files do not say; `estimate`:
         /// a photo without a position may stand beside the person's photos taken minutes apart.
         case map(dropped: (lat: Double, lon: Double)?, estimate: Bool)
@@ -112,9 +111,10 @@ struct OwnPhotoRoutes: Sendable {
     /// POST /pins/:id/own-photos: the album's "Add your photos here".
     func add(_ context: SignedInContext) throws -> HTTPResponse {
         guard let pinID = WebPipeline.pinID(context.request) else { throw HTTPError.notFound }
-        let holder = try context.map.forChanging { try albums.album(pinID: pinID, userID: $0) != nil }
-        guard try albums.album(pinID: pinID, userID: holder) != nil else { throw HTTPError.notFound }
-        return try receive(context, holder: holder, back: "/pins/\(pinID)#own-photos") { _ in .pin(pinID) }
+        let holder = try context.map.forChanging { try pins.pin(pinID, of: $0) != nil }
+        guard let pin = try pins.pin(pinID, of: holder) else { throw HTTPError.notFound }
+        // Read once for all the request's files: one deleted meanwhile is refused by the insert (noPin).
+        return try receive(context, holder: holder, back: "/pins/\(pinID)#own-photos") { _ in .pin(pin) }
     }
 
     /// Both routes' files, one at a time through `addOne`. The script sends a file as the body
@@ -179,7 +179,7 @@ struct OwnPhotoRoutes: Sendable {
         guard bytes.count <= maxFileBytes else {
             return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
         }
-        if case .pin(let pinID) = destination, try ownPhotos.existing(original: SHA256.hex(bytes), pinID: pinID, holder: holder) != nil {
+        if case .pin(let pin) = destination, try ownPhotos.existing(original: SHA256.hex(bytes), pinID: pin.id, holder: holder) != nil {
             return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
         do {
@@ -257,10 +257,9 @@ struct OwnPhotoRoutes: Sendable {
                        context: SignedInContext) throws -> Placement {
         let dropped: (lat: Double, lon: Double)?, estimate: Bool
         switch destination {
-        case .pin(let pinID):
-            guard let album = try albums.album(pinID: pinID, userID: holder) else { return .refused("was not added: its pin was deleted meanwhile.", later: false) }
+        case .pin(let pin):
             try ownPhotos.putBlobs(&prepared)
-            return .placed(album.pin, new: false, .person)
+            return .placed(pin, new: false, .person)
         case .map(let point, let wanted): (dropped, estimate) = (point, wanted)
         case .anotherMap: return .refused("was not added: " + Self.anotherMap, later: false)
         }
@@ -271,9 +270,9 @@ struct OwnPhotoRoutes: Sendable {
         } else if estimate, let taken = tags.takenLocal,
                   let beside = try ownPhotos.pinBeside(holder: holder, person: context.user.id, takenLocal: taken, offset: tags.offsetMinutes,
                                                        within: Self.estimateMinutes),
-                  let album = try albums.album(pinID: beside, userID: holder) {
+                  let pin = try pins.pin(beside, of: holder) {
             try ownPhotos.putBlobs(&prepared)
-            return .placed(album.pin, new: false, .estimated)
+            return .placed(pin, new: false, .estimated)
         } else if let dropped {
             point = (dropped.lat, dropped.lon, .person)
         } else if estimate {
@@ -288,8 +287,8 @@ struct OwnPhotoRoutes: Sendable {
         try ownPhotos.putBlobs(&prepared)
         return try placement.withLock(holder: holder) {
             if let near = try ownPhotos.nearestPin(holder: holder, lat: point.lat, lon: point.lon, within: pinRadius),
-               let album = try albums.album(pinID: near, userID: holder) {
-                return .placed(album.pin, new: false, point.placed)
+               let pin = try pins.pin(near, of: holder) {
+                return .placed(pin, new: false, point.placed)
             }
             return .placed(try pins.drop(for: holder, by: context.user.id, lat: point.lat, lon: point.lon, placeName: name), new: true, point.placed)
         }
