@@ -61,13 +61,16 @@ COPY Public Public
 COPY migrations migrations
 COPY Sources/PhotoFixture/Photos fixture-photos
 # /app/bin on PATH: `docker compose exec app virtual-tourist admin …` (README, Administration).
+# Photos being added are written to the photos volume as they arrive (UPLOAD_SPOOL_DIR), not to
+# /tmp, which Compose makes a tmpfs (memory), and not to the read-only root.
 ENV PATH=/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOST=0.0.0.0 \
     PORT=8080 \
     PUBLIC_DIR=/app/Public \
     MIGRATIONS_DIR=/app/migrations \
     TILE_CACHE_DIR=/data/tile-cache \
-    PHOTO_STORE=/data/photos
+    PHOTO_STORE=/data/photos \
+    UPLOAD_SPOOL_DIR=/data/photos
 USER 10001
 EXPOSE 8080
 # docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.

@@ -126,7 +126,7 @@ public final class HTTPClient: Sendable {
     /// `options.totalTimeout` for this request; the wait for a per-host slot counts into it, and a
     /// request that found no slot in time throws `timedOut` like one the server did not answer.
     public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
-                     sigV4: AWSSigV4? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
+                     file: UploadFile? = nil, sigV4: AWSSigV4? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = parsed.host, !host.isEmpty else {
             throw HTTPClientError.unsupportedURL(url)
@@ -141,7 +141,7 @@ public final class HTTPClient: Sendable {
             // What the wait for the slot left of the request's time, at least a millisecond
             // (CURLOPT_TIMEOUT_MS 0 would mean no limit).
             let left = max(0.001, (deadline - .now) / .seconds(1))
-            return try perform(url, method: method, headers: headers, body: body, sigV4: sigV4, timeout: min(total, left))
+            return try perform(url, method: method, headers: headers, body: body, file: file, sigV4: sigV4, timeout: min(total, left))
         }
         guard let response = slot else { throw HTTPClientError.timedOut(url) }
         return response
@@ -164,7 +164,7 @@ public final class HTTPClient: Sendable {
         return ContinuousClock.now - last < within
     }
 
-    private func perform(_ url: String, method: String, headers: [String: String], body: [UInt8]? = nil,
+    private func perform(_ url: String, method: String, headers: [String: String], body: [UInt8]? = nil, file: UploadFile? = nil,
                          sigV4: AWSSigV4? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         let (handle, share) = try takeHandle()
         var reusable = true
@@ -181,7 +181,7 @@ public final class HTTPClient: Sendable {
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for (name, value) in headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
-        if body != nil {
+        if body != nil || file != nil {
             // No "Expect: 100-continue" round trip (curl adds it for large bodies; see also
             // EXPECT_100_TIMEOUT below), and no form Content-Type unless the caller named one.
             // libcurl 7.88 signs an "Expect:" header even though it removes it from the request,
@@ -195,6 +195,9 @@ public final class HTTPClient: Sendable {
         let upload = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, body?.count ?? 0), alignment: 1)
         defer { upload.deallocate() }
         if let body { body.withUnsafeBytes { upload.copyMemory(from: $0) } }
+        // A file is read as curl sends it, a piece at a time, from its start on every attempt.
+        let reader = file.map { Unmanaged.passRetained(FileReader($0)) }
+        defer { reader?.release() }
 
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
             vt_curl_set_string(curl, CURLOPT_URL, url)
@@ -203,6 +206,14 @@ public final class HTTPClient: Sendable {
                 vt_curl_set_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
                 vt_curl_set_pointer(curl, CURLOPT_POSTFIELDS, upload.baseAddress)
                 vt_curl_set_long(curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0)  // send the body without waiting for 100
+            } else if let file, let reader {
+                vt_curl_set_long(curl, CURLOPT_UPLOAD, 1)
+                vt_curl_set_offset(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(file.count))
+                vt_curl_set_read_function(curl, CURLOPT_READFUNCTION, { buffer, size, count, userdata in
+                    Unmanaged<FileReader>.fromOpaque(userdata!).takeUnretainedValue().read(into: buffer!, size * count)
+                })
+                vt_curl_set_pointer(curl, CURLOPT_READDATA, reader.toOpaque())
+                vt_curl_set_long(curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0)
             }
             if method != "GET" && method != "HEAD" && !(method == "POST" && body != nil) {
                 vt_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, method)
@@ -376,6 +387,40 @@ public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Collects one transfer's body and headers; touched only by the thread running the transfer.
+/// A request body read from a file as it is sent: `count` bytes from `offset` of `descriptor`,
+/// which the caller keeps open until the request returns.
+public struct UploadFile: Sendable {
+    public let descriptor: Int32
+    public let offset: Int
+    public let count: Int
+
+    public init(descriptor: Int32, offset: Int, count: Int) {
+        (self.descriptor, self.offset, self.count) = (descriptor, offset, count)
+    }
+}
+
+/// curl's READFUNCTION for an UploadFile: pread from where the last piece ended.
+private final class FileReader: @unchecked Sendable {
+    // @unchecked: used by the one transfer that owns it.
+    let file: UploadFile
+    var sent = 0
+
+    init(_ file: UploadFile) { self.file = file }
+
+    func read(into buffer: UnsafeMutablePointer<CChar>, _ room: Int) -> Int {
+        let wanted = min(room, file.count - sent)
+        guard wanted > 0 else { return 0 }
+        while true {
+            let n = pread(file.descriptor, buffer, wanted, off_t(file.offset + sent))
+            if n < 0 && errno == EINTR { continue }
+            // A file that ends early, or fails: curl aborts the transfer rather than send less.
+            guard n > 0 else { return Int(CURL_READFUNC_ABORT) }
+            sent += n
+            return n
+        }
+    }
+}
+
 private final class ResponseSink: @unchecked Sendable {
     let limit: Int
     var body: [UInt8] = []

@@ -22,15 +22,20 @@ public struct HTTPLimits: Sendable {
     /// Bodies larger than `maxBodyBytes` being received at once, in bytes, on every connection
     /// (nil: no bound but each route's own).
     public var uploadBudget: UploadBudget?
+    /// Where `spooled` uploads' bodies are written as they arrive (SpooledBody); nil keeps them in
+    /// memory like any other body.
+    public var spoolDirectory: String?
 
     public struct Upload: Sendable {
         public var method: String
         public var path: String
         public var maxBodyBytes: Int
         public var refusal: String
+        /// The body goes to a file as it arrives (`spoolDirectory`, HTTPRequest.spooled), not into memory.
+        public var spooled: Bool
 
-        public init(method: String, path: String, maxBodyBytes: Int, refusal: String) {
-            (self.method, self.path, self.maxBodyBytes, self.refusal) = (method, path, maxBodyBytes, refusal)
+        public init(method: String, path: String, maxBodyBytes: Int, refusal: String, spooled: Bool = false) {
+            (self.method, self.path, self.maxBodyBytes, self.refusal, self.spooled) = (method, path, maxBodyBytes, refusal, spooled)
         }
     }
 

@@ -7,7 +7,11 @@ public struct HTTPRequest: Sendable {
     public var query: String?
     public var version: HTTPVersion
     public var headers: HTTPHeaders
+    /// The body, unless it was `spooled`.
     public var body: [UInt8]
+    /// The body of an upload route that spools (HTTPLimits.Upload.spooled), on disk; `body` is
+    /// then empty.
+    public var spooled: SpooledBody?
     /// A large upload's share of the server's UploadBudget, held as long as the request is.
     public var uploadReservation: UploadBudget.Reservation?
     /// Path parameters filled in by the router (`/pins/:id` → ["id": "42"]), percent-decoded.
@@ -41,6 +45,9 @@ public struct HTTPRequest: Sendable {
     }
 
     public var bodyString: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body's size wherever it is.
+    public var bodyCount: Int { spooled?.count ?? body.count }
 
     /// Query items of the target, form-decoded ("+" is a space). Later duplicates are kept in order.
     public var queryItems: [(name: String, value: String)] {

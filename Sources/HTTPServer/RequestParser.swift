@@ -95,7 +95,7 @@ public struct RequestParser: Sendable {
     /// True while a request has begun to arrive but is not complete: the read timeout applies.
     /// The body bytes of the request being read so far (0 while its head is read).
     public var bodyBytesReceived: Int {
-        if case .body(let request, _, _) = state { return request.body.count }
+        if case .body(let request, _, _) = state { return request.bodyCount }
         return 0
     }
 
@@ -127,6 +127,10 @@ public struct RequestParser: Sendable {
             // its bytes arrive (a first step now, so a full budget refuses before the body is sent).
             if case .length(let length)? = framing, length > limits.maxBodyBytes {
                 try account(&request, holding: min(length, limits.uploadBudget?.step ?? 0))
+            }
+            // An upload that spools goes to its file from its first byte.
+            if framing != nil, let directory = limits.spoolDirectory, limits.upload(method: request.method, path: request.path)?.spooled == true {
+                request.spooled = try SpooledBody(directory: directory)
             }
             start = headEnd
             guard let framing else {
@@ -348,6 +352,14 @@ public struct RequestParser: Sendable {
         guard reservation.cover(total) else { throw UploadBudget.refusal }
     }
 
+    /// Body bytes into the request's file when it spools, else into its body (`expecting` more in
+    /// all, reserved at once).
+    private func append(_ bytes: ArraySlice<UInt8>, to request: inout HTTPRequest, expecting: Int) throws(HTTPParseError) {
+        if let spooled = request.spooled { return try spooled.append(bytes) }
+        if request.body.isEmpty { request.body.reserveCapacity(expecting) }
+        request.body.append(contentsOf: bytes)
+    }
+
     /// Moves body bytes from the buffer into the request. True once the body is complete.
     private mutating func readBody(_ request: inout HTTPRequest, _ framing: inout BodyFraming) throws(HTTPParseError) -> Bool {
         // Consumed bytes leave the buffer as the body advances, not when the request ends: a slow
@@ -357,9 +369,9 @@ public struct RequestParser: Sendable {
         case .length(let remaining):
             let take = min(remaining, buffer.count - start)
             if take > 0 {
-                if request.body.count + remaining > limits.maxBodyBytes { try account(&request, holding: request.body.count + take) }
-                if request.body.isEmpty { request.body.reserveCapacity(remaining) }
-                request.body.append(contentsOf: buffer[start..<(start + take)])
+                let count = request.bodyCount
+                if count + remaining > limits.maxBodyBytes { try account(&request, holding: count + take) }
+                try append(buffer[start..<(start + take)], to: &request, expecting: remaining)
                 start += take
             }
             framing = .length(remaining - take)
@@ -371,18 +383,18 @@ public struct RequestParser: Sendable {
                 switch chunk {
                 case .sizeLine:
                     guard let line = try takeLine(maxBytes: limits.maxChunkLineBytes) else { return false }
-                    try countFraming(line.count + 2, body: request.body.count)
+                    try countFraming(line.count + 2, body: request.bodyCount)
                     let size = try Self.chunkSize(line)
-                    if request.body.count + size > limits.maxBodyBytes {
+                    if request.bodyCount + size > limits.maxBodyBytes {
                         let upload = limits.upload(method: request.method, path: request.path)
-                        if request.body.count + size > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
+                        if request.bodyCount + size > upload?.maxBodyBytes ?? limits.maxBodyBytes { throw limits.bodyRefusal(upload) }
                     }
                     chunk = size == 0 ? .trailers(fieldLines: 0, bytes: 0) : .data(remaining: size)
                 case .data(let remaining):
                     let take = min(remaining, buffer.count - start)
                     guard take > 0 else { return false }
-                    if request.body.count + take > limits.maxBodyBytes { try account(&request, holding: request.body.count + take) }
-                    request.body.append(contentsOf: buffer[start..<(start + take)])
+                    if request.bodyCount + take > limits.maxBodyBytes { try account(&request, holding: request.bodyCount + take) }
+                    try append(buffer[start..<(start + take)], to: &request, expecting: take)
                     start += take
                     chunk = take == remaining ? .dataEnd : .data(remaining: remaining - take)
                 case .dataEnd:
@@ -391,12 +403,12 @@ public struct RequestParser: Sendable {
                         throw .bad("chunk data not followed by CRLF")
                     }
                     start += 2
-                    try countFraming(2, body: request.body.count)
+                    try countFraming(2, body: request.bodyCount)
                     chunk = .sizeLine
                 case .trailers(let fieldLines, let bytes):
                     // RFC 9112 §7.1.2: trailer fields are read and discarded, within the header limits.
                     guard let line = try takeLine(maxBytes: limits.maxHeaderBytes) else { return false }
-                    try countFraming(line.count + 2, body: request.body.count)
+                    try countFraming(line.count + 2, body: request.bodyCount)
                     if line.isEmpty { return true }
                     _ = try parseFieldLine(line)
                     if fieldLines + 1 > limits.maxHeaderCount || bytes + line.count > limits.maxHeaderBytes {

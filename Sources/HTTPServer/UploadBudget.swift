@@ -1,9 +1,10 @@
 import Synchronization
 
 /// The bytes of large uploads (bodies past `HTTPLimits.maxBodyBytes`, which only upload routes
-/// take) held at once, across every connection: a body is held whole in memory until its handler
-/// runs, so without this one client with many connections, signed in or not, could make the
-/// server hold hundreds of megabytes for bodies it will refuse. A request's reservation grows with
+/// take) held at once, across every connection, in memory or in spool files (SpooledBody): a body
+/// is kept whole until its handler runs, so without this one client with many connections, signed
+/// in or not, could make the server hold hundreds of megabytes (or fill its disk) for bodies it
+/// will refuse. A request's reservation grows with
 /// the bytes that actually arrive (a step at a time, so a head that only claims a large body holds
 /// one step), and goes when the request does (its deinit). Past the budget the request is refused
 /// with 503 and Retry-After.

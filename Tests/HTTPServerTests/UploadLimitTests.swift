@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import HTTPServer
 
@@ -92,6 +93,56 @@ import Testing
         let request = try #require(received)
         #expect(request.body.count == size && request.body[64 << 10] == 1 && request.body[size - (64 << 10)] == UInt8(truncatingIfNeeded: size / (64 << 10) - 1))
         #expect(limits.uploadBudget?.reserved == size)
+    }
+
+    /// A spooled upload (own photos) goes to a file from its first byte: the same 40 MB, in the
+    /// same pieces, leaves the request's body empty and the parser's buffer as small as one
+    /// piece; the file holds every byte in order; it is unlinked already (nothing to clean up);
+    /// chunked bodies spool too; and a spool that cannot be written refuses with 503 before the
+    /// body is read.
+    @Test func aSpooledUploadIsNeverHeldInMemory() throws {
+        var limits = HTTPLimits()
+        limits.uploads = [HTTPLimits.Upload(method: "POST", path: "/up", maxBodyBytes: 41 << 20, refusal: "too large", spooled: true)]
+        limits.uploadBudget = UploadBudget(bytes: 64 << 20)
+        let directory = FileManager.default.temporaryDirectory.path + "/spool-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        limits.spoolDirectory = directory
+        var parser = RequestParser(limits: limits)
+        let size = 40 << 20
+        parser.append("POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
+        var piece = [UInt8](repeating: 7, count: 64 << 10)
+        var received: HTTPRequest?, largestBuffer = 0
+        for index in 0..<(size / piece.count) {
+            piece[0] = UInt8(truncatingIfNeeded: index)
+            parser.append(piece)
+            if case .request(let request)? = try parser.next() { received = request }
+            largestBuffer = max(largestBuffer, parser.retainedBytes)
+        }
+        let request = try #require(received)
+        let spooled = try #require(request.spooled)
+        #expect(request.body.isEmpty && spooled.count == size && request.bodyCount == size)
+        #expect(largestBuffer <= 2 * piece.count, "the parser kept \(largestBuffer) bytes")
+        #expect(spooled.read((64 << 10)..<((64 << 10) + 2)) == [1, 7])
+        #expect(spooled.read((size - (64 << 10))..<(size - (64 << 10) + 1)) == [UInt8(truncatingIfNeeded: size / (64 << 10) - 1)])
+        try spooled.withMapped { #expect($0.count == size && $0[size - 1] == 7) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "the spool file is unlinked")
+        #expect(limits.uploadBudget?.reserved == size, "the budget bounds spooled bytes as it bounded held ones")
+
+        var chunked = RequestParser(limits: limits)
+        chunked.append("POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        guard case .request(let small)? = try chunked.next() else { Issue.record("no request"); return }
+        #expect(small.body.isEmpty && small.spooled?.read(0..<100) == Array("hello world".utf8))
+
+        limits.spoolDirectory = directory + "/missing"
+        var refused = RequestParser(limits: limits)
+        refused.append("POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+        #expect(throws: HTTPParseError.self) { try refused.next() }
+        // Other routes keep their bodies in memory.
+        var other = RequestParser(limits: limits)
+        other.append("POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
+        guard case .request(let form)? = try other.next() else { Issue.record("no request"); return }
+        #expect(form.body == Array("abc".utf8) && form.spooled == nil)
     }
 
     @Test func theUploadRouteTakesItsOwnLimitAndNoOtherDoes() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Domain
 import Imaging
+import HTTPServer
 
 /// A photo a person brought in themselves, as its album shows it.
 public struct OwnPhoto: Sendable, Equatable {
@@ -60,8 +61,9 @@ public struct OwnPhotoStore: Sendable {
 
     /// A file read and its versions made, not yet stored: where it goes may depend on its tags.
     public struct Prepared: Sendable {
-        public let bytes: [UInt8]
-        public let original: String
+        /// The original where the upload left it (its spooled body): stored from there.
+        public let file: BlobFile
+        public var original: String { file.hash }
         public let versions: PhotoVersions
         /// The original and every version: what the quota counts.
         public let size: Int64
@@ -77,19 +79,31 @@ public struct OwnPhotoStore: Sendable {
 
     /// Reads the file and makes its versions on the processing line. What refuses it cheaply does
     /// so first: a quota already past (the file alone counts), a photo store known to be down.
-    public func prepare(_ bytes: [UInt8], by person: Int64) throws -> Preparation {
-        if let reached = try quotaReached(person, adding: Int64(bytes.count)) { return .quotaReached(reached) }
+    /// The file is read from its upload's spool only there, in a turn (at most `processing.slots`
+    /// originals are in memory at once, however many are arriving or waiting), and stored from
+    /// the spool by `putBlobs`.
+    public func prepare(_ file: BlobFile, by person: Int64) throws -> Preparation {
+        if let reached = try quotaReached(person, adding: Int64(file.count)) { return .quotaReached(reached) }
         if let seconds = (store as? StoreBreaker)?.refusal() { throw PhotoStoreError.refused(retryAfter: seconds, reason: nil) }
         let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
+            let bytes = file.body.read(file.offset..<(file.offset + file.count))
+            guard bytes.count == file.count else { throw PhotoStoreError(description: "an upload's spooled file could not be read back", unavailable: true) }
             do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
         }
         switch made {
         case .failure(let refusal): return .refused(refusal)
         case .success(let versions):
-            let size = Int64(bytes.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
+            let size = Int64(file.count + versions.display.count + versions.thumbnails.values.reduce(0) { $0 + $1.count })
             if let reached = try quotaReached(person, adding: size) { return .quotaReached(reached) }
-            return .ready(Prepared(bytes: bytes, original: SHA256.hex(bytes), versions: versions, size: size, blobs: nil))
+            return .ready(Prepared(file: file, versions: versions, size: size, blobs: nil))
         }
+    }
+
+    /// A file's bytes held in memory (a test's, a tool's): spooled to the system's temporary
+    /// directory first, as an upload's are.
+    public func prepare(_ bytes: [UInt8], by person: Int64) throws -> Preparation {
+        let body = try SpooledBody.holding(bytes, directory: NSTemporaryDirectory())
+        return try prepare(BlobFile(body: body, offset: 0, count: bytes.count, hash: SHA256.hex(bytes)), by: person)
     }
 
     private struct NotAMember: Error {}
@@ -133,7 +147,7 @@ public struct OwnPhotoStore: Sendable {
                     FROM pins p WHERE p.id = $1 AND p.user_id = $2
                     ON CONFLICT (pin_id, original) DO NOTHING
                     RETURNING id
-                    """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, prepared.original, Int64(prepared.bytes.count), display,
+                    """, [pinID, holder, person, Self.cleanName(fileName), versions.format.rawValue, prepared.original, Int64(prepared.file.count), display,
                           thumb256, thumb512, prepared.size, versions.width, versions.height, tags.takenLocal, tags.offsetMinutes,
                           tags.latitude, tags.longitude, tags.camera.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(200))) }, placed.rawValue])
             }
@@ -154,7 +168,7 @@ public struct OwnPhotoStore: Sendable {
     /// store that is down refuses the photo before a pin is made for it.
     public func putBlobs(_ prepared: inout Prepared) throws {
         let versions = prepared.versions
-        _ = try store.put(prepared.bytes)
+        _ = try store.put(prepared.file)
         let display = try store.put(versions.display)
         let thumb256 = try versions.thumbnails[256].map { try store.put($0) }
         let thumb512 = try versions.thumbnails[512].map { try store.put($0) }

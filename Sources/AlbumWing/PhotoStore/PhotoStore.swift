@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,6 +9,9 @@ import Glibc
 public protocol PhotoStore: Sendable {
     /// Stores the bytes (or refreshes the blob's age when already stored) and returns their hash.
     func put(_ bytes: [UInt8]) throws -> String
+    /// Stores part of an upload's file (its hash known) without reading it into memory, as put
+    /// does; returns the hash.
+    func put(_ file: BlobFile) throws -> String
     /// Refreshes a stored blob's age as a put of its bytes would, without the bytes; false when
     /// there is no such blob (then the caller puts the bytes).
     func refresh(_ hash: String) throws -> Bool
@@ -66,8 +70,43 @@ public struct PhotoStoreError: Error, CustomStringConvertible {
     }
 }
 
+/// Bytes of an uploaded file, where they lie: `count` bytes from `offset` of a spooled body (held
+/// here, so its descriptor stays open while any store reads it, a call past its deadline too).
+public struct BlobFile: Sendable {
+    public let body: SpooledBody
+    public let offset: Int
+    public let count: Int
+    /// Their SHA-256, the blob's name.
+    public let hash: String
+
+    public init(body: SpooledBody, offset: Int, count: Int, hash: String) {
+        (self.body, self.offset, self.count, self.hash) = (body, offset, count, hash)
+    }
+
+    /// Reads them in pieces of at most `piece` bytes, in order, each handed to `take`.
+    package func pieces(of piece: Int = 1 << 20, _ take: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 16)
+        defer { buffer.deallocate() }
+        var done = 0
+        while done < count {
+            let n = pread(body.descriptor, buffer.baseAddress!, min(piece, count - done), off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw PhotoStoreError.file("cannot read an upload's file", errno: n == 0 ? EIO : errno) }
+            try take(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            done += n
+        }
+    }
+}
+
 extension PhotoStore {
     public func problem() -> String? { nil }
+    /// A store of no file of its own (a test's): the bytes read, then put.
+    public func put(_ file: BlobFile) throws -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(file.count)
+        try file.pieces { bytes.append(contentsOf: $0) }
+        return try put(bytes)
+    }
     public var base: any PhotoStore { self }
 }
 
@@ -100,6 +139,53 @@ public struct FileStore: PhotoStore {
 
     public func put(_ bytes: [UInt8]) throws -> String {
         let hash = SHA256.hex(bytes)
+        try write(hash) { fd in
+            bytes.withUnsafeBytes { Self.writeAll(fd, $0) }
+        }
+        return hash
+    }
+
+    /// The upload's bytes copied file to file by the kernel (sendfile(2), which takes a regular
+    /// file as its target since Linux 2.6.33), never through this process's memory.
+    public func put(_ file: BlobFile) throws -> String {
+        try write(file.hash) { fd in
+            var from = off_t(file.offset), left = file.count
+            while left > 0 {
+                let n = sendfile(fd, file.body.descriptor, &from, min(left, 1 << 30))
+                if n > 0 { left -= n; continue }
+                if n < 0 && errno == EINTR { continue }
+                // A file system that sendfile cannot write to: read and write, a piece at a time.
+                if n < 0 && [ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) {
+                    var failure: Int32 = 0
+                    do {
+                        try BlobFile(body: file.body, offset: Int(from), count: left, hash: file.hash).pieces { piece in
+                            failure = Self.writeAll(fd, piece)
+                            if failure != 0 { throw PhotoStoreError.file("cannot write", errno: failure) }
+                        }
+                    } catch { return failure == 0 ? EIO : failure }
+                    return 0
+                }
+                return n == 0 ? EIO : errno
+            }
+            return 0
+        }
+        return file.hash
+    }
+
+    /// write() until all is written: 0, or the errno.
+    private static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer) -> Int32 {
+        var written = 0
+        while written < raw.count {
+            let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
+            if n < 0 { if errno == EINTR { continue }; return errno }
+            written += n
+        }
+        return 0
+    }
+
+    /// A blob named `hash` written by `fill` (0, or the errno it failed with), unless it is
+    /// stored already.
+    private func write(_ hash: String, _ fill: (Int32) -> Int32) throws {
         let (directory, file) = path(hash)
         try withLock(LOCK_SH) {
             // Already stored: only its age is refreshed, so a sweep running now keeps it.
@@ -112,15 +198,7 @@ public struct FileStore: PhotoStore {
                 fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             }
             guard fd >= 0 else { throw PhotoStoreError.file("cannot create \(temporary)", errno: errno) }
-            var written = 0
-            var failure: Int32 = 0
-            bytes.withUnsafeBytes { raw in
-                while written < raw.count {
-                    let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                    if n < 0 { if errno == EINTR { continue }; failure = errno; return }
-                    written += n
-                }
-            }
+            var failure = fill(fd)
             if failure == 0 && fsync(fd) != 0 { failure = errno }
             close(fd)
             if failure == 0 && rename(temporary, file) != 0 { failure = errno }
@@ -132,7 +210,6 @@ public struct FileStore: PhotoStore {
             let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if directoryFD >= 0 { fsync(directoryFD); close(directoryFD) }
         }
-        return hash
     }
 
     /// mkdir -p with the errno kept (a full disk is an outage, not a broken store).

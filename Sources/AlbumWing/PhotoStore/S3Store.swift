@@ -182,6 +182,23 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
         }
     }
 
+    /// An upload's bytes sent from its file as curl reads them (one PUT: S3 takes up to 5 GB so,
+    /// far past any photo's limit).
+    public func put(_ file: BlobFile) throws -> String {
+        let key = key(file.hash)
+        let upload = { [self] in
+            let response = try send("PUT", key: key, headers: ["Content-Type": "application/octet-stream"],
+                                    file: UploadFile(descriptor: file.body.descriptor, offset: file.offset, count: file.count), payloadHash: file.hash)
+            try expect(response, [200], "PUT of \(key)")
+        }
+        if try send("HEAD", key: key).status == 200 {
+            if try !refresh(file.hash) { try upload() }
+        } else {
+            try upload()
+        }
+        return file.hash
+    }
+
     private func upload(_ bytes: [UInt8], hash: String, key: String) throws {
         let response = try send("PUT", key: key, headers: ["Content-Type": "application/octet-stream"], body: bytes, payloadHash: hash)
         try expect(response, [200], "PUT of \(key)")
@@ -248,7 +265,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
     /// One signed request with retries of transient failures. `payloadHash` is the body's SHA-256
     /// (the empty body's when there is none).
     package func send(_ method: String, key: String?, query: [(String, String)] = [], headers: [String: String] = [:],
-              body: [UInt8]? = nil, payloadHash: String? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
+              body: [UInt8]? = nil, file: UploadFile? = nil, payloadHash: String? = nil, timeout: Double? = nil) throws -> HTTPClientResponse {
         var url = settings.endpoint + "/" + settings.bucket
         if let key { url += "/" + key }
         if !query.isEmpty {
@@ -261,7 +278,7 @@ public final class S3Store: PhotoStore, @unchecked Sendable {
         var attempt = 0
         while true {
             do {
-                let response = try client.send(method, url, headers: headers, body: body, sigV4: signing, timeout: timeout)
+                let response = try client.send(method, url, headers: headers, body: body, file: file, sigV4: signing, timeout: timeout)
                 guard [500, 502, 503, 504].contains(response.status), attempt < retryDelays.count else { return response }
             } catch let error as HTTPClientError {
                 switch error {

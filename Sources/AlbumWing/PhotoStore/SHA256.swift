@@ -6,12 +6,15 @@ import CLibCrypto
 public enum SHA256 {
     /// The digest as 64 lowercase hex digits.
     public static func hex(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { hex($0) }
+    }
+
+    /// The digest of bytes where they are (an upload's mapped file).
+    public static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let ok = bytes.withUnsafeBufferPointer { source in
-            digest.withUnsafeMutableBufferPointer { target in
-                EVP_Digest(source.baseAddress, source.count, target.baseAddress, &length, EVP_sha256(), nil)
-            }
+        let ok = digest.withUnsafeMutableBufferPointer { target in
+            EVP_Digest(bytes.baseAddress, bytes.count, target.baseAddress, &length, EVP_sha256(), nil)
         }
         // EVP_Digest fails only without memory for its context; a wrong name would lose the photo.
         precondition(ok == 1 && length == 32, "libcrypto could not compute SHA-256")

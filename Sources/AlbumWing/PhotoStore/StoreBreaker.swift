@@ -172,6 +172,7 @@ public final class StoreBreaker: PhotoStore, Sendable {
     // MARK: PhotoStore
 
     public func put(_ bytes: [UInt8]) throws -> String { try call(.write) { [base] in try base.put(bytes) } }
+    public func put(_ file: BlobFile) throws -> String { try call(.write) { [base] in try base.put(file) } }
     public func refresh(_ hash: String) throws -> Bool { try call(.write) { [base] in try base.refresh(hash) } }
     public func get(_ hash: String) throws -> [UInt8]? { try call(.read) { [base] in try base.get(hash) } }
     public func list() throws -> [(hash: String, modified: Date)] { try call(.write, deadline: false) { [base] in try base.list() } }

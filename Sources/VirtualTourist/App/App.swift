@@ -51,6 +51,7 @@ public final class App: Sendable {
     private let storeCheck: StoreCheck
     /// The own-photo upload route's body limit (attach).
     private let ownPhotoMaxBytes: Int
+    private let uploadSpool: String
     /// The photo store as every part of the app uses it (its `base` is the store itself).
     public let storeBreaker: StoreBreaker
 
@@ -145,6 +146,9 @@ public final class App: Sendable {
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: .seconds(settings.pickerTimeout))
         ownPhotoMaxBytes = settings.ownPhotoMaxBytes
+        uploadSpool = settings.uploadSpoolDirectory
+        // Made now, so the first upload finds it (the photo store's folder is otherwise made on its first write).
+        try? FileStore.makeDirectories(uploadSpool)
         let ownPhotos = OwnPhotoStore(pool: pool, store: photoStore, quotas: settings.quotas,
                                       limits: PhotoVersions.Limits(maxPixels: settings.ownPhotoMaxPixels),
                                       processing: PhotoProcessing(slots: ProcessInfo.processInfo.activeProcessorCount))
@@ -153,7 +157,8 @@ public final class App: Sendable {
                                        ownPhotos: ownPhotos, ownPhotoMaxBytes: settings.ownPhotoMaxBytes, secure: web.secureCookies))
         web.addOwnPhotoRoutes(OwnPhotoRoutes(ownPhotos: ownPhotos, pins: PinStore(pool: pool, quotas: settings.quotas),
                                              places: { PlaceIndex.shared(path: placesPath) }, maxFileBytes: settings.ownPhotoMaxBytes,
-                                             pinRadius: Double(settings.ownPhotoPinRadius), secure: web.secureCookies))
+                                             pinRadius: Double(settings.ownPhotoPinRadius), secure: web.secureCookies,
+                                             spoolDirectory: uploadSpool))
         web.addShareRoutes(ShareRoutes(links: ShareLinks(pool: pool), albums: albums, pins: PinStore(pool: pool, quotas: settings.quotas),
                                        events: events, provider: interactive, ownPhotos: ownPhotos, limits: settings.shareLimits, base: settings.publicBase,
                                        places: { PlaceIndex.shared(path: placesPath) }, secure: web.secureCookies))
@@ -244,7 +249,9 @@ public final class App: Sendable {
         configuration.limits.uploads.append(WebPipeline.importUpload)
         configuration.limits.uploads.append(WebPipeline.ownPhotoUpload(maxBytes: ownPhotoMaxBytes))
         configuration.limits.uploads.append(WebPipeline.mapPhotoUpload(maxBytes: ownPhotoMaxBytes))
-        // Large bodies held at once on every connection (UploadBudget): a few people's files at a time.
+        // Own photos' bodies go to files as they arrive; large bodies held at once on every
+        // connection, in memory or there (UploadBudget): a few people's files at a time.
+        configuration.limits.spoolDirectory = uploadSpool
         configuration.limits.uploadBudget = UploadBudget(bytes: max(256 << 20, 4 * (ownPhotoMaxBytes + (64 << 10))))
         let accounts = accounts, secure = secureCookies
         configuration.errorPage = { status, message, request in

@@ -63,7 +63,7 @@ struct ImportRoutes: Sendable {
             return try refuse(.unprocessableContent, .init(message: "No file was chosen."))
         }
         let read: Result<PinImport, PinImport.Refusal>
-        do throws(PinImport.Refusal) { read = .success(try PinImport.read(Array(part.body))) } catch { read = .failure(error) }
+        do throws(PinImport.Refusal) { read = .success(try PinImport.read(form.bytes(part))) } catch { read = .failure(error) }
         let file: PinImport
         switch read {
         case .failure(let refusal):

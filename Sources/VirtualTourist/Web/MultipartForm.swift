@@ -2,13 +2,21 @@ import HTTPServer
 
 /// A multipart/form-data body (RFC 7578, framed as RFC 2046 §5.1.1 says): the parts of a form
 /// that uploads a file. Bounded: at most `maxParts` parts, each part's header section at most
-/// 8 KiB; the body itself is already bounded by the server's limit for the route.
+/// 8 KiB; the body itself is already bounded by the server's limit for the route. A spooled body
+/// (an upload of photos) is scanned where it lies, mapped, and its parts are ranges of its file.
 struct MultipartForm {
     struct Part {
         let name: String
         let filename: String?
         let contentType: String?
-        let body: ArraySlice<UInt8>
+        /// Where its bytes are in the body.
+        let range: Range<Int>
+    }
+
+    /// The body the parts are ranges of.
+    enum Source {
+        case memory([UInt8])
+        case spooled(SpooledBody)
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -16,6 +24,7 @@ struct MultipartForm {
     }
 
     let parts: [Part]
+    let source: Source
 
     static let maxParts = 8
     static let maxPartHeaderBytes = 8 * 1024
@@ -24,14 +33,38 @@ struct MultipartForm {
     init?(_ request: HTTPRequest) throws(Failure) {
         guard let type = request.headers["Content-Type"], type.lowercased().hasPrefix("multipart/form-data") else { return nil }
         guard let boundary = Self.boundary(type) else { throw Failure(description: "the form names no boundary") }
-        parts = try Self.parse(request.body, boundary: boundary)
+        if let spooled = request.spooled {
+            source = .spooled(spooled)
+            let parsed: Result<[Part], Failure>
+            do {
+                parsed = try spooled.withMapped { raw in
+                    do throws(Failure) { return .success(try Self.parse(raw, boundary: boundary)) } catch { return .failure(error) }
+                }
+            } catch {
+                throw Failure(description: "the upload could not be read back (\(error))")
+            }
+            parts = try parsed.get()
+        } else {
+            source = .memory(request.body)
+            parts = try Self.parse(request.body, boundary: boundary)
+        }
     }
 
     func part(_ name: String) -> Part? { parts.first { $0.name == name } }
 
-    /// A text field's value (nil when absent or not UTF-8).
+    /// A part's bytes, read into memory: for fields and small files (a photo's part is read from
+    /// its file where it lies: `source`, `range`).
+    func bytes(_ part: Part) -> [UInt8] {
+        switch source {
+        case .memory(let body): Array(body[part.range])
+        case .spooled(let body): body.read(part.range)
+        }
+    }
+
+    /// A text field's value (nil when absent, longer than 64 KiB or not UTF-8).
     func value(_ name: String) -> String? {
-        part(name).flatMap { String(validating: $0.body, as: UTF8.self) }
+        guard let part = part(name), part.range.count <= 64 * 1024 else { return nil }
+        return String(validating: bytes(part), as: UTF8.self)
     }
 
     /// RFC 2046 §5.1.1: 1 to 70 characters, quoted or not.
@@ -46,7 +79,7 @@ struct MultipartForm {
         return nil
     }
 
-    static func parse(_ body: [UInt8], boundary: String) throws(Failure) -> [Part] {
+    static func parse<Body: RandomAccessCollection<UInt8>>(_ body: Body, boundary: String) throws(Failure) -> [Part] where Body.Index == Int {
         let delimiter = Array("--\(boundary)".utf8)
         let crlf: [UInt8] = [13, 10]
         // The preamble before the first delimiter is ignored (RFC 2046 §5.1.1).
@@ -81,7 +114,7 @@ struct MultipartForm {
                 }
             }
             guard let name else { throw Failure(description: "a part has no name") }
-            parts.append(Part(name: name, filename: filename, contentType: contentType, body: body[position..<end.lowerBound]))
+            parts.append(Part(name: name, filename: filename, contentType: contentType, range: position..<end.lowerBound))
             position = end.upperBound
         }
     }

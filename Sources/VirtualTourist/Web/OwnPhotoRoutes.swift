@@ -16,7 +16,8 @@ extension WebPipeline {
     /// together, and the form around them. Larger is refused from the Content-Length alone.
     static func ownPhotoUpload(maxBytes: Int) -> HTTPLimits.Upload {
         HTTPLimits.Upload(method: "POST", path: "/pins/:id/own-photos", maxBodyBytes: maxBytes + 64 * 1024,
-                          refusal: "photos of up to \(maxBytes / (1024 * 1024)) MB can be added (the form without JavaScript sends all its files at once, together at most that)")
+                          refusal: "photos of up to \(maxBytes / (1024 * 1024)) MB can be added (the form without JavaScript sends all its files at once, together at most that)",
+                          spooled: true)
     }
 
     /// The map's "Add photos": the same limit, another route.
@@ -76,6 +77,9 @@ struct OwnPhotoRoutes: Sendable {
     let pinRadius: Double
     let placement = PlacementLock()
     let secure: Bool
+    /// Where a body the server kept in memory is spooled (the server spools these routes' own,
+    /// HTTPLimits.spoolDirectory; a request made in a test does not come through it).
+    let spoolDirectory: String
 
     /// Where a request's photos go: one pin's album ("Add your photos here"), or the map ("Add
     /// photos"), each where it was taken.
@@ -130,7 +134,8 @@ struct OwnPhotoRoutes: Sendable {
                 return .jsonValue(OwnPhotoAdded(id: nil, added: false, message: Self.anotherMap, figure: nil), status: .conflict)
             }
             let name = context.request.headers["X-File-Name"].flatMap { $0.removingPercentEncoding } ?? "photo"
-            let outcome = try addOne(Array(context.request.body), name: name, holder: holder, to: target, context: context)
+            let body = try context.request.spooled ?? SpooledBody.holding(context.request.body, directory: spoolDirectory)
+            let outcome = try addOne(body, 0..<body.count, name: name, holder: holder, to: target, context: context)
             var response = HTTPResponse.jsonValue(outcome.json, status: outcome.status)
             // The script sends a file refused for a full line again after this.
             if outcome.status == .serviceUnavailable { response.waitFor(.seconds(2)) }
@@ -148,8 +153,13 @@ struct OwnPhotoRoutes: Sendable {
         let files = form.parts.filter { $0.name == "file" && $0.filename.map { !$0.isEmpty } == true }
         guard !files.isEmpty else { return .redirect(to: back, flash: "No photo was chosen.", secure: secure) }
         var added = 0, refusals: [String] = []
+        let body: SpooledBody
+        switch form.source {
+        case .spooled(let spooled): body = spooled
+        case .memory(let bytes): body = try SpooledBody.holding(bytes, directory: spoolDirectory)
+        }
         for file in files {
-            let outcome = try addOne(Array(file.body), name: file.filename ?? "photo", holder: holder, to: target, context: context)
+            let outcome = try addOne(body, file.range, name: file.filename ?? "photo", holder: holder, to: target, context: context)
             if outcome.json.added { added += 1 } else { refusals.append(outcome.json.message) }
         }
         let summary = (added == 1 ? "1 photo added" : "\(added) photos added") + (back == "/" ? " to the map." : ".")
@@ -165,26 +175,29 @@ struct OwnPhotoRoutes: Sendable {
         let status: HTTPStatus
     }
 
-    /// One file: refused for what is cheap to see first (empty, too large, already on the pin),
-    /// then read and its versions made (`prepare`), put where it goes, and stored. Every refusal
-    /// is a sentence that names the file.
-    private func addOne(_ bytes: [UInt8], name: String, holder: Int64, to destination: Destination, context: SignedInContext) throws -> Outcome {
+    /// One file, bytes `range` of an upload's spooled body: refused for what is cheap to see first
+    /// (empty, too large, already on the pin), then read and its versions made (`prepare`), put
+    /// where it goes, and stored from the spool. Every refusal is a sentence that names the file.
+    private func addOne(_ body: SpooledBody, _ range: Range<Int>, name: String, holder: Int64, to destination: Destination,
+                        context: SignedInContext) throws -> Outcome {
         let shown = OwnPhotoStore.cleanName(name)
         func refused(_ message: String, _ status: HTTPStatus = .unprocessableContent, later: Bool = false) -> Outcome {
             var json = OwnPhotoAdded(id: nil, added: false, message: message, figure: nil)
             if later { json.later = true }
             return Outcome(json: json, status: status)
         }
-        guard !bytes.isEmpty else { return refused("\(shown) is empty.") }
-        guard bytes.count <= maxFileBytes else {
+        guard !range.isEmpty else { return refused("\(shown) is empty.") }
+        guard range.count <= maxFileBytes else {
             return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
         }
-        if case .pin(let pin) = destination, try ownPhotos.existing(original: SHA256.hex(bytes), pinID: pin.id, holder: holder) != nil {
+        // Hashed where it lies (mapped), never read into memory for it.
+        let hash = try body.withMapped { SHA256.hex(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        if case .pin(let pin) = destination, try ownPhotos.existing(original: hash, pinID: pin.id, holder: holder) != nil {
             return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
         do {
             var prepared: OwnPhotoStore.Prepared
-            switch try ownPhotos.prepare(bytes, by: context.user.id) {
+            switch try ownPhotos.prepare(BlobFile(body: body, offset: range.lowerBound, count: range.count, hash: hash), by: context.user.id) {
             case .refused(let refusal): return refused("\(shown) \(refusal.description).", refusal.isTooLarge ? .contentTooLarge : .unprocessableContent)
             case .quotaReached(let reached): return refused("\(shown) was not added: \(reached.description)")
             case .ready(let found): prepared = found
