@@ -10,8 +10,8 @@ public enum ColourProfile {
 
     /// The profile a JPEG carries in its APP2 segments (ICC.1 B.4: "ICC_PROFILE\0", the chunk's
     /// number from 1, the count), or nil when absent, incomplete or inconsistent.
-    public static func inJPEG(_ jpeg: [UInt8]) -> [UInt8]? {
-        var chunks: [Int: ArraySlice<UInt8>] = [:]
+    public static func inJPEG<Bytes: RandomAccessCollection<UInt8>>(_ jpeg: Bytes) -> [UInt8]? where Bytes.Index == Int {
+        var chunks: [Int: Bytes.SubSequence] = [:]
         var expected = 0
         var at = 2
         while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
@@ -34,6 +34,22 @@ public enum ColourProfile {
         var profile: [UInt8] = []
         for number in 1...expected { profile += chunks[number]! }
         return isRGB(profile) ? profile : nil
+    }
+
+    /// Where a JPEG's segments end and its image data begins (the first SOS), or its end: what a
+    /// reader of its tags needs, without the megabytes after.
+    static func headersEnd<Bytes: RandomAccessCollection<UInt8>>(_ jpeg: Bytes) -> Int where Bytes.Index == Int {
+        var at = 2
+        while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
+            let marker = jpeg[at + 1]
+            if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { at += 2; continue }
+            if marker == 0xFF { at += 1; continue }
+            if marker == 0xDA || marker == 0xD9 { return at }
+            let length = Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3])
+            guard length >= 2, at + 2 + length <= jpeg.count else { break }
+            at += 2 + length
+        }
+        return jpeg.count
     }
 
     /// A profile the RGB versions can carry: a whole ICC header (128 bytes) that says its own

@@ -34,7 +34,7 @@ public enum HEIFIsolation {
 
     // MARK: The server's side
 
-    static func decode(_ bytes: [UInt8], maxPixels: Int) throws(ImageRefusal) -> DecodedPhoto {
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, maxPixels: Int) throws(ImageRefusal) -> DecodedPhoto {
         guard let executable else { throw .unreadable(.heif, "no decoder process (the virtual-tourist binary is not beside this one)") }
         guard bytes.count <= maxInput else { throw .unreadable(.heif, "larger than the decoder takes") }
         // A child that stops reading early must not kill us with SIGPIPE (the server ignores it
@@ -68,10 +68,10 @@ public enum HEIFIsolation {
             throw .unreadable(.heif, "the decoder process did not start (errno \(spawned))")
         }
         // The child reads all of its input before it writes: write everything, then read.
-        bytes.withUnsafeBytes { raw in
+        do {
             var at = 0
-            while at < raw.count {
-                let written = write(input[1], raw.baseAddress! + at, raw.count - at)
+            while at < bytes.count {
+                let written = write(input[1], bytes.baseAddress! + at, bytes.count - at)
                 if written < 0 && errno == EINTR { continue }
                 guard written > 0 else { break }  // EPIPE: it stopped reading (and will say why, or die)
                 at += written

@@ -44,6 +44,10 @@ public enum PhotoDecoding {
     /// them. The size is read from the header and checked against `maxPixels` before anything is
     /// decoded, so a small file claiming a huge image (a decompression bomb) costs nothing.
     public static func decode(_ bytes: [UInt8], maxPixels: Int, atLeast longest: Int) throws(ImageRefusal) -> DecodedPhoto {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(ImageRefusal) -> DecodedPhoto in try decode(buffer, maxPixels: maxPixels, atLeast: longest) }
+    }
+
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, maxPixels: Int, atLeast longest: Int) throws(ImageRefusal) -> DecodedPhoto {
         guard let format = ImageFormat.sniff(bytes) else { throw .notAnImage }
         let check = checker(format, maxPixels: maxPixels)
         var decoded: DecodedPhoto
@@ -78,13 +82,11 @@ public enum PhotoDecoding {
 
     // MARK: JPEG (libjpeg-turbo)
 
-    static func jpeg(_ bytes: [UInt8], check: (Int, Int) throws(ImageRefusal) -> Void, atLeast longest: Int) throws(ImageRefusal) -> DecodedPhoto {
+    static func jpeg(_ bytes: UnsafeBufferPointer<UInt8>, check: (Int, Int) throws(ImageRefusal) -> Void, atLeast longest: Int) throws(ImageRefusal) -> DecodedPhoto {
         guard let handle = tjInitDecompress() else { throw .unreadable(.jpeg, "no decoder") }
         defer { tjDestroy(handle) }
         var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-        let header = bytes.withUnsafeBufferPointer {
-            tjDecompressHeader3(handle, $0.baseAddress, UInt($0.count), &width, &height, &subsampling, &colorspace)
-        }
+        let header = tjDecompressHeader3(handle, bytes.baseAddress, UInt(bytes.count), &width, &height, &subsampling, &colorspace)
         guard header == 0 else { throw .unreadable(.jpeg, String(cString: tjGetErrorStr2(handle))) }
         try check(Int(width), Int(height))
         // CMYK and YCCK (print workflows) do not convert to RGB in TurboJPEG: said so, not "damaged".
@@ -103,13 +105,11 @@ public enum PhotoDecoding {
             scaledHeight = (height * best.num + best.denom - 1) / best.denom
         }
         var pixels = [UInt8](repeating: 0, count: Int(scaledWidth) * Int(scaledHeight) * 3)
-        let decoded = bytes.withUnsafeBufferPointer { source in
-            pixels.withUnsafeMutableBufferPointer { target in
-                // TJFLAG_LIMITSCANS: a progressive JPEG of more than 500 scans is refused (one that
-                // repeats a scan thousands of times holds a core for an hour).
-                tjDecompress2(handle, source.baseAddress, UInt(source.count), target.baseAddress, scaledWidth, scaledWidth * 3, scaledHeight,
-                              Int32(TJPF_RGB.rawValue), TJFLAG_LIMITSCANS)
-            }
+        let decoded = pixels.withUnsafeMutableBufferPointer { target in
+            // TJFLAG_LIMITSCANS: a progressive JPEG of more than 500 scans is refused (one that
+            // repeats a scan thousands of times holds a core for an hour).
+            tjDecompress2(handle, bytes.baseAddress, UInt(bytes.count), target.baseAddress, scaledWidth, scaledWidth * 3, scaledHeight,
+                          Int32(TJPF_RGB.rawValue), TJFLAG_LIMITSCANS)
         }
         if decoded != 0 {
             let message = String(cString: tjGetErrorStr2(handle))
@@ -117,7 +117,8 @@ public enum PhotoDecoding {
             if tjGetErrorCode(handle) != Int32(TJERR_WARNING.rawValue) { throw .unreadable(.jpeg, message) }
             if message.contains("Premature end") { throw .truncated(.jpeg) }
         }
-        let tags = CameraTags.read(bytes)
+        // libexif is handed the segments before the image data only (it copies what it is given).
+        let tags = CameraTags.read(bytes[..<ColourProfile.headersEnd(bytes)])
         let image = RGBImage(width: Int(scaledWidth), height: Int(scaledHeight), pixels: pixels).oriented(tags.orientation)
         let swaps = tags.orientation >= 5
         return DecodedPhoto(format: .jpeg, width: Int(swaps ? height : width), height: Int(swaps ? width : height), image: image,
@@ -242,9 +243,9 @@ public enum PhotoDecoding {
 
     // MARK: WebP (libwebp)
 
-    static func webp(_ bytes: [UInt8], check: (Int, Int) throws(ImageRefusal) -> Void) throws(ImageRefusal) -> DecodedPhoto {
+    static func webp(_ bytes: UnsafeBufferPointer<UInt8>, check: (Int, Int) throws(ImageRefusal) -> Void) throws(ImageRefusal) -> DecodedPhoto {
         var width: Int32 = 0, height: Int32 = 0
-        guard bytes.withUnsafeBufferPointer({ WebPGetInfo($0.baseAddress, $0.count, &width, &height) }) != 0 else {
+        guard WebPGetInfo(bytes.baseAddress, bytes.count, &width, &height) != 0 else {
             throw .unreadable(.webp, "no WebP header")
         }
         try check(Int(width), Int(height))
@@ -252,7 +253,7 @@ public enum PhotoDecoding {
         let stride = Int(width) * 3
         var pixels = [UInt8](repeating: 0, count: stride * Int(height))
         let written = pixels.withUnsafeMutableBufferPointer { target in
-            bytes.withUnsafeBufferPointer { WebPDecodeRGBInto($0.baseAddress, $0.count, target.baseAddress, target.count, Int32(stride)) }
+            WebPDecodeRGBInto(bytes.baseAddress, bytes.count, target.baseAddress, target.count, Int32(stride))
         }
         guard written != nil else {
             throw RIFF.declaredSize(bytes).map { $0 > bytes.count } == true ? .truncated(.webp) : .unreadable(.webp, "the image data")
@@ -268,13 +269,13 @@ public enum PhotoDecoding {
 /// The chunks of a RIFF file (WebP's container): four letters, a little-endian size, the data
 /// padded to an even length.
 enum RIFF {
-    static func declaredSize(_ bytes: [UInt8]) -> Int? {
+    static func declaredSize<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Int? where Bytes.Index == Int {
         guard bytes.count >= 8 else { return nil }
         return 8 + (Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24)
     }
 
-    static func chunks(_ bytes: [UInt8]) -> [String: ArraySlice<UInt8>] {
-        var found: [String: ArraySlice<UInt8>] = [:]
+    static func chunks<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> [String: Bytes.SubSequence] where Bytes.Index == Int {
+        var found: [String: Bytes.SubSequence] = [:]
         var at = 12
         while at + 8 <= bytes.count, found.count < 64 {
             let name = String(decoding: bytes[at..<(at + 4)], as: UTF8.self)

@@ -27,6 +27,11 @@ public struct PhotoVersions: Sendable {
     }
 
     public static func make(from original: [UInt8], limits: Limits = Limits()) throws(ImageRefusal) -> PhotoVersions {
+        try original.withUnsafeBufferPointer { (bytes) throws(ImageRefusal) -> PhotoVersions in try make(from: bytes, limits: limits) }
+    }
+
+    /// From the bytes where they lie: an upload's file, mapped (no copy of it is made here).
+    public static func make(from original: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(ImageRefusal) -> PhotoVersions {
         let decoded = try PhotoDecoding.decode(original, maxPixels: limits.maxPixels, atLeast: displayLongest)
         let display = decoded.image.fitted(within: displayLongest)
         guard let displayJPEG = encode(display, quality: 85, profile: decoded.profile) else { throw .unreadable(decoded.format, "encoding") }

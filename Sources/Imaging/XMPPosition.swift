@@ -13,7 +13,7 @@ enum XMPPosition {
 
     /// Degrees, north and east positive; nil when the file has no packet, or its packet no
     /// position, or one that is not a coordinate in range.
-    static func position(in bytes: [UInt8]) -> (latitude: Double, longitude: Double)? {
+    static func position<Bytes: RandomAccessCollection<UInt8>>(in bytes: Bytes) -> (latitude: Double, longitude: Double)? where Bytes.Index == Int {
         guard let packet = packet(in: bytes) else { return nil }
         guard let latitude = value(of: "exif:GPSLatitude", in: packet).flatMap({ coordinate($0, positive: "N", negative: "S", limit: 90) }),
               let longitude = value(of: "exif:GPSLongitude", in: packet).flatMap({ coordinate($0, positive: "E", negative: "W", limit: 180) }),
@@ -21,14 +21,14 @@ enum XMPPosition {
         return (latitude, longitude)
     }
 
-    static func packet(in bytes: [UInt8]) -> String? {
+    static func packet<Bytes: RandomAccessCollection<UInt8>>(in bytes: Bytes) -> String? where Bytes.Index == Int {
         guard let from = find(start, in: bytes, from: 0) else { return nil }
         let limit = min(bytes.count, from + maxPacket)
         guard let to = find(end, in: bytes[..<limit], from: from) else { return nil }
         return String(decoding: bytes[from..<to], as: UTF8.self)
     }
 
-    static func find(_ needle: [UInt8], in bytes: ArraySlice<UInt8>, from: Int) -> Int? {
+    static func find<Bytes: RandomAccessCollection<UInt8>>(_ needle: [UInt8], in bytes: Bytes, from: Int) -> Int? where Bytes.Index == Int {
         guard let first = needle.first, bytes.count >= needle.count else { return nil }
         var at = max(from, bytes.startIndex)
         while at + needle.count <= bytes.endIndex {
@@ -38,8 +38,6 @@ enum XMPPosition {
         }
         return nil
     }
-
-    static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? { find(needle, in: bytes[...], from: from) }
 
     /// The property's value, written as an attribute (`name="…"`, either quote) or an element
     /// (`<name>…</name>`), as RDF/XML allows both.

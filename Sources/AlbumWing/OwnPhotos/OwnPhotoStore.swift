@@ -79,16 +79,16 @@ public struct OwnPhotoStore: Sendable {
 
     /// Reads the file and makes its versions on the processing line. What refuses it cheaply does
     /// so first: a quota already past (the file alone counts), a photo store known to be down.
-    /// The file is read from its upload's spool only there, in a turn (at most `processing.slots`
-    /// originals are in memory at once, however many are arriving or waiting), and stored from
-    /// the spool by `putBlobs`.
+    /// The decoders read the file where the upload left it, mapped (no copy in the heap), in a
+    /// turn; it is stored from there by `putBlobs`.
     public func prepare(_ file: BlobFile, by person: Int64) throws -> Preparation {
         if let reached = try quotaReached(person, adding: Int64(file.count)) { return .quotaReached(reached) }
         if let seconds = (store as? StoreBreaker)?.refusal() { throw PhotoStoreError.refused(retryAfter: seconds, reason: nil) }
         let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
-            let bytes = file.body.read(file.offset..<(file.offset + file.count))
-            guard bytes.count == file.count else { throw PhotoStoreError(description: "an upload's spooled file could not be read back", unavailable: true) }
-            do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
+            try file.body.withMapped { mapped in
+                let bytes = UnsafeRawBufferPointer(rebasing: mapped[file.offset..<(file.offset + file.count)]).assumingMemoryBound(to: UInt8.self)
+                do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
+            }
         }
         switch made {
         case .failure(let refusal): return .refused(refusal)
