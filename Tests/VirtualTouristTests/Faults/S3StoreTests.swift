@@ -92,6 +92,18 @@ import TestSupport
         for (hash, blob) in zip(hashes, blobs) { #expect(try store.get(hash) == blob) }
         #expect(try store.get(String(repeating: "0", count: 64)) == nil)
         #expect(try store.get("../../etc/passwd") == nil)
+        // An upload's photo goes from its spooled file, read by libcurl as it sends: 6 MB from an
+        // offset; a part that runs past its file is refused, nothing stored.
+        let file = (0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 13) }
+        let body = try SpooledBody.holding(file, directory: NSTemporaryDirectory())
+        let part = 333..<file.count
+        let partHash = SHA256.hex(Array(file[part]))
+        #expect(try store.put(BlobFile(body: body, offset: part.lowerBound, count: part.count, hash: partHash)) == partHash)
+        #expect(try store.get(partHash) == Array(file[part]))
+        let past = BlobFile(body: body, offset: file.count - 10, count: 20, hash: String(repeating: "b", count: 64))
+        #expect(throws: PhotoStoreError.self) { try store.put(past) }
+        #expect(try store.get(past.hash) == nil)
+        #expect(try store.delete(partHash, ifNotModifiedSince: Date().addingTimeInterval(60)))
         // Whatever else is in the bucket is not a blob: other names under the prefix, other prefixes.
         #expect(try store.send("PUT", key: "photos/notes.txt", body: Array("x".utf8)).status == 200)
         #expect(try store.send("PUT", key: "photos-old/\(hashes[0])", body: Array("y".utf8)).status == 200)

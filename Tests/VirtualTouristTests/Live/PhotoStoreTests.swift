@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTPServer
 import Postgres
 import Synchronization
 import Testing
@@ -39,6 +40,35 @@ import TestSupport
         #expect(names == [hash])
         #expect(try store.get("../../etc/passwd") == nil)
         #expect(try store.get(String(repeating: "0", count: 64)) == nil)
+    }
+
+    /// An upload's photo is stored from its spooled file (sendfile), never read into memory: the
+    /// blob is exactly the part's bytes, wherever in the file the part lies; a second put only
+    /// refreshes it; a part that runs past its file fails rather than store less.
+    @Test func anUploadIsStoredFromItsFile() throws {
+        let store = FileStore(root: TestApp.scratchDirectory("store"))
+        let file = (0..<(5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 11) }
+        let body = try SpooledBody.holding(file, directory: NSTemporaryDirectory())
+        let part = 1_001..<(file.count - 77)
+        let hash = SHA256.hex(Array(file[part]))
+        #expect(try store.put(BlobFile(body: body, offset: part.lowerBound, count: part.count, hash: hash)) == hash)
+        #expect(try store.get(hash) == Array(file[part]))
+        #expect(try store.put(BlobFile(body: body, offset: part.lowerBound, count: part.count, hash: hash)) == hash)
+        #expect(try store.list().map(\.hash) == [hash])
+        let past = BlobFile(body: body, offset: file.count - 10, count: 20, hash: String(repeating: "a", count: 64))
+        #expect(throws: PhotoStoreError.self) { try store.put(past) }
+        #expect(try store.get(past.hash) == nil, "nothing is stored for it")
+        // A store without files of its own (a test's) is handed the bytes.
+        let bytes = try BytesOnly().put(BlobFile(body: body, offset: 0, count: 3, hash: SHA256.hex(Array(file[0..<3]))))
+        #expect(bytes == SHA256.hex(Array(file[0..<3])))
+    }
+
+    final class BytesOnly: PhotoStore {
+        func put(_ bytes: [UInt8]) throws -> String { SHA256.hex(bytes) }
+        func refresh(_ hash: String) throws -> Bool { false }
+        func get(_ hash: String) throws -> [UInt8]? { nil }
+        func list() throws -> [(hash: String, modified: Date)] { [] }
+        func delete(_ hash: String, ifNotModifiedSince olderThan: Date) throws -> Bool { false }
     }
 
     @Test func photosAreServedFromTheStoreWithTheirHashAsETag() throws {
