@@ -13,6 +13,7 @@ public final class SpooledBody: @unchecked Sendable {
     // @unchecked: `count` changes only while the parser owns the request, before any handler sees it.
     public let descriptor: Int32
     public private(set) var count = 0
+    let directory: String
 
     /// A new empty file in `directory`.
     public init(directory: String) throws(HTTPParseError) {
@@ -23,8 +24,9 @@ public final class SpooledBody: @unchecked Sendable {
             fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 { unlink(path) } else if errno != EEXIST { break }
         }
-        guard fd >= 0 else { throw Self.refusal(errno) }
+        guard fd >= 0 else { throw Self.refusal(errno, directory: directory) }
         descriptor = fd
+        self.directory = directory
     }
 
     /// A body the server kept in memory, spooled after all (a request made by a test).
@@ -46,7 +48,7 @@ public final class SpooledBody: @unchecked Sendable {
                 written += n
             }
         }
-        guard failure == 0 else { throw Self.refusal(failure) }
+        guard failure == 0 else { throw Self.refusal(failure, directory: directory) }
         count += bytes.count
     }
 
@@ -71,14 +73,18 @@ public final class SpooledBody: @unchecked Sendable {
     public func withMapped<T>(_ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         guard let address = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), address != MAP_FAILED else {
-            throw Self.refusal(errno)
+            throw HTTPParseError(.serviceUnavailable, "the server could not read the upload back (\(String(cString: strerror(errno)))); send it again in a moment",
+                                 retryAfter: 5)
         }
         defer { munmap(address, count) }
         return try body(UnsafeRawBufferPointer(start: address, count: count))
     }
 
-    /// Refused for the disk: 503, for a moment (a full disk is the operator's to mend).
-    static func refusal(_ code: Int32) -> HTTPParseError {
-        HTTPParseError(.serviceUnavailable, "the server has no room to receive uploads right now (\(String(cString: strerror(code))))", retryAfter: 30)
+    /// Refused for the disk: 503, for a moment (a full disk is the operator's to mend), and said
+    /// in the log, where the operator looks.
+    static func refusal(_ code: Int32, directory: String) -> HTTPParseError {
+        // Troubleshooting: upload spool
+        serverLogger.warning("upload spool \(directory): \(String(cString: strerror(code))); uploads of photos answer 503 until it can be written")
+        return HTTPParseError(.serviceUnavailable, "the server has no room to receive uploads right now (\(String(cString: strerror(code))))", retryAfter: 30)
     }
 }

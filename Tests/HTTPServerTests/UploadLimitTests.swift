@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HTTPServer
 
 /// HTTPLimits.uploads: a route named by method and exact path takes a larger body than every other;
@@ -143,6 +144,78 @@ import Testing
         other.append("POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
         guard case .request(let form)? = try other.next() else { Issue.record("no request"); return }
         #expect(form.body == Array("abc".utf8) && form.spooled == nil)
+    }
+
+    /// Seeded random streams of pipelined requests on one connection: spooled uploads and plain
+    /// forms, Content-Length or chunked (random chunk sizes), empty or up to 300 KB, arriving in
+    /// random pieces. Invariants: each request comes out with exactly the bytes sent, an upload's
+    /// on disk and none in memory, anything else in memory; the parser's buffer never holds more
+    /// than what one read brings plus a head; no spool file is ever left in the folder; every
+    /// budget reservation is given back once the requests go.
+    @Test func randomPipelinedStreamsSpoolExactlyTheUploads() throws {
+        struct Request: CustomStringConvertible {
+            let upload: Bool, chunked: Bool, size: Int, chunk: Int, piece: Int, fill: UInt8
+            var description: String { "\(upload ? "upload" : "form") \(chunked ? "chunked/\(chunk)" : "length") \(size) B in \(piece) B pieces" }
+        }
+        let directory = FileManager.default.temporaryDirectory.path + "/spool-explore-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var limits = HTTPLimits()
+        limits.maxBodyBytes = 64 << 10
+        limits.uploads = [HTTPLimits.Upload(method: "POST", path: "/pins/:id/own-photos", maxBodyBytes: 1 << 20, refusal: "too large", spooled: true)]
+        limits.uploadBudget = UploadBudget(bytes: 8 << 20, step: 16 << 10)
+        limits.spoolDirectory = directory
+        let budget = try #require(limits.uploadBudget)
+        let failure = explore(seeds: 51..<71, length: 1...12, generate: { random -> Request in
+            let upload = random.chance(0.6)
+            return Request(upload: upload, chunked: random.chance(0.4), size: random.chance(0.1) ? 0 : Int.random(in: 1...(upload ? 300_000 : 60_000), using: &random),
+                           chunk: Int.random(in: 1...70_000, using: &random), piece: Int.random(in: 1...100_000, using: &random),
+                           fill: UInt8.random(in: 0...255, using: &random))
+        }, run: { requests in
+            var parser = RequestParser(limits: limits)
+            var received: [HTTPRequest] = []
+            for (index, request) in requests.enumerated() {
+                let body = (0..<request.size).map { UInt8(truncatingIfNeeded: $0 &* 7) ^ request.fill }
+                let path = request.upload ? "/pins/\(index)/own-photos" : "/form"
+                var wire = Array("POST \(path) HTTP/1.1\r\nHost: a\r\n".utf8)
+                if request.chunked {
+                    wire += Array("Transfer-Encoding: chunked\r\n\r\n".utf8)
+                    var at = 0
+                    while at < body.count {
+                        let n = min(request.chunk, body.count - at)
+                        wire += Array((String(n, radix: 16) + "\r\n").utf8) + body[at..<(at + n)] + [13, 10]
+                        at += n
+                    }
+                    wire += Array("0\r\n\r\n".utf8)
+                } else {
+                    wire += Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body
+                }
+                var at = 0
+                while at < wire.count {
+                    let n = min(request.piece, wire.count - at)
+                    parser.append(Array(wire[at..<(at + n)]))
+                    at += n
+                    do {
+                        while let event = try parser.next() { if case .request(let r) = event { received.append(r) } }
+                    } catch {
+                        return "request \(index) refused: \(error)"
+                    }
+                    if parser.retainedBytes > request.piece + 64 << 10 + 1024 { return "the parser kept \(parser.retainedBytes) bytes" }
+                }
+                guard received.count == index + 1, let got = received.last else { return "request \(index) did not come out" }
+                // An empty body has no framing unless it is chunked (a last chunk at once).
+                let spooledAsItShould = request.upload && (request.size > 0 || request.chunked)
+                if (got.spooled != nil) != spooledAsItShould { return "request \(index) spooled: \(got.spooled != nil)" }
+                let bytes = got.spooled.map { $0.read(0..<Int.max) } ?? got.body
+                if bytes != body { return "request \(index) came out with \(bytes.count) bytes, not its \(body.count)" }
+                if got.spooled != nil && !got.body.isEmpty { return "request \(index) is in memory too" }
+            }
+            if let left = try? FileManager.default.contentsOfDirectory(atPath: directory), !left.isEmpty { return "left in the spool: \(left)" }
+            received.removeAll()
+            parser = RequestParser(limits: limits)
+            return budget.reserved == 0 ? nil : "\(budget.reserved) bytes still reserved"
+        })
+        #expect(failure == nil, "\(failure ?? "")")
     }
 
     @Test func theUploadRouteTakesItsOwnLimitAndNoOtherDoes() throws {

@@ -9,6 +9,10 @@
         pin's album, then the same bytes to nginx; prints MB/s, CPU ms per photo (the server's
         utime + stime over the batch), peak RSS; then wrk on an album page of 30 own photos and one
         of 30 provider photos.
+    bench-ownphotos.py many JPEG COUNT "LABEL PORT PID SESSION"...
+        For each server in turn: COUNT uploads of JPEG padded to 30 MB (comment segments), sent
+        at once, each at 2 MB/s; the server's VmRSS sampled every 50 ms while they arrive and are
+        made, and how far it rose above where it stood.
 """
 import http.client, json, os, re, statistics, struct, subprocess, sys, threading, time, urllib.parse
 
@@ -141,8 +145,80 @@ def run(folder, port, nginx_port, session, server_pid, database, wrk):
         print("  %-30s %8s %10s" % (label, rps, p99))
 
 
+def padded_jpeg(jpeg, size):
+    """The JPEG with comment segments after its SOI until it is `size` bytes: still the same photo."""
+    base = open(jpeg, "rb").read()
+    room = size - len(base)
+    segments = []
+    while room > 4:
+        n = min(65533, room - 4)
+        segments.append(b"\xff\xfe" + struct.pack(">H", n + 2) + b"x" * n)
+        room -= n + 4
+    return base[:2] + b"".join(segments) + base[2:]
+
+
+def rss_mb(pid):
+    """(RssAnon, RssFile) in MB: the heap's pages, and the pages of files it has mapped (the page
+    cache's, which the kernel may drop)."""
+    found = {}
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith(("RssAnon", "RssFile")):
+            found[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return found.get("RssAnon", 0), found.get("RssFile", 0)
+
+
+def many(jpeg, count, servers):
+    photo = padded_jpeg(jpeg, 30 << 20)
+    print("\n  %d uploads of a %.0f MB photo at once, each at 2 MB/s: the server's RSS while they arrive and are made" % (count, len(photo) / 1e6))
+    print("  (anon: the heap's pages; file: pages of files it has mapped, which the kernel may drop)")
+    print("  server      anon MB before   peak   rise    file MB before   peak   rise   statuses")
+    for line in servers:
+        label, port, pid, session = line.split()
+        port, pid = int(port), int(pid)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("GET", "/", headers={"Cookie": "vt_session=" + session})
+        token = re.search(r'name="_csrf" value="([^"]+)"', connection.getresponse().read().decode()).group(1)
+        connection.request("POST", "/pins", body=urllib.parse.urlencode({"_csrf": token, "lat": 48.8584, "lon": 2.2945}),
+                           headers={"Cookie": "vt_session=" + session, "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+        pin = json.loads(connection.getresponse().read())["id"]
+        time.sleep(1)
+        start = rss_mb(pid)
+        peak = list(start)
+        statuses = []
+        lock = threading.Lock()
+
+        def upload(n):
+            body = photo[:2] + b"\xff\xfe\x00\x0a" + (b"many %03d" % n)[:8] + photo[2:]
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+            c.putrequest("POST", "/pins/%d/own-photos" % pin)
+            for name, value in (("Cookie", "vt_session=" + session), ("X-CSRF-Token", token), ("Accept", "application/json"),
+                                ("Content-Type", "image/jpeg"), ("X-File-Name", "many-%d.jpg" % n), ("Content-Length", str(len(body)))):
+                c.putheader(name, value)
+            c.endheaders()
+            piece = 1 << 20
+            for at in range(0, len(body), piece):
+                c.send(body[at:at + piece])
+                time.sleep(0.5)
+            response = c.getresponse()
+            response.read()
+            with lock:
+                statuses.append(response.status)
+
+        threads = [threading.Thread(target=upload, args=(n,)) for n in range(count)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            now = rss_mb(pid)
+            peak = [max(peak[0], now[0]), max(peak[1], now[1])]
+            time.sleep(0.05)
+        print("  %-10s %16.0f %6.0f %6.0f %17.0f %6.0f %6.0f   %s" % (label, start[0], peak[0], peak[0] - start[0], start[1], peak[1], peak[1] - start[1],
+                                                                   {s: statuses.count(s) for s in set(statuses)}))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "make":
+    if sys.argv[1] == "many":
+        many(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+    elif sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     else:
         run(*sys.argv[2:9])

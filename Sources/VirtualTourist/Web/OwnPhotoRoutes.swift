@@ -190,8 +190,8 @@ struct OwnPhotoRoutes: Sendable {
         guard range.count <= maxFileBytes else {
             return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
         }
-        // Hashed where it lies (mapped), never read into memory for it.
-        let hash = try body.withMapped { SHA256.hex(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        // Hashed from its file a megabyte at a time.
+        let hash = try SHA256.hex(of: body, range)
         if case .pin(let pin) = destination, try ownPhotos.existing(original: hash, pinID: pin.id, holder: holder) != nil {
             return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
