@@ -37,8 +37,8 @@ RUN apt-get update \
  && awk '$1 == "run" { print $2 }' /tmp/packages.txt | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log /tmp/packages.txt \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin virtualtourist \
- && mkdir -p /data/maps /data/tile-cache /data/photos \
- && chown 10001 /data/tile-cache /data/photos
+ && mkdir -p /data/maps /data/tile-cache /data/photos /data/uploads \
+ && chown 10001 /data/tile-cache /data/photos /data/uploads
 WORKDIR /app
 COPY --from=build /out/lib/ /usr/lib/swift/linux/
 COPY --from=build /out/bin/ /app/bin/
@@ -61,8 +61,8 @@ COPY Public Public
 COPY migrations migrations
 COPY Sources/PhotoFixture/Photos fixture-photos
 # /app/bin on PATH: `docker compose exec app virtual-tourist admin …` (README, Administration).
-# Photos being added are written to the photos volume as they arrive (UPLOAD_SPOOL_DIR), not to
-# /tmp, which Compose makes a tmpfs (memory), and not to the read-only root.
+# Photos being added are written to a volume of their own as they arrive (UPLOAD_SPOOL_DIR), not
+# to /tmp, which Compose makes a tmpfs (memory), nor to the read-only root.
 ENV PATH=/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOST=0.0.0.0 \
     PORT=8080 \
@@ -70,7 +70,7 @@ ENV PATH=/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     MIGRATIONS_DIR=/app/migrations \
     TILE_CACHE_DIR=/data/tile-cache \
     PHOTO_STORE=/data/photos \
-    UPLOAD_SPOOL_DIR=/data/photos
+    UPLOAD_SPOOL_DIR=/data/uploads
 USER 10001
 EXPOSE 8080
 # docker stop sends SIGTERM: the server stops accepting, finishes requests in flight, then exits.

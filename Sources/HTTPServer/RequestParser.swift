@@ -128,8 +128,12 @@ public struct RequestParser: Sendable {
             if case .length(let length)? = framing, length > limits.maxBodyBytes {
                 try account(&request, holding: min(length, limits.uploadBudget?.step ?? 0))
             }
-            // An upload that spools goes to its file from its first byte.
+            // An upload that spools goes to its file from its first byte, and is in the budget
+            // from then, however small: each holds a descriptor and disk, so the budget also
+            // bounds how many spool files are open at once (its bytes over its step), pipelined
+            // requests parsed ahead included.
             if framing != nil, let directory = limits.spoolDirectory, limits.upload(method: request.method, path: request.path)?.spooled == true {
+                try account(&request, holding: 1)
                 request.spooled = try SpooledBody(directory: directory)
             }
             start = headEnd
@@ -370,7 +374,7 @@ public struct RequestParser: Sendable {
             let take = min(remaining, buffer.count - start)
             if take > 0 {
                 let count = request.bodyCount
-                if count + remaining > limits.maxBodyBytes { try account(&request, holding: count + take) }
+                if count + remaining > limits.maxBodyBytes || request.spooled != nil { try account(&request, holding: count + take) }
                 try append(buffer[start..<(start + take)], to: &request, expecting: remaining)
                 start += take
             }
@@ -393,7 +397,7 @@ public struct RequestParser: Sendable {
                 case .data(let remaining):
                     let take = min(remaining, buffer.count - start)
                     guard take > 0 else { return false }
-                    if request.bodyCount + take > limits.maxBodyBytes { try account(&request, holding: request.bodyCount + take) }
+                    if request.bodyCount + take > limits.maxBodyBytes || request.spooled != nil { try account(&request, holding: request.bodyCount + take) }
                     try append(buffer[start..<(start + take)], to: &request, expecting: take)
                     start += take
                     chunk = take == remaining ? .dataEnd : .data(remaining: remaining - take)

@@ -18,7 +18,9 @@ public final class SpooledBody: @unchecked Sendable {
     /// A new empty file in `directory`.
     public init(directory: String) throws(HTTPParseError) {
         // O_CLOEXEC from the start: a child spawned meanwhile (the HEIF decoder) must not inherit it.
-        var fd: Int32 = -1
+        // O_TMPFILE first: a file with no name at all (on NFS an unlinked open file is renamed
+        // .nfsXXXX and outlives a crash); a named file unlinked at once where it is not supported.
+        var fd = open(directory, Self.temporaryFile | O_RDWR | O_CLOEXEC, 0o600)
         for _ in 0..<8 where fd < 0 {
             let path = directory + "/.tmp-upload-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -37,6 +39,9 @@ public final class SpooledBody: @unchecked Sendable {
     }
 
     deinit { close(descriptor) }
+
+    /// Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY), which Glibc's module does not export.
+    static let temporaryFile: Int32 = 0o20000000 | O_DIRECTORY
 
     func append(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) {
         var failure: Int32 = 0

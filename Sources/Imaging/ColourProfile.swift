@@ -12,44 +12,50 @@ public enum ColourProfile {
     /// number from 1, the count), or nil when absent, incomplete or inconsistent.
     public static func inJPEG<Bytes: RandomAccessCollection<UInt8>>(_ jpeg: Bytes) -> [UInt8]? where Bytes.Index == Int {
         var chunks: [Int: Bytes.SubSequence] = [:]
-        var expected = 0
-        var at = 2
-        while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
-            let marker = jpeg[at + 1]
-            if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { at += 2; continue }
-            if marker == 0xFF { at += 1; continue }
-            if marker == 0xDA || marker == 0xD9 { break }  // the image data: no more headers
-            let length = Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3])
-            guard length >= 2, at + 2 + length <= jpeg.count else { break }
-            let body = jpeg[(at + 4)..<(at + 2 + length)]
-            if marker == 0xE2, body.count > jpegMarker.count + 2, body.starts(with: jpegMarker) {
-                let number = Int(body[body.startIndex + 12]), count = Int(body[body.startIndex + 13])
-                guard number >= 1, count >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else { return nil }
-                expected = count
-                chunks[number] = body.dropFirst(14)
+        var expected = 0, consistent = true
+        segments(of: jpeg) { marker, body in
+            guard marker == 0xE2, body.count > jpegMarker.count + 2, body.starts(with: jpegMarker) else { return true }
+            let number = Int(body[body.startIndex + 12]), count = Int(body[body.startIndex + 13])
+            guard number >= 1, count >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else {
+                consistent = false
+                return false
             }
-            at += 2 + length
+            expected = count
+            chunks[number] = body.dropFirst(14)
+            return true
         }
-        guard expected > 0, chunks.count == expected else { return nil }
+        guard consistent, expected > 0, chunks.count == expected else { return nil }
         var profile: [UInt8] = []
         for number in 1...expected { profile += chunks[number]! }
         return isRGB(profile) ? profile : nil
     }
 
-    /// Where a JPEG's segments end and its image data begins (the first SOS), or its end: what a
-    /// reader of its tags needs, without the megabytes after.
-    static func headersEnd<Bytes: RandomAccessCollection<UInt8>>(_ jpeg: Bytes) -> Int where Bytes.Index == Int {
+    /// The body of a JPEG's Exif segment (APP1 starting "Exif\0\0", at most 64 KB), or nil:
+    /// what libexif reads tags from. It copies what it is given, so it gets this, never the file.
+    static func exifSegment<Bytes: RandomAccessCollection<UInt8>>(_ jpeg: Bytes) -> Bytes.SubSequence? where Bytes.Index == Int {
+        var found: Bytes.SubSequence?
+        segments(of: jpeg) { marker, body in
+            guard marker == 0xE1, body.starts(with: [0x45, 0x78, 0x69, 0x66, 0, 0]) else { return true }
+            found = body
+            return false
+        }
+        return found
+    }
+
+    /// A JPEG's marker segments before its image data, in order: each marker and its body, until
+    /// `visit` answers false, the scan (SOS) or the end begins, or a length runs past the file.
+    static func segments<Bytes: RandomAccessCollection<UInt8>>(of jpeg: Bytes, _ visit: (UInt8, Bytes.SubSequence) -> Bool) where Bytes.Index == Int {
         var at = 2
         while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
             let marker = jpeg[at + 1]
             if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { at += 2; continue }
             if marker == 0xFF { at += 1; continue }
-            if marker == 0xDA || marker == 0xD9 { return at }
+            if marker == 0xDA || marker == 0xD9 { return }  // the image data: no more headers
             let length = Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3])
-            guard length >= 2, at + 2 + length <= jpeg.count else { break }
+            guard length >= 2, at + 2 + length <= jpeg.count else { return }
+            guard visit(marker, jpeg[(at + 4)..<(at + 2 + length)]) else { return }
             at += 2 + length
         }
-        return jpeg.count
     }
 
     /// A profile the RGB versions can carry: a whole ICC header (128 bytes) that says its own

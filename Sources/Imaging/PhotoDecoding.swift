@@ -117,8 +117,8 @@ public enum PhotoDecoding {
             if tjGetErrorCode(handle) != Int32(TJERR_WARNING.rawValue) { throw .unreadable(.jpeg, message) }
             if message.contains("Premature end") { throw .truncated(.jpeg) }
         }
-        // libexif is handed the segments before the image data only (it copies what it is given).
-        let tags = CameraTags.read(bytes[..<ColourProfile.headersEnd(bytes)])
+        // libexif is handed the Exif segment only (it copies what it is given).
+        let tags = ColourProfile.exifSegment(bytes).map { CameraTags.read($0) } ?? CameraTags()
         let image = RGBImage(width: Int(scaledWidth), height: Int(scaledHeight), pixels: pixels).oriented(tags.orientation)
         let swaps = tags.orientation >= 5
         return DecodedPhoto(format: .jpeg, width: Int(swaps ? height : width), height: Int(swaps ? width : height), image: image,

@@ -382,7 +382,7 @@ struct Configuration {
                default: code(d.app.ownPhotoMaxBytes / mib)) { $0.app.ownPhotoMaxBytes = $1 * mib },
         ranged("UPLOAD_MAX_MEGAPIXELS", "the most pixels a photo a person adds may have, read from its header before it is decoded (a decompression bomb is refused unread); making its versions takes 3 to 6 bytes a pixel while it is decoded, one photo per core at a time", 1...200,
                default: code(d.app.ownPhotoMaxPixels / 1_000_000)) { $0.app.ownPhotoMaxPixels = $1 * 1_000_000 },
-        text("UPLOAD_SPOOL_DIR", "where photos being added are written as they arrive, until they are stored (never held in memory): on a disk with room for a few uploads at once, not a tmpfs", default: "`PHOTO_STORE`'s folder, or the system's temporary folder with `s3://`", values: "a folder") { $0.app.uploadSpool = $1 },
+        text("UPLOAD_SPOOL_DIR", "where photos being added are written as they arrive, until they are stored (never held in memory): a local disk with room for a few uploads at once, not a tmpfs (memory) and not NFS", default: code(d.app.uploadSpool), values: "a folder") { $0.app.uploadSpool = $1 },
         ranged("UPLOAD_PIN_RADIUS_M", "a photo added on the map joins the map's nearest pin within this many metres of where it was taken, else makes a pin of its own", 10...100_000, unit: "m",
                default: code(d.app.ownPhotoPinRadius)) { $0.app.ownPhotoPinRadius = $1 },
         ranged("QUOTA_SHARED_MAPS", "shared maps a person may belong to, owned or joined (`0`: nobody shares maps)", 0...10_000, default: code(d.app.quotas.sharedMaps)) { $0.app.quotas.sharedMaps = $1 },

@@ -2,15 +2,18 @@
 """A person's visit over the app's published port, for the Compose journey (Tests/Docker/compose-journey).
 Standard library only.
 
-  visit.py BASE_URL STATE_FILE first    sign up, drop a pin, wait for its album, fetch a photo;
-                                        writes the session cookie, pin id, photo id and photo hash to STATE_FILE
+  visit.py BASE_URL STATE_FILE first    sign up, drop a pin, wait for its album, fetch a photo; add an
+                                        iPhone HEIC of one's own to the album (decoded in the image's child
+                                        process, spooled on its volume) and fetch its versions and original;
+                                        writes the session cookie, pin id, photo ids and hashes to STATE_FILE
   visit.py BASE_URL STATE_FILE again    with the saved cookie: still signed in, the pin, the album and the
-                                        same photo bytes are there
+                                        same photo bytes are there, the own photo's original too
   visit.py BASE_URL STATE_FILE load N   with the saved cookie, drops N pins (their albums download), prints their ids
   visit.py BASE_URL STATE_FILE verify   with the saved cookie, reads "photo-id sha256" lines on stdin and fetches
                                         each photo: prints how many were served with exactly those bytes, how many
                                         with others, how many not at all (exit 1 unless all were served intact)
 
+OWN_PHOTO=0 leaves the own photo out (a release from before own photos).
 SETUP_CODE, when set, is sent with the sign-up: the first account of an instance whose SIGN_UP is
 invite or closed needs the code the app wrote in its log at start.
 
@@ -74,6 +77,16 @@ def wait_for_album(pin_id, seconds=90):
     fail(f"the album was not ready after {seconds} s")
 
 
+HEIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ImagingTests", "Photos", "pug.heic")
+
+
+def own_photo(photo_id, original):
+    status, headers, body = request("GET", f"/own-photos/{photo_id}" + ("?original=1" if original else ""))
+    if status != 200 or not headers.get("Content-Type", "").startswith("image/"):
+        fail(f"GET /own-photos/{photo_id} answered {status} {headers.get('Content-Type')}")
+    return body, headers["Content-Type"]
+
+
 def photo(photo_id):
     status, headers, body = request("GET", f"/photos/{photo_id}")
     if status != 200 or not headers.get("Content-Type", "").startswith("image/"):
@@ -102,10 +115,34 @@ if MODE == "first":
     print(f"album of pin {pin_id} ready with {len(ready)} photos after {time.time() - started:.1f} s", flush=True)
     digest, size = photo(ready[0]["id"])
     print(f"photo {ready[0]['id']} served: {size} bytes, sha256 {digest[:16]}…", flush=True)
+    own = {}
+    if os.environ.get("OWN_PHOTO") != "0":
+        # A photo of one's own, as own-photos.js sends it: the file as the body, its name in X-File-Name.
+        heic = open(HEIC, "rb").read()
+        token = csrf(f"/pins/{pin_id}")
+        req = urllib.request.Request(f"{BASE}/pins/{pin_id}/own-photos", data=heic, method="POST",
+                                     headers={"X-CSRF-Token": token, "Accept": "application/json", "Content-Type": "image/heic",
+                                              "X-File-Name": "IMG_0001.HEIC"})
+        try:
+            with opener.open(req, timeout=120) as response:
+                status, body = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, body = error.code, error.read()
+        if status != 201:
+            fail(f"adding an iPhone HEIC answered {status}: {body[:300]!r}")
+        own_id = json.loads(body)["id"]
+        display, kind = own_photo(own_id, original=False)
+        if kind != "image/jpeg" or not display.startswith(b"\xff\xd8"):
+            fail(f"own photo {own_id}'s display version is {kind}, {display[:4]!r}")
+        original, kind = own_photo(own_id, original=True)
+        if original != heic or kind != "image/heic":
+            fail(f"own photo {own_id}'s original is {len(original)} bytes of {kind}, not the {len(heic)} bytes sent")
+        print(f"an iPhone HEIC added to pin {pin_id} as own photo {own_id}: its display version a {len(display)}-byte JPEG, its original byte for byte", flush=True)
+        own = {"own": own_id, "own_sha256": hashlib.sha256(heic).hexdigest()}
     session = next(c for c in jar if c.name.endswith("vt_session"))
     with open(STATE, "w") as f:
         json.dump({"cookie": [session.name, session.value], "pin": pin_id, "photo": ready[0]["id"],
-                   "sha256": digest, "photos": len(ready)}, f)
+                   "sha256": digest, "photos": len(ready), **own}, f)
 elif MODE in ("load", "verify"):
     with open(STATE) as f:
         state = json.load(f)
@@ -159,5 +196,10 @@ elif MODE == "again":
     if digest != state["sha256"]:
         fail(f"photo {state['photo']} changed: sha256 {digest} against {state['sha256']}")
     print(f"photo {state['photo']} has the same bytes: sha256 {digest[:16]}…", flush=True)
+    if "own" in state:
+        original, _ = own_photo(state["own"], original=True)
+        if hashlib.sha256(original).hexdigest() != state["own_sha256"]:
+            fail(f"own photo {state['own']}'s original changed")
+        print(f"own photo {state['own']}'s original has the same bytes", flush=True)
 else:
     fail("mode is first, again, load or verify")

@@ -146,6 +146,27 @@ import TestSupport
         #expect(form.body == Array("abc".utf8) && form.spooled == nil)
     }
 
+    /// However small, a spooled body holds a file (a descriptor, disk): each is in the budget for
+    /// a step from its first byte, so a client pipelining many small uploads on many connections
+    /// cannot open more spool files than the budget has steps (an attack review's finding).
+    @Test func smallSpooledBodiesCountInTheBudget() throws {
+        var limits = HTTPLimits()
+        limits.uploads = [HTTPLimits.Upload(method: "POST", path: "/up", maxBodyBytes: 1 << 20, refusal: "too large", spooled: true)]
+        limits.uploadBudget = UploadBudget(bytes: 3 << 20, step: 1 << 20)
+        limits.spoolDirectory = NSTemporaryDirectory()
+        var parsers: [RequestParser] = []
+        var refused = 0
+        for _ in 0..<5 {
+            var parser = RequestParser(limits: limits)
+            parser.append("POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nab")
+            do { _ = try parser.next() } catch { refused += 1; #expect(error.status == .serviceUnavailable) }
+            parsers.append(parser)
+        }
+        #expect(refused == 2 && limits.uploadBudget?.reserved == 3 << 20)
+        parsers.removeAll()
+        #expect(limits.uploadBudget?.reserved == 0)
+    }
+
     /// Seeded random streams of pipelined requests on one connection: spooled uploads and plain
     /// forms, Content-Length or chunked (random chunk sizes), empty or up to 300 KB, arriving in
     /// random pieces. Invariants: each request comes out with exactly the bytes sent, an upload's

@@ -169,9 +169,9 @@ def rss_mb(pid):
 
 def many(jpeg, count, servers):
     photo = padded_jpeg(jpeg, 30 << 20)
-    print("\n  %d uploads of a %.0f MB photo at once, each at 2 MB/s: the server's RSS while they arrive and are made" % (count, len(photo) / 1e6))
-    print("  (anon: the heap's pages; file: pages of files it has mapped, which the kernel may drop)")
-    print("  server      anon MB before   peak   rise    file MB before   peak   rise   statuses")
+    print("\n  %d uploads of a %.0f MB photo at once, each at 2 MB/s: how far the server's RSS rises while they arrive, and then while" % (count, len(photo) / 1e6))
+    print("  their versions are made (anon: the heap's pages; file: pages of files it has mapped, which the kernel may drop)")
+    print("  server      anon MB before   arriving   making    file MB arriving   making   statuses")
     for line in servers:
         label, port, pid, session = line.split()
         port, pid = int(port), int(pid)
@@ -183,9 +183,11 @@ def many(jpeg, count, servers):
         pin = json.loads(connection.getresponse().read())["id"]
         time.sleep(1)
         start = rss_mb(pid)
-        peak = list(start)
+        arriving, making = list(start), list(start)
         statuses = []
+        sent = []
         lock = threading.Lock()
+        barrier = threading.Barrier(count + 1)
 
         def upload(n):
             body = photo[:2] + b"\xff\xfe\x00\x0a" + (b"many %03d" % n)[:8] + photo[2:]
@@ -195,10 +197,16 @@ def many(jpeg, count, servers):
                                 ("Content-Type", "image/jpeg"), ("X-File-Name", "many-%d.jpg" % n), ("Content-Length", str(len(body)))):
                 c.putheader(name, value)
             c.endheaders()
-            piece = 1 << 20
-            for at in range(0, len(body), piece):
-                c.send(body[at:at + piece])
+            # All but the last kilobyte at 2 MB/s, then together once every upload is that far: the
+            # bodies have all arrived but none is complete, so none is being made yet.
+            piece, last = 1 << 20, len(body) - 1024
+            for at in range(0, last, piece):
+                c.send(body[at:min(at + piece, last)])
                 time.sleep(0.5)
+            with lock:
+                sent.append(n)
+            barrier.wait()
+            c.send(body[last:])
             response = c.getresponse()
             response.read()
             with lock:
@@ -207,12 +215,21 @@ def many(jpeg, count, servers):
         threads = [threading.Thread(target=upload, args=(n,)) for n in range(count)]
         for t in threads:
             t.start()
+        released = False
         while any(t.is_alive() for t in threads):
             now = rss_mb(pid)
-            peak = [max(peak[0], now[0]), max(peak[1], now[1])]
+            peak = making if released else arriving
+            peak[0], peak[1] = max(peak[0], now[0]), max(peak[1], now[1])
+            if not released and len(sent) == count:
+                time.sleep(0.5)  # what the server holds once it has read them
+                now = rss_mb(pid)
+                arriving[0], arriving[1] = max(arriving[0], now[0]), max(arriving[1], now[1])
+                barrier.wait()
+                released = True
             time.sleep(0.05)
-        print("  %-10s %16.0f %6.0f %6.0f %17.0f %6.0f %6.0f   %s" % (label, start[0], peak[0], peak[0] - start[0], start[1], peak[1], peak[1] - start[1],
-                                                                   {s: statuses.count(s) for s in set(statuses)}))
+        print("  %-10s %16.0f %8s %8s %16s %8s   %s" % (label, start[0], "+%.0f" % (arriving[0] - start[0]), "+%.0f" % (making[0] - start[0]),
+                                                      "+%.0f" % (arriving[1] - start[1]), "+%.0f" % (making[1] - start[1]),
+                                                      {s: statuses.count(s) for s in set(statuses)}))
 
 
 if __name__ == "__main__":

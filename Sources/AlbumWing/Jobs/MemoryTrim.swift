@@ -31,4 +31,8 @@ package final class MemoryTrim: @unchecked Sendable {
     }
 
     package func stop() { queue.sync { timer?.cancel(); timer = nil } }
+
+    /// A trim now: after work that freed tens of megabytes at once on a thread that may not
+    /// allocate again for a while (a photo's pixels, OwnPhotoStore.prepare).
+    package static func now() { _ = mallocTrim(0) }
 }

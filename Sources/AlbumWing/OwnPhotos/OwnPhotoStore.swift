@@ -85,7 +85,10 @@ public struct OwnPhotoStore: Sendable {
         if let reached = try quotaReached(person, adding: Int64(file.count)) { return .quotaReached(reached) }
         if let seconds = (store as? StoreBreaker)?.refusal() { throw PhotoStoreError.refused(retryAfter: seconds, reason: nil) }
         let made: Result<PhotoVersions, ImageRefusal> = try processing.run(for: person) {
-            try file.body.withMapped { mapped in
+            // The pixels (tens of MB) are freed by the time the turn ends: given back at once, or
+            // each handler thread's arena would keep a photo's worth until the next timed trim.
+            defer { MemoryTrim.now() }
+            return try file.body.withMapped { mapped in
                 let bytes = UnsafeRawBufferPointer(rebasing: mapped[file.offset..<(file.offset + file.count)]).assumingMemoryBound(to: UInt8.self)
                 do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
             }

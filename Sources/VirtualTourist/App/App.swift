@@ -146,9 +146,11 @@ public final class App: Sendable {
         downloadSlots = DownloadSlots()
         pickerSearches = PickerSearches(slots: settings.pickerSlots, timeout: .seconds(settings.pickerTimeout))
         ownPhotoMaxBytes = settings.ownPhotoMaxBytes
-        uploadSpool = settings.uploadSpoolDirectory
-        // Made now, so the first upload finds it (the photo store's folder is otherwise made on its first write).
+        uploadSpool = settings.uploadSpool
+        // Made and tried now: a spool that cannot be written is said in the log at start (and
+        // by each upload it refuses), not first found by the people adding photos.
         try? FileStore.makeDirectories(uploadSpool)
+        _ = try? SpooledBody(directory: uploadSpool)
         let ownPhotos = OwnPhotoStore(pool: pool, store: photoStore, quotas: settings.quotas,
                                       limits: PhotoVersions.Limits(maxPixels: settings.ownPhotoMaxPixels),
                                       processing: PhotoProcessing(slots: ProcessInfo.processInfo.activeProcessorCount))

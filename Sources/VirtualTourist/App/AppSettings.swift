@@ -99,11 +99,10 @@ public struct AppSettings: Sendable {
     /// The map's "Add photos": a photo joins the nearest pin within this many metres
     /// (UPLOAD_PIN_RADIUS_M), else makes its own, so a trip's batch makes a handful of pins.
     public var ownPhotoPinRadius = 1_000
-    /// Where own photos' uploads are written as they arrive (UPLOAD_SPOOL_DIR); nil: `uploadSpoolDirectory`'s default.
-    public var uploadSpool: String?
-    /// The spool: as set, else the photo store's own folder (a disk that takes photos, and the
-    /// kernel may share blocks when a photo is copied from it), else the system's temporary folder.
-    public var uploadSpoolDirectory: String { uploadSpool ?? (s3 == nil ? photoStore : NSTemporaryDirectory()) }
+    /// Where own photos' uploads are written as they arrive (UPLOAD_SPOOL_DIR): a local disk of
+    /// this host's, apart from the photo store (which may be NFS, whose stalls would stall the
+    /// event loops that write here), and not a tmpfs (memory).
+    public var uploadSpool = ".data/uploads"
     /// Rates of share-link visits (SHARE_REQUESTS_PER_MINUTE).
     public var shareLimits = ShareRateLimit.Limits()
 

@@ -43,6 +43,7 @@ final class TestApp {
         settings.httpClient.totalTimeout = 5
         // Each app its own store, so one test's sweep never sees another's blobs.
         settings.photoStore = TestApp.scratchDirectory("photos")
+        settings.uploadSpool = TestApp.scratchDirectory("uploads")
         // Tests run the store's upkeep themselves (PhotoCollector), at the moment they choose.
         settings.photoStoreUpkeepDelay = 3600
         // Tests sign up many people; the invite and closed modes have their own (SignUpModeTests).
