@@ -2,7 +2,6 @@ import Foundation
 import Postgres
 import Domain
 import Imaging
-import HTTPServer
 
 /// A photo a person brought in themselves, as its album shows it.
 public struct OwnPhoto: Sendable, Equatable {
@@ -88,8 +87,7 @@ public struct OwnPhotoStore: Sendable {
             // The pixels (tens of MB) are freed by the time the turn ends: given back at once, or
             // each handler thread's arena would keep a photo's worth until the next timed trim.
             defer { MemoryTrim.now() }
-            return try file.body.withMapped { mapped in
-                let bytes = UnsafeRawBufferPointer(rebasing: mapped[file.offset..<(file.offset + file.count)]).assumingMemoryBound(to: UInt8.self)
+            return try file.withMapped { bytes in
                 do throws(ImageRefusal) { return .success(try PhotoVersions.make(from: bytes, limits: limits)) } catch { return .failure(error) }
             }
         }
@@ -105,8 +103,7 @@ public struct OwnPhotoStore: Sendable {
     /// A file's bytes held in memory (a test's, a tool's): spooled to the system's temporary
     /// directory first, as an upload's are.
     public func prepare(_ bytes: [UInt8], by person: Int64) throws -> Preparation {
-        let body = try SpooledBody.holding(bytes, directory: NSTemporaryDirectory())
-        return try prepare(BlobFile(body: body, offset: 0, count: bytes.count, hash: SHA256.hex(bytes)), by: person)
+        try prepare(try BlobFile.holding(bytes), by: person)
     }
 
     private struct NotAMember: Error {}

@@ -83,6 +83,17 @@ public struct BlobFile: Sendable {
         (self.body, self.offset, self.count, self.hash) = (body, offset, count, hash)
     }
 
+    /// Bytes held in memory (a test's, a tool's), spooled to the system's temporary folder as an
+    /// upload's are.
+    public static func holding(_ bytes: [UInt8]) throws -> BlobFile {
+        BlobFile(body: try SpooledBody.holding(bytes, directory: NSTemporaryDirectory()), offset: 0, count: bytes.count, hash: SHA256.hex(bytes))
+    }
+
+    /// Them where they lie, mapped (the decoders read them so).
+    public func withMapped<T>(_ read: (UnsafeBufferPointer<UInt8>) throws -> T) throws -> T {
+        try body.withMapped { try read(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)) }
+    }
+
     /// Reads them in pieces of at most `piece` bytes, in order, each handed to `take`.
     package func pieces(of piece: Int = 1 << 20, _ take: (UnsafeRawBufferPointer) throws -> Void) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 16)
