@@ -5,6 +5,7 @@
 
 typedef size_t (*vt_curl_write_callback)(char *data, size_t size, size_t count, void *userdata);
 typedef size_t (*vt_curl_read_callback)(char *buffer, size_t size, size_t count, void *userdata);
+typedef int (*vt_curl_seek_callback)(void *userdata, curl_off_t offset, int origin);
 
 static inline CURLcode vt_curl_set_long(CURL *curl, CURLoption option, long value) {
     return curl_easy_setopt(curl, option, value);
@@ -22,6 +23,9 @@ static inline CURLcode vt_curl_set_write_function(CURL *curl, CURLoption option,
     return curl_easy_setopt(curl, option, value);
 }
 static inline CURLcode vt_curl_set_read_function(CURL *curl, CURLoption option, vt_curl_read_callback value) {
+    return curl_easy_setopt(curl, option, value);
+}
+static inline CURLcode vt_curl_set_seek_function(CURL *curl, CURLoption option, vt_curl_seek_callback value) {
     return curl_easy_setopt(curl, option, value);
 }
 static inline CURLcode vt_curl_get_long(CURL *curl, CURLINFO info, long *value) {

@@ -213,6 +213,12 @@ public final class HTTPClient: Sendable {
                     Unmanaged<FileReader>.fromOpaque(userdata!).takeUnretainedValue().read(into: buffer!, size * count)
                 })
                 vt_curl_set_pointer(curl, CURLOPT_READDATA, reader.toOpaque())
+                // curl rewinds the body when it sends the request again within one transfer (a
+                // reused connection found closed, a refused HTTP/2 stream, a 417 to Expect).
+                vt_curl_set_seek_function(curl, CURLOPT_SEEKFUNCTION, { userdata, offset, origin in
+                    Unmanaged<FileReader>.fromOpaque(userdata!).takeUnretainedValue().seek(to: offset, origin: origin)
+                })
+                vt_curl_set_pointer(curl, CURLOPT_SEEKDATA, reader.toOpaque())
                 vt_curl_set_long(curl, CURLOPT_EXPECT_100_TIMEOUT_MS, 0)
             }
             if method != "GET" && method != "HEAD" && !(method == "POST" && body != nil) {
@@ -267,6 +273,8 @@ public final class HTTPClient: Sendable {
         }
 
         if code != CURLE_OK {
+            // The file being sent could not be read: the caller's file, not the server or the network.
+            if let failure = reader?.takeUnretainedValue().failure { throw HTTPClientError.unreadableBody(failure) }
             if guardState.pointee.refused != 0 {
                 let address = withUnsafeBytes(of: &guardState.pointee.refused_address) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 throw HTTPClientError.refused("\(HostPolicy.origin(of: url) ?? url) resolves to an internal address (\(address))")
@@ -371,6 +379,8 @@ public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
     case tooLarge(limit: Int)
     case tooManyRedirects
     case transport(String)
+    /// The request's body file could not be read as it was sent (UploadFile).
+    case unreadableBody(String)
     /// Not fetched: the address is outside the allowed hosts or resolves to an internal address.
     case refused(String)
 
@@ -381,6 +391,7 @@ public enum HTTPClientError: Error, Equatable, CustomStringConvertible {
         case .tooLarge(let limit): return "the response was larger than \(limit / (1024 * 1024)) MB"
         case .tooManyRedirects: return "too many redirects"
         case .transport(let message): return message
+        case .unreadableBody(let reason): return "the file being sent could not be read: \(reason)"
         case .refused(let reason): return "refused: \(reason)"
         }
     }
@@ -399,11 +410,13 @@ public struct UploadFile: Sendable {
     }
 }
 
-/// curl's READFUNCTION for an UploadFile: pread from where the last piece ended.
+/// curl's READFUNCTION and SEEKFUNCTION for an UploadFile: pread from where the last piece ended.
 private final class FileReader: @unchecked Sendable {
     // @unchecked: used by the one transfer that owns it.
     let file: UploadFile
     var sent = 0
+    /// Why the file could not be read, once it could not.
+    var failure: String?
 
     init(_ file: UploadFile) { self.file = file }
 
@@ -414,10 +427,19 @@ private final class FileReader: @unchecked Sendable {
             let n = pread(file.descriptor, buffer, wanted, off_t(file.offset + sent))
             if n < 0 && errno == EINTR { continue }
             // A file that ends early, or fails: curl aborts the transfer rather than send less.
-            guard n > 0 else { return Int(CURL_READFUNC_ABORT) }
+            guard n > 0 else {
+                failure = n == 0 ? "it ended \(file.count - sent) bytes early" : String(cString: strerror(errno))
+                return Int(CURL_READFUNC_ABORT)
+            }
             sent += n
             return n
         }
+    }
+
+    func seek(to offset: curl_off_t, origin: Int32) -> Int32 {
+        guard origin == SEEK_SET, offset >= 0, offset <= curl_off_t(file.count) else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+        sent = Int(offset)
+        return Int32(CURL_SEEKFUNC_OK)
     }
 }
 

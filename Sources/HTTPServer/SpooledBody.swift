@@ -90,6 +90,7 @@ public final class SpooledBody: @unchecked Sendable {
     static func refusal(_ code: Int32, directory: String) -> HTTPParseError {
         // Troubleshooting: upload spool
         serverLogger.warning("upload spool \(directory): \(String(cString: strerror(code))); uploads of photos answer 503 until it can be written")
-        return HTTPParseError(.serviceUnavailable, "the server has no room to receive uploads right now (\(String(cString: strerror(code))))", retryAfter: 30)
+        let why = code == ENOSPC || code == EDQUOT ? "has no room to receive uploads right now" : "cannot receive uploads right now"
+        return HTTPParseError(.serviceUnavailable, "the server \(why) (\(String(cString: strerror(code))))", retryAfter: 30)
     }
 }

@@ -45,14 +45,14 @@ public enum ColourProfile {
     /// A JPEG's marker segments before its image data, in order: each marker and its body, until
     /// `visit` answers false, the scan (SOS) or the end begins, or a length runs past the file.
     static func segments<Bytes: RandomAccessCollection<UInt8>>(of jpeg: Bytes, _ visit: (UInt8, Bytes.SubSequence) -> Bool) where Bytes.Index == Int {
-        var at = 2
-        while at + 4 <= jpeg.count, jpeg[at] == 0xFF {
+        var at = jpeg.startIndex + 2
+        while at + 4 <= jpeg.endIndex, jpeg[at] == 0xFF {
             let marker = jpeg[at + 1]
             if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { at += 2; continue }
             if marker == 0xFF { at += 1; continue }
             if marker == 0xDA || marker == 0xD9 { return }  // the image data: no more headers
             let length = Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3])
-            guard length >= 2, at + 2 + length <= jpeg.count else { return }
+            guard length >= 2, at + 2 + length <= jpeg.endIndex else { return }
             guard visit(marker, jpeg[(at + 4)..<(at + 2 + length)]) else { return }
             at += 2 + length
         }

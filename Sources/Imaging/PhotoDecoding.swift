@@ -271,16 +271,17 @@ public enum PhotoDecoding {
 enum RIFF {
     static func declaredSize<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Int? where Bytes.Index == Int {
         guard bytes.count >= 8 else { return nil }
-        return 8 + (Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24)
+        let b = bytes.startIndex
+        return 8 + (Int(bytes[b + 4]) | Int(bytes[b + 5]) << 8 | Int(bytes[b + 6]) << 16 | Int(bytes[b + 7]) << 24)
     }
 
     static func chunks<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> [String: Bytes.SubSequence] where Bytes.Index == Int {
         var found: [String: Bytes.SubSequence] = [:]
-        var at = 12
-        while at + 8 <= bytes.count, found.count < 64 {
+        var at = bytes.startIndex + 12
+        while at + 8 <= bytes.endIndex, found.count < 64 {
             let name = String(decoding: bytes[at..<(at + 4)], as: UTF8.self)
             let size = Int(bytes[at + 4]) | Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]) << 16 | Int(bytes[at + 7]) << 24
-            guard size >= 0, at + 8 + size <= bytes.count else { break }
+            guard size >= 0, at + 8 + size <= bytes.endIndex else { break }
             if found[name] == nil { found[name] = bytes[(at + 8)..<(at + 8 + size)] }
             at += 8 + size + (size & 1)
         }

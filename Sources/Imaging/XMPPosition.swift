@@ -22,8 +22,8 @@ enum XMPPosition {
     }
 
     static func packet<Bytes: RandomAccessCollection<UInt8>>(in bytes: Bytes) -> String? where Bytes.Index == Int {
-        guard let from = find(start, in: bytes, from: 0) else { return nil }
-        let limit = min(bytes.count, from + maxPacket)
+        guard let from = find(start, in: bytes, from: bytes.startIndex) else { return nil }
+        let limit = min(bytes.endIndex, from + maxPacket)
         guard let to = find(end, in: bytes[..<limit], from: from) else { return nil }
         return String(decoding: bytes[from..<to], as: UTF8.self)
     }

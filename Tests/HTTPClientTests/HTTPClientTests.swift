@@ -338,3 +338,63 @@ func makeClient(for origins: [String], _ configure: (inout HTTPClient.Options) -
         #expect(HTTPClientError.timedOut("http://a/").description == "the server took too long to answer")
     }
 }
+
+/// A body sent from a file (UploadFile, the photo store's PUT of an upload) is read by curl as it
+/// goes, and rewound when curl sends the request again within one transfer: here the server
+/// closes a kept-alive connection instead of answering the next request (an object store's idle
+/// timeout meeting it), and curl sends it again on a fresh connection, the file from its start. A file that
+/// turns out shorter than it says is an unreadable body, not a network failure.
+@Suite struct FileBodyTests {
+    static func spooled(_ bytes: [UInt8]) throws -> Int32 {
+        let path = NSTemporaryDirectory() + "/upload-\(UInt64.random(in: 0...UInt64.max))"
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        unlink(path)
+        return fd
+    }
+
+    @Test func aFileBodyIsRewoundWhenTheRequestIsSentAgain() throws {
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) }
+        let received = Locked<[(connection: Int, method: String, body: [UInt8])]>([])
+        let connections = Locked(0)
+        let server = try LoopbackServer { connection in
+            let number = connections.change { $0 += 1; return $0 }
+            while let requestLine = connection.readLine(), !requestLine.isEmpty {
+                var length = 0
+                while let line = connection.readLine(), !line.isEmpty {
+                    let lower = line.lowercased()
+                    if lower.hasPrefix("content-length:") { length = Int(lower.dropFirst(15).trimmingCharacters(in: .whitespaces)) ?? 0 }
+                }
+                let method = String(requestLine.prefix { $0 != " " })
+                // The first connection's second request: read, then closed with no answer.
+                if number == 1 && method == "PUT" {
+                    _ = connection.read(count: length)
+                    return
+                }
+                let got = connection.read(count: length) ?? []
+                received.change { $0.append((number, method, got)) }
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            }
+        }
+        defer { server.stop() }
+        let fd = try Self.spooled([0, 0, 0] + body)
+        defer { close(fd) }
+        let origin = "http://127.0.0.1:\(server.port)"
+        let client = makeClient(for: [origin])
+        #expect(try client.send("GET", origin + "/warm").status == 200)
+        let response = try client.send("PUT", origin + "/blob", file: UploadFile(descriptor: fd, offset: 3, count: body.count))
+        #expect(response.status == 200)
+        let requests = received.value
+        #expect(requests.map(\.method) == ["GET", "PUT"] && requests.last?.connection == 2, "\(requests.map { "\($0.method) on \($0.connection)" })")
+        let whole = requests.last?.body == body
+        #expect(whole, "the body sent again is the whole file from its start (\(requests.last?.body.count ?? 0) bytes)")
+
+        let short = UploadFile(descriptor: fd, offset: body.count - 10, count: 100)
+        do {
+            _ = try makeClient(for: [origin]).send("PUT", origin + "/blob", file: short)
+            Issue.record("a file shorter than it says was sent")
+        } catch let error as HTTPClientError {
+            guard case .unreadableBody = error else { Issue.record("\(error)"); return }
+        }
+    }
+}

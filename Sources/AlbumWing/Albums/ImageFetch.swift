@@ -36,7 +36,7 @@ extension AlbumWorkers {
             } catch let error as HTTPClientError {
                 switch error {
                 case .refused(let reason): return .refused("\(reason) (\(url))")
-                case .unsupportedURL, .tooLarge, .tooManyRedirects: return .failure(error.description)
+                case .unsupportedURL, .tooLarge, .tooManyRedirects, .unreadableBody: return .failure(error.description)
                 case .timedOut, .transport: outcome = .unavailable(error.description, retryAfter: nil)
                 }
             } catch {

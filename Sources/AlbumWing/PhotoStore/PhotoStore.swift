@@ -89,9 +89,17 @@ public struct BlobFile: Sendable {
         BlobFile(body: try SpooledBody.holding(bytes, directory: NSTemporaryDirectory()), offset: 0, count: bytes.count, hash: SHA256.hex(bytes))
     }
 
-    /// Them where they lie, mapped (the decoders read them so).
+    /// Them where they lie, mapped (the decoders read them so), from index 0.
     public func withMapped<T>(_ read: (UnsafeBufferPointer<UInt8>) throws -> T) throws -> T {
-        try body.withMapped { try read(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)) }
+        // Checked here, not by the slice: a release build would not check it there.
+        guard offset >= 0, count >= 0, offset + count <= body.count else { throw Self.unreadable("it is shorter than its part") }
+        return try body.withMapped { try read(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// The upload's own file could not be read: that upload's failure, never the photo store's
+    /// outage (which would stop serving everyone's photos for a while).
+    static func unreadable(_ reason: String) -> PhotoStoreError {
+        PhotoStoreError(description: "an upload's spooled file could not be read: \(reason)", unavailable: true)
     }
 
     /// Reads them in pieces of at most `piece` bytes, in order, each handed to `take`.
@@ -102,7 +110,7 @@ public struct BlobFile: Sendable {
         while done < count {
             let n = pread(body.descriptor, buffer.baseAddress!, min(piece, count - done), off_t(offset + done))
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw PhotoStoreError.file("cannot read an upload's file", errno: n == 0 ? EIO : errno) }
+            guard n > 0 else { throw Self.unreadable(n == 0 ? "it ended \(count - done) bytes early" : String(cString: strerror(errno))) }
             try take(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             done += n
         }
@@ -159,26 +167,36 @@ public struct FileStore: PhotoStore {
     /// The upload's bytes copied file to file by the kernel (sendfile(2), which takes a regular
     /// file as its target since Linux 2.6.33), never through this process's memory.
     public func put(_ file: BlobFile) throws -> String {
-        try write(file.hash) { fd in
-            var from = off_t(file.offset), left = file.count
-            while left > 0 {
-                let n = sendfile(fd, file.body.descriptor, &from, min(left, 1 << 30))
-                if n > 0 { left -= n; continue }
-                if n < 0 && errno == EINTR { continue }
-                // A file system that sendfile cannot write to: read and write, a piece at a time.
-                if n < 0 && [ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) {
+        // A failure to read the upload's file is that upload's, not the store's (`unreadable`).
+        var source: PhotoStoreError?
+        do {
+            try write(file.hash) { fd in
+                var from = off_t(file.offset), left = file.count
+                while left > 0 {
+                    let n = sendfile(fd, file.body.descriptor, &from, min(left, 1 << 30))
+                    if n > 0 { left -= n; continue }
+                    if n < 0 && errno == EINTR { continue }
+                    // Short, or failed: the rest read and written a piece at a time, which works
+                    // where sendfile cannot write (ENOSYS, EINVAL) and tells which side failed: a
+                    // read that fails is the upload's, a write that fails is the store's.
                     var failure: Int32 = 0
                     do {
                         try BlobFile(body: file.body, offset: Int(from), count: left, hash: file.hash).pieces { piece in
                             failure = Self.writeAll(fd, piece)
                             if failure != 0 { throw PhotoStoreError.file("cannot write", errno: failure) }
                         }
-                    } catch { return failure == 0 ? EIO : failure }
+                    } catch let error as PhotoStoreError where failure == 0 {
+                        source = error
+                        return EIO
+                    } catch {
+                        return failure
+                    }
                     return 0
                 }
-                return n == 0 ? EIO : errno
+                return 0
             }
-            return 0
+        } catch {
+            throw source ?? error
         }
         return file.hash
     }

@@ -151,6 +151,13 @@ public final class App: Sendable {
         // by each upload it refuses), not first found by the people adding photos.
         try? FileStore.makeDirectories(uploadSpool)
         _ = try? SpooledBody(directory: uploadSpool)
+        // A named spool file lives between its open and its unlink (where O_TMPFILE is not
+        // supported); one a crash left there is removed once it is an hour old.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: uploadSpool)) ?? [] where name.hasPrefix(".tmp-upload-") {
+            let path = uploadSpool + "/" + name
+            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+               modified < Date().addingTimeInterval(-3600) { try? FileManager.default.removeItem(atPath: path) }
+        }
         let ownPhotos = OwnPhotoStore(pool: pool, store: photoStore, quotas: settings.quotas,
                                       limits: PhotoVersions.Limits(maxPixels: settings.ownPhotoMaxPixels),
                                       processing: PhotoProcessing(slots: ProcessInfo.processInfo.activeProcessorCount))

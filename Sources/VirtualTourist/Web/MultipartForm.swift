@@ -88,11 +88,11 @@ struct MultipartForm {
         while true {
             if body[position...].starts(with: [0x2D, 0x2D]) { return parts }  // the close delimiter
             // Transport padding (spaces, tabs) may follow a delimiter before its CRLF.
-            while position < body.count, body[position] == 0x20 || body[position] == 0x09 { position += 1 }
+            while position < body.endIndex, body[position] == 0x20 || body[position] == 0x09 { position += 1 }
             guard body[position...].starts(with: crlf) else { throw Failure(description: "a part's delimiter is not followed by a line break") }
             position += 2
             guard parts.count < maxParts else { throw Failure(description: "the form has more than \(maxParts) parts") }
-            let headerWindow = body[position..<min(body.count, position + maxPartHeaderBytes)]
+            let headerWindow = body[position..<min(body.endIndex, position + maxPartHeaderBytes)]
             guard let headerEnd = headerWindow.firstRange(of: [13, 10, 13, 10] as [UInt8]) ?? (headerWindow.starts(with: crlf) ? position..<(position + 2) : nil) else {
                 throw Failure(description: "a part's headers are too long or not ended")
             }

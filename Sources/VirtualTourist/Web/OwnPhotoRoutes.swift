@@ -191,7 +191,9 @@ struct OwnPhotoRoutes: Sendable {
             return refused("\(shown) is larger than \(maxFileBytes / (1024 * 1024)) MB, the most a photo may be.", .contentTooLarge)
         }
         // Hashed from its file a megabyte at a time.
-        let hash = try SHA256.hex(of: body, range)
+        guard let hash = try? SHA256.hex(of: body, range) else {
+            return refused("\(shown) was not added: the server could not read it back; send it again in a moment.", .serviceUnavailable)
+        }
         if case .pin(let pin) = destination, try ownPhotos.existing(original: hash, pinID: pin.id, holder: holder) != nil {
             return Outcome(json: OwnPhotoAdded(id: nil, added: false, message: "\(shown) is already in this album.", figure: nil), status: .ok)
         }
